@@ -1,0 +1,24 @@
+"""The event contract of strata: typed command events, their Avro schemas and the wire codec.
+
+Owns: ``schemas/*.avsc`` (every version ever written), the frozen event types, topic routing and
+the single-object-encoding codec. Imports no Kafka, Spark or store code.
+"""
+
+from events.codec import SCHEMA_VERSION, DecodeError, decode, encode
+from events.model import CreateDataset, Event, OnDuplicate, RegisterLayer
+from events.topics import ENTRIES_TOPIC, LAYERS_TOPIC, TOPICS, topic_for
+
+__all__ = [
+    "ENTRIES_TOPIC",
+    "LAYERS_TOPIC",
+    "SCHEMA_VERSION",
+    "TOPICS",
+    "CreateDataset",
+    "DecodeError",
+    "Event",
+    "OnDuplicate",
+    "RegisterLayer",
+    "decode",
+    "encode",
+    "topic_for",
+]

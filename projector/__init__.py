@@ -1,0 +1,41 @@
+"""The projection: the pure fold of command events into the catalog, and the store it lands in.
+
+Owns every domain rule (dataset names, layer duplicates, last-writer-wins) in ``fold``, the
+``ProjectionStore`` interface and its SQLite implementation. Must not import pyspark or
+confluent_kafka (tests/unit/test_boundaries.py enforces it).
+"""
+
+from projector.fold import CatalogView, InvalidCommand, fold, log_order
+from projector.model import (
+    Changes,
+    Dataset,
+    Layer,
+    LogPosition,
+    LogRecord,
+    Outcome,
+    Rejection,
+    Segment,
+    Status,
+)
+from projector.sqlite_store import SqliteStore
+from projector.store import ProjectionStore, StaleBatchError, apply_batch
+
+__all__ = [
+    "CatalogView",
+    "Changes",
+    "Dataset",
+    "InvalidCommand",
+    "Layer",
+    "LogPosition",
+    "LogRecord",
+    "Outcome",
+    "ProjectionStore",
+    "Rejection",
+    "Segment",
+    "SqliteStore",
+    "StaleBatchError",
+    "Status",
+    "apply_batch",
+    "fold",
+    "log_order",
+]

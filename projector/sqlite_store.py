@@ -1,0 +1,257 @@
+"""The default projection store: one SQLite file, written by the projector, read by the SDK.
+
+WAL mode lets SDK readers poll while the projector writes. Times are stored as integer
+microseconds since the Unix epoch (UTC), so they round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from projector.model import (
+    Changes,
+    Dataset,
+    Layer,
+    LogPosition,
+    Outcome,
+    Rejection,
+    Segment,
+    Status,
+)
+from projector.store import StaleBatchError
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
+    "datasets": ({"id": str, "name": str, "created_at": int, "updated_at": int}, ("id",)),
+    "segments": (
+        {"dataset_id": str, "segment_id": str, "created_topic": str, "created_partition": int,
+         "created_offset": int, "updated_at": int},
+        ("dataset_id", "segment_id"),
+    ),
+    "layers": (
+        {"dataset_id": str, "segment_id": str, "layer_name": str, "storage_url": str,
+         "size_bytes": int, "arrow_schema": bytes, "properties": bytes, "registered_at": int,
+         "registered_topic": str, "registered_partition": int, "registered_offset": int,
+         "event_id": str},
+        ("dataset_id", "segment_id", "layer_name"),
+    ),
+    "outcomes": (
+        {"event_id": str, "topic": str, "partition": int, "offset": int, "status": str,
+         "reason": str},
+        ("event_id",),
+    ),
+    "rejections": (
+        {"topic": str, "partition": int, "offset": int, "raw": bytes, "reason": str,
+         "event_id": str},
+        ("topic", "partition", "offset"),
+    ),
+    "offsets": ({"topic": str, "partition": int, "next_offset": int}, ("topic", "partition")),
+}
+
+
+def _micros(value: datetime) -> int:
+    return (value - _EPOCH) // timedelta(microseconds=1)
+
+
+def _datetime(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def _row_values(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row[column] for column in TABLES[table][0])
+
+
+class SqliteStore:
+    """``ProjectionStore`` on a SQLite file.
+
+    >>> store = SqliteStore(".strata/store.db")  # doctest: +SKIP
+    >>> store.next_offsets()  # doctest: +SKIP
+    {('strata.entries', 0): 3, ('strata.layers', 0): 15}
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        if read_only:
+            uri = f"{self.path.absolute().as_uri()}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.db = sqlite_utils.Database(conn)
+        if not read_only:
+            self._create_tables()
+
+    def _create_tables(self) -> None:
+        for name, (columns, pk) in TABLES.items():
+            self.db[name].create(columns, pk=pk, if_not_exists=True)
+        self.db["datasets"].create_index(["name"], if_not_exists=True)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.db.query(sql, params))
+
+    # -- the fold's reads ---------------------------------------------------------------------
+
+    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
+        rows = self._query("select * from datasets where id = ?", (str(dataset_id),))
+        return _dataset(rows[0]) if rows else None
+
+    def dataset_by_name(self, name: str) -> Dataset | None:
+        rows = self._query("select * from datasets where name = ?", (name,))
+        return _dataset(rows[0]) if rows else None
+
+    def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
+        rows = self._query("select * from segments where dataset_id = ? and segment_id = ?",
+                           (str(dataset_id), segment_id))
+        return _segment(rows[0]) if rows else None
+
+    def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None:
+        rows = self._query(
+            "select * from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
+            (str(dataset_id), segment_id, layer_name))
+        return _layer(rows[0]) if rows else None
+
+    def has_outcome(self, event_id: uuid.UUID) -> bool:
+        return bool(self._query("select 1 from outcomes where event_id = ?", (str(event_id),)))
+
+    # -- offsets and the atomic commit --------------------------------------------------------
+
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        return {(r["topic"], r["partition"]): r["next_offset"]
+                for r in self._query("select * from offsets")}
+
+    def next_offset(self, topic: str, partition: int) -> int:
+        rows = self._query("select next_offset from offsets where topic = ? and partition = ?",
+                           (topic, partition))
+        return rows[0]["next_offset"] if rows else 0
+
+    def commit(self, changes: Changes, *, expected_offsets: dict[tuple[str, int], int]) -> None:
+        rows = {
+            "datasets": [_dataset_row(d) for d in changes.datasets.values()],
+            "segments": [_segment_row(s) for s in changes.segments.values()],
+            "layers": [_layer_row(x) for x in changes.layers.values()],
+            "outcomes": [_outcome_row(o) for o in changes.outcomes.values()],
+            "rejections": [_rejection_row(r) for r in changes.rejections],
+            "offsets": [{"topic": t, "partition": p, "next_offset": o}
+                        for (t, p), o in changes.next_offsets.items()],
+        }
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            stored = {(t, p): o for t, p, o in
+                      self._conn.execute("select topic, partition, next_offset from offsets")}
+            if stored != expected_offsets:
+                raise StaleBatchError(
+                    f"store offsets moved from {expected_offsets} to {stored} during the batch")
+            for table, table_rows in rows.items():
+                if not table_rows:
+                    continue
+                columns = list(TABLES[table][0])
+                self._conn.executemany(
+                    f"insert or replace into {table} ({', '.join(columns)}) "
+                    f"values ({', '.join('?' for _ in columns)})",
+                    [_row_values(table, row) for row in table_rows],
+                )
+
+    # -- the SDK's reads ----------------------------------------------------------------------
+
+    def outcome(self, event_id: uuid.UUID) -> Outcome | None:
+        rows = self._query("select * from outcomes where event_id = ?", (str(event_id),))
+        if not rows:
+            return None
+        r = rows[0]
+        return Outcome(uuid.UUID(r["event_id"]), LogPosition(r["topic"], r["partition"], r["offset"]),
+                       Status(r["status"]), r["reason"])
+
+    def datasets(self) -> list[Dataset]:
+        return [_dataset(r) for r in self._query("select * from datasets order by created_at, id")]
+
+    def segments(self, dataset_id: uuid.UUID) -> list[Segment]:
+        rows = self._query(
+            "select * from segments where dataset_id = ? "
+            "order by created_topic, created_partition, created_offset", (str(dataset_id),))
+        return [_segment(r) for r in rows]
+
+    def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
+        rows = self._query(
+            "select l.* from layers l join segments s using (dataset_id, segment_id) "
+            "where l.dataset_id = ? order by s.created_topic, s.created_partition, "
+            "s.created_offset, l.registered_topic, l.registered_partition, l.registered_offset",
+            (str(dataset_id),))
+        return [_layer(r) for r in rows]
+
+    def rejections(self) -> list[Rejection]:
+        rows = self._query("select * from rejections order by topic, partition, offset")
+        return [Rejection(LogPosition(r["topic"], r["partition"], r["offset"]), r["raw"],
+                          r["reason"], uuid.UUID(r["event_id"]) if r["event_id"] else None)
+                for r in rows]
+
+
+def _dataset_row(d: Dataset) -> dict[str, Any]:
+    return {"id": str(d.id), "name": d.name, "created_at": _micros(d.created_at),
+            "updated_at": _micros(d.updated_at)}
+
+
+def _dataset(r: dict[str, Any]) -> Dataset:
+    return Dataset(uuid.UUID(r["id"]), r["name"], _datetime(r["created_at"]),
+                   _datetime(r["updated_at"]))
+
+
+def _segment_row(s: Segment) -> dict[str, Any]:
+    return {"dataset_id": str(s.dataset_id), "segment_id": s.segment_id,
+            "created_topic": s.created_by.topic, "created_partition": s.created_by.partition,
+            "created_offset": s.created_by.offset, "updated_at": _micros(s.updated_at)}
+
+
+def _segment(r: dict[str, Any]) -> Segment:
+    return Segment(uuid.UUID(r["dataset_id"]), r["segment_id"],
+                   LogPosition(r["created_topic"], r["created_partition"], r["created_offset"]),
+                   _datetime(r["updated_at"]))
+
+
+def _layer_row(x: Layer) -> dict[str, Any]:
+    return {"dataset_id": str(x.dataset_id), "segment_id": x.segment_id,
+            "layer_name": x.layer_name, "storage_url": x.storage_url,
+            "size_bytes": x.size_bytes, "arrow_schema": x.arrow_schema,
+            "properties": x.properties, "registered_at": _micros(x.registered_at),
+            "registered_topic": x.registered_by.topic,
+            "registered_partition": x.registered_by.partition,
+            "registered_offset": x.registered_by.offset, "event_id": str(x.event_id)}
+
+
+def _layer(r: dict[str, Any]) -> Layer:
+    return Layer(
+        dataset_id=uuid.UUID(r["dataset_id"]), segment_id=r["segment_id"],
+        layer_name=r["layer_name"], storage_url=r["storage_url"], size_bytes=r["size_bytes"],
+        arrow_schema=r["arrow_schema"] or b"", properties=r["properties"] or b"",
+        registered_at=_datetime(r["registered_at"]),
+        registered_by=LogPosition(r["registered_topic"], r["registered_partition"],
+                                  r["registered_offset"]),
+        event_id=uuid.UUID(r["event_id"]),
+    )
+
+
+def _outcome_row(o: Outcome) -> dict[str, Any]:
+    return {"event_id": str(o.event_id), "topic": o.position.topic,
+            "partition": o.position.partition, "offset": o.position.offset,
+            "status": str(o.status), "reason": o.reason}
+
+
+def _rejection_row(r: Rejection) -> dict[str, Any]:
+    return {"topic": r.position.topic, "partition": r.position.partition,
+            "offset": r.position.offset, "raw": r.raw, "reason": r.reason,
+            "event_id": str(r.event_id) if r.event_id else None}

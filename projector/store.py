@@ -1,0 +1,61 @@
+"""The one narrow interface between the projection and where it is stored."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from projector.fold import CatalogView, fold
+from projector.model import Changes, Dataset, Layer, LogRecord, Outcome, Rejection, Segment
+
+
+class ProjectionStore(CatalogView, Protocol):
+    """A projection store: the fold's reads, one atomic commit per batch, and the SDK's reads."""
+
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        """The offset after the last applied record, per (topic, partition)."""
+        ...
+
+    def commit(self, changes: Changes, *, expected_offsets: dict[tuple[str, int], int]) -> None:
+        """Write ``changes`` and their next offsets in one transaction.
+
+        Raises ``StaleBatchError`` (and writes nothing) if the stored offsets are no longer
+        ``expected_offsets``: another writer got there first.
+        """
+        ...
+
+    def outcome(self, event_id: uuid.UUID) -> Outcome | None: ...
+
+    def datasets(self) -> list[Dataset]: ...
+
+    def segments(self, dataset_id: uuid.UUID) -> list[Segment]:
+        """In registration order of their first layer."""
+        ...
+
+    def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
+        """Grouped by segment (in ``segments`` order), each segment's layers in registration order."""
+        ...
+
+    def rejections(self) -> list[Rejection]: ...
+
+
+class StaleBatchError(RuntimeError):
+    """The store moved on while a batch was being folded; the batch was not committed."""
+
+
+def apply_batch(store: ProjectionStore, records: Iterable[LogRecord]) -> Changes:
+    """Fold the records the store has not seen yet and commit the result atomically.
+
+    Records below a partition's stored next offset were committed by an earlier run of the same
+    batch (a restart after a crash) and are skipped, so replaying a batch changes nothing.
+    """
+    offsets = store.next_offsets()
+    fresh: Sequence[LogRecord] = [
+        r for r in records
+        if r.position.offset >= offsets.get((r.position.topic, r.position.partition), 0)
+    ]
+    changes = fold(store, fresh)
+    if fresh:
+        store.commit(changes, expected_offsets=offsets)
+    return changes

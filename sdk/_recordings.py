@@ -1,0 +1,155 @@
+"""Reading what registration needs from a recording file, without loading its data.
+
+``.rrd`` recordings are read with rerun-sdk (recording id, Arrow schema, static properties);
+Parquet and Arrow IPC files carry the recording id in their schema metadata (``recording_id``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+import pyarrow as pa
+import pyarrow.ipc
+import pyarrow.parquet as pq
+
+from sdk.errors import NotFoundError
+
+PROPERTIES_ENTITY = "/__properties"
+RECORDING_ID_KEY = b"recording_id"
+
+
+@dataclass(frozen=True)
+class Recording:
+    uri: str
+    recording_id: str
+    size_bytes: int
+    arrow_schema: pa.Schema
+    properties: pa.Table | None
+    """One row, one column per ``property:<entity>:<field>``; None if the file has none."""
+
+    def schema_bytes(self) -> bytes:
+        return self.arrow_schema.serialize().to_pybytes()
+
+    def properties_bytes(self) -> bytes:
+        if self.properties is None or self.properties.num_columns == 0:
+            return b""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self.properties.schema) as writer:
+            writer.write_table(self.properties)
+        return sink.getvalue().to_pybytes()
+
+
+def local_path(uri: str) -> Path:
+    """The local file a ``file://`` URI names. Raises ``ValueError`` for anything else."""
+    if not isinstance(uri, str):
+        raise ValueError(f"expected a URI string, got {type(uri).__name__}: {uri!r}")
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        hint = f" (for a local file use {Path(uri).absolute().as_uri()!r})" if not parsed.scheme else ""
+        raise ValueError(f"{uri!r} is not a file:// URL{hint}; this catalog reads local files")
+    if parsed.netloc not in ("", "localhost"):
+        raise ValueError(f"{uri!r} names host {parsed.netloc!r}; only local files are supported")
+    return Path(url2pathname(unquote(parsed.path)))
+
+
+def read_recording(uri: str) -> Recording:
+    """Read a recording's id, size, schema and properties.
+
+    Raises ``ValueError`` for a non-file URL or a file that is not a recording, ``NotFoundError``
+    for a path that does not exist.
+
+    >>> read_recording("file:///data/ILIAD_50aee79f.rrd").recording_id  # doctest: +SKIP
+    'ILIAD_50aee79f_2023_07_12_20h_55m_08s'
+    """
+    path = local_path(uri)
+    if not path.exists():
+        raise NotFoundError(f"no file at {uri} ({path} does not exist)")
+    if not path.is_file():
+        raise ValueError(f"{uri} is not a file ({path} is a directory or special file)")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{uri} cannot be read (permission denied for {path})")
+    size = path.stat().st_size
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".rrd":
+            recording_id, schema, properties = _read_rrd(path)
+        elif suffix == ".parquet":
+            schema = pq.read_schema(path)
+            recording_id, properties = _recording_id_from_metadata(schema, uri), None
+        elif suffix in (".arrow", ".arrows", ".feather", ".ipc"):
+            schema = _read_ipc_schema(path)
+            recording_id, properties = _recording_id_from_metadata(schema, uri), None
+        else:
+            raise ValueError(
+                f"{uri}: unsupported file type {suffix or '(none)'}; expected .rrd, .parquet or "
+                "an Arrow IPC file (.arrow, .arrows, .feather)")
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ValueError(f"{uri} is not a readable recording: {exc}") from exc
+    return Recording(uri, recording_id, size, schema, properties)
+
+
+def _read_rrd(path: Path) -> tuple[str, pa.Schema, pa.Table | None]:
+    from rerun.chunk import RrdReader  # rerun-sdk is heavy: imported on first .rrd
+
+    try:
+        reader = RrdReader(path)
+        recordings = reader.recordings()
+        if not recordings:
+            raise ValueError(f"{path} holds no recording (only blueprints?)")
+        store = reader.store(store=recordings[0])
+        schema = store.schema().to_arrow()
+        chunks = [chunk for chunk in store.stream().filter(is_static=True)
+                  if chunk.entity_path == PROPERTIES_ENTITY
+                  or chunk.entity_path.startswith(PROPERTIES_ENTITY + "/")]
+    except ValueError:
+        raise
+    except Exception as exc:  # rerun raises its own exception types for corrupt files
+        raise ValueError(f"{path} is not a readable .rrd recording: {exc}") from exc
+    recording_id = str(recordings[0].recording_id or "")
+    if not recording_id:
+        raise ValueError(f"{path} has no recording id")
+    return recording_id, schema, _properties_table(chunks)
+
+
+def _properties_table(chunks: list) -> pa.Table | None:
+    """Static property chunks as one row: the last value logged for each component wins."""
+    fields: dict[str, tuple[pa.Field, object]] = {}
+    for chunk in chunks:
+        batch = chunk.to_record_batch()
+        entity = chunk.entity_path.removeprefix(PROPERTIES_ENTITY).strip("/").replace("/", ":")
+        for field, column in zip(batch.schema, batch.columns, strict=True):
+            if (field.metadata or {}).get(b"rerun:kind") != b"data" or len(column) == 0:
+                continue
+            component = field.metadata.get(b"rerun:component", field.name.encode()).decode()
+            name = f"property:{entity}:{component}" if entity else f"property:{component}"
+            metadata = {k: v for k, v in field.metadata.items()
+                        if k in (b"rerun:kind", b"rerun:component", b"rerun:archetype",
+                                 b"rerun:component_type")}
+            metadata[b"rerun:entity_path"] = chunk.entity_path.encode()
+            fields[name] = (pa.field(name, field.type, metadata=metadata), column[-1])
+    if not fields:
+        return None
+    names = sorted(fields)
+    schema = pa.schema([fields[n][0] for n in names])
+    return pa.Table.from_arrays(
+        [pa.array([fields[n][1].as_py()], type=fields[n][0].type) for n in names], schema=schema)
+
+
+def _read_ipc_schema(path: Path) -> pa.Schema:
+    try:
+        with pa.memory_map(str(path)) as source:
+            return pa.ipc.open_file(source).schema
+    except pa.ArrowInvalid:
+        with pa.memory_map(str(path)) as source:
+            return pa.ipc.open_stream(source).schema
+
+
+def _recording_id_from_metadata(schema: pa.Schema, uri: str) -> str:
+    value = (schema.metadata or {}).get(RECORDING_ID_KEY)
+    if not value:
+        raise ValueError(f"{uri} has no 'recording_id' in its schema metadata")
+    return value.decode()

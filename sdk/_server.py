@@ -1,0 +1,150 @@
+"""The embedded strata stack: Kafka broker, topics, Spark projector and SQLite store, with their
+state under one directory. Any part can instead be an existing cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from producers import ensure_topics
+from sdk import _processes
+from sdk._broker import EmbeddedBroker
+from sdk._catalog import SERVER_FILE, CatalogClient
+
+
+def default_state_dir() -> Path:
+    return Path(os.environ.get("STRATA_HOME", ".strata"))
+
+
+class Server:
+    """Runs strata on one machine, in the spirit of ``rerun.server.Server``.
+
+    >>> with Server(data_dir="/tmp/strata") as server:  # doctest: +SKIP
+    ...     client = server.client()
+    ...     dataset = client.create_dataset("droid")
+
+    ``bootstrap_servers`` uses an existing Kafka cluster instead of the embedded broker,
+    ``spark_master`` an existing Spark master instead of ``local[*]``; ``kafka_options`` (SASL,
+    TLS, ...) are passed to every Kafka client. A second ``Server`` on the same ``data_dir``
+    resumes where the first stopped.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        bootstrap_servers: str | None = None,
+        spark_master: str | None = None,
+        kafka_options: Mapping[str, str] | None = None,
+        layer_partitions: int = 2,
+        broker_port: int | None = None,
+        max_offsets_per_trigger: int | None = None,
+        startup_timeout_secs: float = 240.0,
+    ) -> None:
+        self.data_dir = Path(data_dir) if data_dir is not None else default_state_dir()
+        self.spark_master = spark_master or os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
+        self.kafka_options = dict(kafka_options or {})
+        self.layer_partitions = layer_partitions
+        self.max_offsets_per_trigger = max_offsets_per_trigger
+        self.startup_timeout_secs = startup_timeout_secs
+        external = bootstrap_servers or os.environ.get("STRATA_BOOTSTRAP_SERVERS")
+        self.broker = None if external else EmbeddedBroker(self.data_dir / "kafka", port=broker_port)
+        self._external_bootstrap = external
+        self._projector: subprocess.Popen | None = None
+        self._clients: list[CatalogClient] = []
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.broker.bootstrap_servers if self.broker else self._external_bootstrap
+
+    @property
+    def store_path(self) -> Path:
+        return self.data_dir / "store.db"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.data_dir / "checkpoint"
+
+    @property
+    def projector_log(self) -> Path:
+        return self.data_dir / "projector.log"
+
+    def start(self) -> Server:
+        """Start whatever is embedded and wait until the projector runs.
+
+        Raises ``RuntimeError`` with the end of the failing part's log if a part does not start.
+        """
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.broker:
+                self.broker.start()
+            ensure_topics(self.bootstrap_servers, config=self.kafka_options,
+                          layer_partitions=self.layer_partitions)
+            self.start_projector()
+        except BaseException:
+            self.close()
+            raise
+        (self.data_dir / SERVER_FILE).write_text(json.dumps(
+            {"bootstrap_servers": self.bootstrap_servers, "store": str(self.store_path.absolute()),
+             "spark_master": self.spark_master}, indent=2))
+        return self
+
+    def start_projector(self) -> None:
+        ready = self.data_dir / "projector.ready"
+        ready.unlink(missing_ok=True)
+        args = [sys.executable, "-m", "spark_streaming",
+                "--bootstrap-servers", self.bootstrap_servers,
+                "--store", str(self.store_path), "--checkpoint", str(self.checkpoint_dir),
+                "--master", self.spark_master, "--ready-file", str(ready)]
+        for key, value in self.kafka_options.items():
+            args += ["--kafka-option", f"{key}={value}"]
+        if self.max_offsets_per_trigger:
+            args += ["--max-offsets-per-trigger", str(self.max_offsets_per_trigger)]
+        env = {"PYSPARK_PYTHON": sys.executable}
+        if self.spark_master.startswith("local"):
+            env["SPARK_LOCAL_IP"] = "127.0.0.1"
+        self._projector = _processes.start(args, self.projector_log, env=env)
+        deadline = time.monotonic() + self.startup_timeout_secs
+        while not ready.exists():
+            if self._projector.poll() is not None:
+                raise RuntimeError(
+                    f"the Spark projector exited with code {self._projector.returncode}; end of "
+                    f"{self.projector_log}:\n{_processes.tail(self.projector_log)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the Spark projector did not start within {self.startup_timeout_secs:g} s; "
+                    f"end of {self.projector_log}:\n{_processes.tail(self.projector_log)}")
+            time.sleep(0.1)
+
+    def stop_projector(self) -> None:
+        _processes.stop(self._projector, timeout_secs=60)
+        self._projector = None
+
+    def client(self, **kwargs: Any) -> CatalogClient:
+        """A client of this server; closed with it."""
+        client = CatalogClient(self.bootstrap_servers, self.store_path,
+                               kafka_config=self.kafka_options, **kwargs)
+        self._clients.append(client)
+        return client
+
+    def close(self) -> None:
+        """Stop the projector, then the broker. Safe to call twice."""
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
+        self.stop_projector()
+        if self.broker:
+            self.broker.stop()
+        (self.data_dir / SERVER_FILE).unlink(missing_ok=True)
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,194 @@
+"""The ``strata`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+
+ENV_HELP = """\
+environment:
+  STRATA_HOME                 state directory (default ./.strata)
+  STRATA_BOOTSTRAP_SERVERS    use this Kafka cluster instead of the embedded broker
+  STRATA_SPARK_MASTER         use this Spark master instead of local[*]
+  STRATA_JARS_DIR             where scripts/setup.sh put the jars (default .cache/jars)
+"""
+
+
+def _kafka_options(pairs: list[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"strata: --kafka-option expects KEY=VALUE, got {pair!r}")
+        options[key] = value
+    return options
+
+
+def _stack_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="state directory: broker log, checkpoint, store (default $STRATA_HOME "
+                             "or ./.strata)")
+    parser.add_argument("--bootstrap-servers", default=None,
+                        help="use an existing Kafka cluster (host:port,...) instead of starting a "
+                             "broker")
+    parser.add_argument("--spark-master", default=None,
+                        help="Spark master for the projector, e.g. spark://host:7077 (default "
+                             "local[*])")
+    parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="Kafka client setting for producers and the Spark source, e.g. "
+                             "security.protocol=SASL_SSL (repeatable)")
+    parser.add_argument("--layer-partitions", type=int, default=2,
+                        help="partitions of the layers topic when it is created (default 2)")
+
+
+def _server(args: argparse.Namespace):
+    from sdk._server import Server
+
+    return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
+                  spark_master=args.spark_master, kafka_options=_kafka_options(args.kafka_option),
+                  layer_partitions=args.layer_partitions)
+
+
+def _describe(server) -> None:
+    print(f"  kafka      {server.bootstrap_servers}"
+          + (f"  (embedded, log {server.broker.directory})" if server.broker else "  (external)"))
+    print(f"  projector  Spark {server.spark_master}, checkpoint {server.checkpoint_dir}, "
+          f"log {server.projector_log}")
+    print(f"  store      {server.store_path}")
+    print(f"  connect    sdk.CatalogClient.from_state_dir({str(server.data_dir)!r})")
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    server = _server(args)
+    print(f"strata: starting in {server.data_dir.absolute()} ...", flush=True)
+    started = time.monotonic()
+    stop = False
+
+    def request_stop(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    with server:
+        print(f"strata: up in {time.monotonic() - started:.1f} s", flush=True)
+        _describe(server)
+        print("strata: press Ctrl-C to stop", flush=True)
+        signal.signal(signal.SIGINT, request_stop)
+        signal.signal(signal.SIGTERM, request_stop)
+        while not stop:
+            time.sleep(0.2)
+        print("strata: stopping ...", flush=True)
+    print("strata: stopped")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sdk import _demo
+
+    server = _server(args)
+    print(f"strata demo: starting the stack in {server.data_dir.absolute()} ...", flush=True)
+    started = time.monotonic()
+    with server:
+        print(f"strata demo: stack up in {time.monotonic() - started:.1f} s", flush=True)
+        _describe(server)
+        client = server.client()
+        _demo.run(client, server.data_dir / "demo-recordings", dataset_name=args.dataset)
+    return 0
+
+
+def cmd_projector(args: argparse.Namespace) -> int:
+    from spark_streaming.__main__ import main
+
+    argv = ["--bootstrap-servers", args.bootstrap_servers, "--store", str(args.store),
+            "--checkpoint", str(args.checkpoint), "--master", args.spark_master]
+    for pair in args.kafka_option:
+        argv += ["--kafka-option", pair]
+    return main(argv)
+
+
+def cmd_rejections(args: argparse.Namespace) -> int:
+    from projector import SqliteStore
+
+    store_path = (args.data_dir or _default_dir()) / "store.db"
+    if not store_path.exists():
+        raise SystemExit(f"strata: no store at {store_path}; start the stack with 'strata up'")
+    rejections = SqliteStore(store_path).rejections()
+    for r in rejections:
+        print(f"{r.position.topic}[{r.position.partition}]@{r.position.offset}  "
+              f"{len(r.raw)} bytes  {r.reason}")
+    print(f"{len(rejections)} rejected records")
+    return 0
+
+
+def _default_dir() -> Path:
+    from sdk._server import default_state_dir
+
+    return default_state_dir()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strata",
+        description="strata: an event-sourced registry of recordings. Commands go to a Kafka "
+                    "log; a Spark Structured Streaming projector folds them into a SQLite "
+                    "catalog that the Python SDK reads.",
+        epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = commands.add_parser(
+        "up", help="run the stack (Kafka broker, Spark projector, store) until Ctrl-C",
+        description="Start a single-node KRaft Kafka broker (unless --bootstrap-servers), create "
+                    "the topics, and run the Spark projector into the SQLite store, all under "
+                    "the state directory. Running it again on the same directory resumes.",
+        epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _stack_arguments(up)
+    up.set_defaults(func=cmd_up)
+
+    demo = commands.add_parser(
+        "demo", help="run the layers how-to of Rerun's catalog docs on the stack and print it",
+        description="Start the stack, register five generated DROID-like recordings to 'base', "
+                    "add 'tracking_error' and 'quality' layers, print segment_table() and "
+                    "manifest(), and stop.",
+        epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _stack_arguments(demo)
+    demo.add_argument("--dataset", default="droid", help="dataset name (default droid)")
+    demo.set_defaults(func=cmd_demo)
+
+    proj = commands.add_parser(
+        "projector", help="run only the Spark projector against an existing Kafka cluster",
+        description="Run the Spark Structured Streaming projector alone, for deployments where "
+                    "Kafka and Spark are clusters. Stops on SIGTERM or Ctrl-C.")
+    proj.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
+    proj.add_argument("--store", type=Path, required=True, help="SQLite projection store file")
+    proj.add_argument("--checkpoint", type=Path, required=True,
+                      help="Spark checkpoint directory (keep it across restarts)")
+    proj.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
+    proj.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                      help="Kafka consumer setting (repeatable)")
+    proj.set_defaults(func=cmd_projector)
+
+    rej = commands.add_parser(
+        "rejections", help="list records the projector rejected as bad input",
+        description="List every record in the rejections table: position, size and reason.")
+    rej.add_argument("--data-dir", type=Path, default=None, help="state directory")
+    rej.set_defaults(func=cmd_rejections)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    # Transient client warnings (a broker that is still starting) are retried; errors surface.
+    logging.getLogger("strata.kafka").setLevel(logging.ERROR)
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (RuntimeError, FileNotFoundError, ConnectionError, OSError) as exc:
+        print(f"strata: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

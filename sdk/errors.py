@@ -1,0 +1,53 @@
+"""Every error the SDK raises, importable from ``sdk``.
+
+    StrataError
+    ├── AlreadyExistsError      a dataset name is taken
+    ├── NotFoundError (LookupError)
+    │                           no dataset with that id, or no file at a registered URI
+    └── ProjectionTimeoutError (TimeoutError)
+                                the projection did not reach an event's offset in time
+    DeliveryError (ConnectionError, from producers)
+                                Kafka did not acknowledge an event in time
+
+Bad arguments and failed registrations raise the builtin ``ValueError``; an unknown dataset name
+raises the builtin ``LookupError``, as in rerun-sdk.
+"""
+
+from __future__ import annotations
+
+from producers import DeliveryError, Position
+
+
+class StrataError(Exception):
+    """Root of strata's own errors."""
+
+
+class AlreadyExistsError(StrataError):
+    """Raised when trying to create a resource that already exists."""
+
+
+class NotFoundError(StrataError, LookupError):
+    """Raised when the requested resource is not found."""
+
+
+class ProjectionTimeoutError(StrataError, TimeoutError):
+    """The projection did not pass the awaited offsets before the deadline.
+
+    ``awaited`` lists the positions waited for, ``reached`` the store's next offset for each of
+    their partitions when the wait gave up.
+    """
+
+    def __init__(self, message: str, awaited: list[Position],
+                 reached: dict[tuple[str, int], int]) -> None:
+        super().__init__(message)
+        self.awaited = awaited
+        self.reached = reached
+
+
+__all__ = [
+    "AlreadyExistsError",
+    "DeliveryError",
+    "NotFoundError",
+    "ProjectionTimeoutError",
+    "StrataError",
+]

@@ -1,0 +1,123 @@
+"""The projector's Spark job."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from events import TOPICS, DecodeError, decode
+from projector import LogPosition, LogRecord, ProjectionStore, SqliteStore, apply_batch
+
+log = logging.getLogger("strata.projector")
+
+DEFAULT_JARS_DIR = Path(__file__).resolve().parents[1] / ".cache" / "jars"
+
+
+def connector_jars() -> list[Path]:
+    """Spark's Kafka source and its dependencies, as fetched by scripts/setup.sh."""
+    directory = Path(os.environ.get("STRATA_JARS_DIR", DEFAULT_JARS_DIR)) / "spark-kafka"
+    jars = sorted(directory.glob("*.jar"))
+    if not jars:
+        raise FileNotFoundError(
+            f"no Spark Kafka connector jars in {directory}: run scripts/setup.sh first "
+            "(or set STRATA_JARS_DIR to the directory that holds spark-kafka/)")
+    return jars
+
+
+def build_session(master: str = "local[*]", *, app_name: str = "strata-projector") -> SparkSession:
+    """A SparkSession with the Kafka connector on its classpath and settings for small batches."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.jars", ",".join(str(j) for j in connector_jars()))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Batches are small and folded in the driver: one shuffle partition avoids empty tasks.
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def decode_batch(table: pa.Table) -> list[LogRecord]:
+    """Kafka rows (topic, partition, offset, value) as the fold's records, undecodable ones
+    carrying the reason instead of an event."""
+    records = []
+    columns = [table.column(name).to_pylist() for name in ("topic", "partition", "offset", "value")]
+    for topic, partition, offset, value in zip(*columns, strict=True):
+        raw = value or b""
+        position = LogPosition(topic, partition, offset)
+        try:
+            records.append(LogRecord(position, raw, event=decode(raw)))
+        except DecodeError as exc:
+            records.append(LogRecord(position, raw, decode_error=exc.reason))
+    return records
+
+
+class ProjectorJob:
+    """Streams the strata topics into a projection store.
+
+    >>> job = ProjectorJob(spark, "localhost:9092", SqliteStore("store.db"), "checkpoint/")
+    >>> query = job.start()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        bootstrap_servers: str,
+        store: ProjectionStore,
+        checkpoint_dir: str | Path,
+        *,
+        kafka_options: Mapping[str, str] | None = None,
+        max_offsets_per_trigger: int | None = None,
+    ) -> None:
+        self.spark = spark
+        self.bootstrap_servers = bootstrap_servers
+        self.store = store
+        self.checkpoint_dir = str(checkpoint_dir)
+        self.kafka_options = dict(kafka_options or {})
+        self.max_offsets_per_trigger = max_offsets_per_trigger
+
+    def source(self) -> DataFrame:
+        reader = (
+            self.spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap_servers)
+            .option("subscribe", ",".join(TOPICS))
+            .option("startingOffsets", "earliest")
+        )
+        for key, value in self.kafka_options.items():
+            # Kafka client settings (SASL, TLS, ...) go to Spark's consumer with a kafka. prefix.
+            reader = reader.option(key if key.startswith("kafka.") else f"kafka.{key}", value)
+        if self.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
+        return reader.load().select("topic", "partition", "offset", "value")
+
+    def process(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.perf_counter()
+        records = decode_batch(batch.toArrow())
+        changes = apply_batch(self.store, records)
+        rejected = sum(1 for o in changes.outcomes.values() if o.status == "rejected")
+        log.info("batch %d: %d records, %d outcomes (%d rejected), %d rejections, %.0f ms",
+                 batch_id, len(records), len(changes.outcomes), rejected,
+                 len(changes.rejections), (time.perf_counter() - started) * 1000)
+
+    def start(self) -> StreamingQuery:
+        return (
+            self.source().writeStream.foreachBatch(self.process)
+            .option("checkpointLocation", self.checkpoint_dir)
+            .queryName("strata-projector")
+            .start()
+        )
