@@ -71,7 +71,9 @@ class EventProducer:
             **REQUIRED_CONFIG,
             "bootstrap.servers": bootstrap_servers,
             "delivery.timeout.ms": int(delivery_timeout_secs * 1000),
-            "socket.connection.setup.timeout.ms": min(10_000, int(delivery_timeout_secs * 1000)),
+            # librdkafka accepts 1 s at least.
+            "socket.connection.setup.timeout.ms": max(
+                1000, min(10_000, int(delivery_timeout_secs * 1000))),
             # librdkafka's own log lines go to Python logging instead of stderr.
             "logger": logging.getLogger("strata.kafka"),
         }

@@ -89,22 +89,24 @@ def recordings(directory: Path) -> dict[str, list[str]]:
     return uris
 
 
-def run(client, directory: Path, *, dataset_name: str = "droid", echo=print) -> None:
+def run(client, directory: Path, *, dataset_name: str = "droid") -> None:
     """Register the demo's layers into ``dataset_name`` and print the tables as the docs do."""
     from datafusion import col
 
     uris = recordings(directory)
     dataset = client.create_dataset(dataset_name, exist_ok=True)
-    echo(f"dataset {dataset.name!r} ({dataset.id})")
+    print(f"dataset {dataset.name!r} ({dataset.id})")
     # replace: running the demo again re-registers the same files and ends with the same tables.
     for layer in ("base", "tracking_error", "quality"):
         result = dataset.register(uris[layer], layer_name=layer, on_duplicate="replace").wait()
-        echo(f"registered {len(result.segment_ids)} recordings to layer {layer!r}")
-    echo("\nsegment_table():")
-    echo(dataset.segment_table()
-         .select("rerun_segment_id", "rerun_layer_names", "property:quality:tracking_good")
-         .sort(col("rerun_segment_id")))
-    echo("manifest():")
-    echo(dataset.manifest()
-         .select("rerun_segment_id", "rerun_layer_name", "property:quality:tracking_good")
-         .sort(col("rerun_segment_id"), col("rerun_layer_name")))
+        print(f"registered {len(result.segment_ids)} recordings to layer {layer!r}")
+    print("\nmanifest():")
+    manifest = (dataset.manifest()
+                .select("rerun_segment_id", "rerun_layer_name", "property:quality:tracking_good")
+                .sort(col("rerun_segment_id"), col("rerun_layer_name")))
+    manifest.show(num=manifest.count())
+    print("\nsegment_table():")
+    (dataset.segment_table()
+     .select("rerun_segment_id", "rerun_layer_names", "property:quality:tracking_good")
+     .sort(col("rerun_segment_id"))
+     .show())

@@ -44,14 +44,12 @@ class Server:
         kafka_options: Mapping[str, str] | None = None,
         layer_partitions: int = 2,
         broker_port: int | None = None,
-        max_offsets_per_trigger: int | None = None,
         startup_timeout_secs: float = 240.0,
     ) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_state_dir()
         self.spark_master = spark_master or os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
         self.kafka_options = dict(kafka_options or {})
         self.layer_partitions = layer_partitions
-        self.max_offsets_per_trigger = max_offsets_per_trigger
         self.startup_timeout_secs = startup_timeout_secs
         external = bootstrap_servers or os.environ.get("STRATA_BOOTSTRAP_SERVERS")
         self.broker = None if external else EmbeddedBroker(self.data_dir / "kafka", port=broker_port)
@@ -104,8 +102,6 @@ class Server:
                 "--master", self.spark_master, "--ready-file", str(ready)]
         for key, value in self.kafka_options.items():
             args += ["--kafka-option", f"{key}={value}"]
-        if self.max_offsets_per_trigger:
-            args += ["--max-offsets-per-trigger", str(self.max_offsets_per_trigger)]
         env = {"PYSPARK_PYTHON": sys.executable}
         if self.spark_master.startswith("local"):
             env["SPARK_LOCAL_IP"] = "127.0.0.1"

@@ -24,8 +24,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
     parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                         help="Kafka consumer setting, e.g. security.protocol=SASL_SSL (repeatable)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
-                        help="cap on records per micro-batch (default: no cap)")
     parser.add_argument("--ready-file", type=Path, default=None,
                         help="file to create once the streaming query has started")
     return parser.parse_args(argv)
@@ -57,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     store = SqliteStore(args.store)
     spark = build_session(args.master)
     job = ProjectorJob(spark, args.bootstrap_servers, store, args.checkpoint,
-                       kafka_options=kafka_options(args.kafka_option),
-                       max_offsets_per_trigger=args.max_offsets_per_trigger)
+                       kafka_options=kafka_options(args.kafka_option))
     query = job.start()
     logging.getLogger("strata.projector").info(
         "projector running: %s -> %s (checkpoint %s, master %s)",

@@ -32,6 +32,12 @@ def connector_jars() -> list[Path]:
     return jars
 
 
+# Spark's Kafka consumer otherwise waits fetch.max.wait.ms (500 ms) on every fetch that ends at
+# the head of the log, which is every fetch of a live stream: measured 600 ms per one-record
+# batch at the default, 140 ms at 10 ms. Large batches are not slowed: a full fetch returns at once.
+DEFAULT_KAFKA_OPTIONS = {"kafka.fetch.max.wait.ms": "10"}
+
+
 def build_session(master: str = "local[*]", *, app_name: str = "strata-projector") -> SparkSession:
     """A SparkSession with the Kafka connector on its classpath and settings for small batches."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -82,14 +88,14 @@ class ProjectorJob:
         checkpoint_dir: str | Path,
         *,
         kafka_options: Mapping[str, str] | None = None,
-        max_offsets_per_trigger: int | None = None,
     ) -> None:
         self.spark = spark
         self.bootstrap_servers = bootstrap_servers
         self.store = store
         self.checkpoint_dir = str(checkpoint_dir)
-        self.kafka_options = dict(kafka_options or {})
-        self.max_offsets_per_trigger = max_offsets_per_trigger
+        self.kafka_options = {**DEFAULT_KAFKA_OPTIONS, **{
+            key if key.startswith("kafka.") else f"kafka.{key}": value
+            for key, value in (kafka_options or {}).items()}}
 
     def source(self) -> DataFrame:
         reader = (
@@ -100,19 +106,20 @@ class ProjectorJob:
         )
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) go to Spark's consumer with a kafka. prefix.
-            reader = reader.option(key if key.startswith("kafka.") else f"kafka.{key}", value)
-        if self.max_offsets_per_trigger:
-            reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
+            reader = reader.option(key, value)
         return reader.load().select("topic", "partition", "offset", "value")
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
-        records = decode_batch(batch.toArrow())
-        changes = apply_batch(self.store, records)
+        rows = batch.toArrow()
+        fetched = time.perf_counter()
+        changes = apply_batch(self.store, decode_batch(rows))
+        done = time.perf_counter()
         rejected = sum(1 for o in changes.outcomes.values() if o.status == "rejected")
-        log.info("batch %d: %d records, %d outcomes (%d rejected), %d rejections, %.0f ms",
-                 batch_id, len(records), len(changes.outcomes), rejected,
-                 len(changes.rejections), (time.perf_counter() - started) * 1000)
+        log.info("batch %d: %d records, %d outcomes (%d rejected), %d rejections; "
+                 "fetch %.0f ms, fold and commit %.0f ms", batch_id, rows.num_rows,
+                 len(changes.outcomes), rejected, len(changes.rejections),
+                 (fetched - started) * 1000, (done - fetched) * 1000)
 
     def start(self) -> StreamingQuery:
         return (

@@ -1,0 +1,1 @@
+"""Benchmarks that print numbers (``python -m bench``); nothing here asserts."""

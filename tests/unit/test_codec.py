@@ -1,0 +1,262 @@
+"""The wire codec: Avro single-object encoding, schema evolution and every way decoding fails."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import random
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+from importlib import resources
+
+import fastavro
+import fastavro.schema
+import pytest
+
+from events import (
+    SCHEMA_VERSION,
+    CreateDataset,
+    DecodeError,
+    Event,
+    OnDuplicate,
+    RegisterLayer,
+    decode,
+    encode,
+)
+from events import codec
+
+WHEN = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+
+
+def raw_schema(version: int) -> dict:
+    """The schema file as written, not as fastavro parsed it."""
+    text = resources.files("events").joinpath("schemas", f"envelope.v{version}.avsc").read_text()
+    return json.loads(text)
+
+
+def register_event(**overrides) -> Event:
+    command = RegisterLayer(
+        segment_id="ILIAD_50aee79f",
+        layer_name="base",
+        storage_url="file:///data/ILIAD_50aee79f.rrd",
+        on_duplicate=OnDuplicate.REPLACE,
+        size_bytes=123_456_789_012,
+        arrow_schema=bytes(range(256)),  # every byte value, including NUL and non-UTF-8
+        properties=b"\xff\x00\xc3\x01props",
+    )
+    return Event(uuid.uuid4(), command, produced_at=WHEN, producer_id="pipeline-7", **overrides)
+
+
+@pytest.fixture
+def event() -> Event:
+    return register_event()
+
+
+def single_object(schema: dict, record: dict, fingerprint: bytes | None = None) -> bytes:
+    """Encode ``record`` the way the codec does, with any schema and header."""
+    out = io.BytesIO()
+    out.write(codec.MAGIC)
+    out.write(codec.schema_fingerprint(schema) if fingerprint is None else fingerprint)
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), record)
+    return out.getvalue()
+
+
+def envelope(event_type: str, command: dict, *, schema_version: int = SCHEMA_VERSION) -> dict:
+    return {
+        "event_id": str(uuid.uuid4()),
+        "event_type": event_type,
+        "schema_version": schema_version,
+        "produced_at": WHEN,
+        "producer_id": "handmade",
+        "dataset_id": str(uuid.uuid4()),
+        "command": (f"strata.events.{event_type}", command),
+    }
+
+
+# -- round trips ----------------------------------------------------------------------------------
+
+
+def test_create_dataset_round_trip():
+    event = Event(uuid.uuid4(), CreateDataset("droid ü 🤖"), produced_at=WHEN, producer_id="me")
+    decoded = decode(encode(event))
+    assert decoded == event
+    assert decoded.event_type == "CreateDataset"
+    assert decoded.produced_at.tzinfo is not None
+
+
+def test_register_layer_round_trip_keeps_bytes_exactly(event):
+    decoded = decode(encode(event))
+    assert decoded == event
+    assert isinstance(decoded.command.arrow_schema, bytes)
+    assert decoded.command.arrow_schema == bytes(range(256))
+    assert decoded.command.properties == b"\xff\x00\xc3\x01props"
+    assert decoded.command.on_duplicate is OnDuplicate.REPLACE
+
+
+@pytest.mark.parametrize("on_duplicate", list(OnDuplicate))
+def test_every_on_duplicate_round_trips(on_duplicate):
+    event = Event(uuid.uuid4(), RegisterLayer("s", "l", "file:///x", on_duplicate))
+    assert decode(encode(event)).command.on_duplicate is on_duplicate
+
+
+def test_produced_at_in_another_time_zone_decodes_to_the_same_instant_in_utc():
+    tz = timezone(timedelta(hours=-7))
+    event = Event(uuid.uuid4(), CreateDataset("d"), produced_at=WHEN.astimezone(tz))
+    decoded = decode(encode(event))
+    assert decoded.produced_at == WHEN
+    assert decoded.produced_at.utcoffset() == timedelta(0)
+
+
+def test_version_1_event_decodes_with_the_newest_reader(event):
+    assert SCHEMA_VERSION >= 2
+    data = encode(event, schema_version=1)
+    assert data[2:10] == codec.schema_fingerprint(raw_schema(1))
+
+    decoded = decode(data)
+
+    assert decoded.command.arrow_schema == b""
+    assert decoded.command.properties == b""
+    assert isinstance(decoded.command.arrow_schema, bytes)
+    assert isinstance(decoded.command.properties, bytes)
+    expected = RegisterLayer(event.command.segment_id, event.command.layer_name,
+                             event.command.storage_url, event.command.on_duplicate,
+                             event.command.size_bytes)
+    assert decoded.command == expected
+    assert (decoded.event_id, decoded.dataset_id, decoded.produced_at, decoded.producer_id) == (
+        event.event_id, event.dataset_id, event.produced_at, event.producer_id)
+
+
+def test_version_1_create_dataset_decodes():
+    event = Event(uuid.uuid4(), CreateDataset("old"), produced_at=WHEN)
+    assert decode(encode(event, schema_version=1)) == event
+
+
+# -- the wire header ------------------------------------------------------------------------------
+
+
+def test_header_is_magic_plus_fingerprint_of_the_writer_schema(event):
+    data = encode(event)
+    assert data[:2] == b"\xc3\x01"
+    assert data[2:10] == codec.schema_fingerprint(raw_schema(SCHEMA_VERSION))
+    assert len(data) > codec.HEADER_SIZE == 10
+    # The rest is the plain Avro body of the writer schema.
+    body = fastavro.schemaless_reader(io.BytesIO(data[10:]), fastavro.parse_schema(raw_schema(2)))
+    assert body["schema_version"] == SCHEMA_VERSION
+    assert body["dataset_id"] == event.dataset_id
+    assert body["command"]["size_bytes"] == event.command.size_bytes
+
+
+def test_versions_have_distinct_fingerprints():
+    fingerprints = {codec.schema_fingerprint(raw_schema(v)) for v in codec.SCHEMAS}
+    assert len(fingerprints) == len(codec.SCHEMAS) >= 2
+
+
+@pytest.mark.parametrize("version", sorted(codec.SCHEMAS))
+def test_fingerprint_matches_fastavro(version):
+    schema = raw_schema(version)
+    ours = codec.schema_fingerprint(schema)
+    # fastavro returns the hex of the fingerprint's bytes in little-endian order, like Java's
+    # SchemaNormalization.parsingFingerprint and the single-object header.
+    theirs = fastavro.schema.fingerprint(fastavro.schema.to_parsing_canonical_form(schema),
+                                         "CRC-64-AVRO")
+    assert len(ours) == 8
+    assert ours == bytes.fromhex(theirs)
+    # The parsed schema (what the codec keeps) has the same fingerprint as the file.
+    assert codec.schema_fingerprint(codec.SCHEMAS[version]) == ours
+
+
+def test_fingerprint_of_null_matches_the_avro_spec_test_vector():
+    # Avro's share/test/data/schema-tests.txt: "null" -> 7195948357588979594 (a Java long).
+    assert codec.schema_fingerprint("null") == (7195948357588979594).to_bytes(8, "little",
+                                                                              signed=True)
+
+
+# -- decode errors --------------------------------------------------------------------------------
+
+
+def assert_decode_error(data: bytes, *words: str) -> DecodeError:
+    with pytest.raises(DecodeError) as info:
+        decode(data)
+    reason = info.value.reason
+    assert isinstance(reason, str) and reason.strip()
+    assert str(info.value) == reason
+    for word in words:
+        assert word.lower() in reason.lower(), (word, reason)
+    assert isinstance(info.value, ValueError)
+    return info.value
+
+
+def test_empty_bytes():
+    assert_decode_error(b"", "header")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_bytes(seed):
+    data = random.Random(seed).randbytes(64)
+    assert data[:2] != b"\xc3\x01"
+    assert_decode_error(data, "header")
+
+
+def test_header_only_is_truncated(event):
+    assert_decode_error(encode(event)[:codec.HEADER_SIZE], "truncated")
+
+
+@pytest.mark.parametrize("make", [register_event,
+                                  lambda: Event(uuid.uuid4(), CreateDataset("droid"))],
+                         ids=["register", "create"])
+def test_every_truncation_is_a_decode_error(make):
+    data = encode(make())
+    for length in range(len(data)):
+        with pytest.raises(DecodeError) as info:
+            decode(data[:length])
+        assert info.value.reason
+        if length >= codec.HEADER_SIZE:
+            assert "truncated" in info.value.reason
+
+
+def test_trailing_bytes(event):
+    assert_decode_error(encode(event) + b"\x00", "trailing")
+
+
+def test_unknown_fingerprint_from_a_future_schema():
+    future = copy.deepcopy(raw_schema(SCHEMA_VERSION))
+    future["doc"] = "schema version 3 (from the future)"
+    command = next(f for f in future["fields"] if f["name"] == "command")
+    register_branch = next(b for b in command["type"] if b["name"] == "RegisterLayer")
+    register_branch["fields"].append({"name": "checksum", "type": "string", "default": ""})
+    fingerprint = codec.schema_fingerprint(future)
+    assert fingerprint not in {codec.schema_fingerprint(s) for s in codec.SCHEMAS.values()}
+
+    data = single_object(future, envelope("RegisterLayer", {
+        "segment_id": "s", "layer_name": "l", "storage_url": "file:///x",
+        "on_duplicate": "error", "size_bytes": 1, "arrow_schema": b"", "properties": b"",
+        "checksum": "abc"}, schema_version=3))
+
+    error = assert_decode_error(data, "unknown writer schema", "newer")
+    assert fingerprint.hex() in error.reason
+
+
+def test_unknown_fingerprint_of_foreign_bytes(event):
+    data = bytearray(encode(event))
+    data[2:10] = b"\x00" * 8
+    assert_decode_error(bytes(data), "fingerprint")
+
+
+def test_corrupt_body(event):
+    data = bytearray(encode(event))
+    data[10:] = b"\xff" * (len(data) - 10)  # varints that never end / absurd lengths
+    assert_decode_error(bytes(data), "corrupt")
+
+
+def test_unknown_event_type():
+    data = single_object(raw_schema(SCHEMA_VERSION),
+                         envelope("DeleteDataset", {"name": "d"}) | {
+                             "command": ("strata.events.CreateDataset", {"name": "d"})})
+    assert_decode_error(data, "unknown event type", "DeleteDataset")
+
+
+def test_event_id_that_is_not_a_uuid():
+    record = envelope("CreateDataset", {"name": "d"}) | {"event_id": "not-a-uuid"}
+    data = single_object(raw_schema(SCHEMA_VERSION), record)
+    assert_decode_error(data)

@@ -1,0 +1,141 @@
+"""The segment table and the manifest, built from projector rows."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from events import LAYERS_TOPIC, OnDuplicate
+from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch
+from sdk._recordings import Recording
+from sdk._tables import manifest_table, segment_table
+
+from .conftest import Log, at, create, register
+
+DATASET = uuid.uuid4()
+X, Y, GOOD = "property:q:x", "property:q:y", "property:quality:tracking_good"
+
+
+def props(columns: dict[str, object]) -> bytes:
+    """Properties bytes exactly as registration builds them (Recording.properties_bytes)."""
+    table = pa.table({name: pa.array([value]) for name, value in columns.items()})
+    return Recording("file:///x.rrd", "x", 0, pa.schema([]), table).properties_bytes()
+
+
+def layer(segment_id: str, name: str, offset: int, *, size: int = 1, properties: bytes = b"",
+          schema: bytes = b"") -> Layer:
+    return Layer(
+        dataset_id=DATASET, segment_id=segment_id, layer_name=name,
+        storage_url=f"file:///data/{segment_id}/{name}.rrd", size_bytes=size,
+        arrow_schema=schema, properties=properties, registered_at=at(offset),
+        registered_by=LogPosition(LAYERS_TOPIC, 0, offset), event_id=uuid.uuid4())
+
+
+def segment(segment_id: str, offset: int) -> Segment:
+    return Segment(DATASET, segment_id, LogPosition(LAYERS_TOPIC, 0, offset), at(offset))
+
+
+def naive(offset: float):
+    return at(offset).replace(tzinfo=None)
+
+
+@pytest.fixture
+def catalog():
+    """Segments A (three layers) and B (one), grouped by segment, each in registration order,
+    as ``ProjectionStore.layers`` lists them; C has no layers."""
+    segments = [segment("A", 0), segment("B", 2), segment("C", 9)]
+    layers = [
+        layer("A", "zeta", 0, size=10, properties=props({X: 1, Y: "a", GOOD: [True]}),
+              schema=b"schema-zeta"),
+        layer("A", "alpha", 1, size=5, properties=props({X: 2})),
+        layer("A", "late", 3, size=2**40, properties=props({GOOD: [False]})),
+        layer("B", "base", 2, size=7),
+    ]
+    return segments, layers
+
+
+def test_segment_table_columns(catalog):
+    table = segment_table(*catalog)
+
+    for name in ("rerun_segment_id", "rerun_layer_names", "rerun_storage_urls",
+                 "rerun_last_updated_at", "rerun_size_bytes"):
+        assert name in table.column_names
+    assert table.column("rerun_segment_id").to_pylist() == ["A", "B"]  # C has no layers
+    assert table.column("rerun_layer_names").to_pylist() == [["zeta", "alpha", "late"], ["base"]]
+    assert table.column("rerun_storage_urls").to_pylist() == [
+        ["file:///data/A/zeta.rrd", "file:///data/A/alpha.rrd", "file:///data/A/late.rrd"],
+        ["file:///data/B/base.rrd"]]
+    assert table.column("rerun_size_bytes").to_pylist() == [10 + 5 + 2**40, 7]
+    assert table.schema.field("rerun_size_bytes").type == pa.uint64()
+    assert table.column("rerun_last_updated_at").to_pylist() == [naive(3), naive(2)]
+
+
+def test_segment_table_property_merge_latest_non_null_wins_per_column(catalog):
+    table = segment_table(*catalog)
+
+    assert [n for n in table.column_names if n.startswith("property:")] == sorted([X, Y, GOOD])
+    assert table.column(X).to_pylist() == [2, None]  # alpha, registered after zeta
+    assert table.column(Y).to_pylist() == ["a", None]  # only zeta has it
+    assert table.column(GOOD).to_pylist() == [[False], None]  # late, the last registered
+    assert table.schema.field(X).type == pa.int64()
+    assert table.schema.field(GOOD).type == pa.list_(pa.bool_())
+
+
+def test_segment_table_without_properties_has_no_property_columns():
+    table = segment_table([segment("A", 0)], [layer("A", "base", 0), layer("A", "more", 1)])
+    assert table.column_names == ["rerun_segment_id", "rerun_layer_names", "rerun_storage_urls",
+                                  "rerun_last_updated_at", "rerun_size_bytes"]
+    assert table.num_rows == 1
+
+
+def test_empty_dataset_tables():
+    assert segment_table([], []).num_rows == 0
+    assert manifest_table([]).num_rows == 0
+    assert "rerun_segment_id" in manifest_table([]).column_names
+
+
+def test_manifest_has_one_row_per_layer_with_its_own_properties(catalog):
+    _, layers = catalog
+    table = manifest_table(layers)
+
+    rows = list(zip(table.column("rerun_segment_id").to_pylist(),
+                    table.column("rerun_layer_name").to_pylist(), strict=True))
+    assert rows == [("A", "alpha"), ("A", "late"), ("A", "zeta"), ("B", "base")]
+    assert table.column("rerun_storage_url").to_pylist() == [
+        f"file:///data/{s}/{n}.rrd" for s, n in rows]
+    assert table.column("rerun_size_bytes").to_pylist() == [5, 2**40, 10, 7]
+    assert table.column("rerun_registration_time").to_pylist() == [
+        naive(1), naive(3), naive(0), naive(2)]
+    assert table.column(X).to_pylist() == [2, None, 1, None]
+    assert table.column(Y).to_pylist() == [None, None, "a", None]
+    assert table.column(GOOD).to_pylist() == [None, [False], [True], None]
+    assert table.column("rerun_schema_sha256").to_pylist() == [
+        None, None, hashlib.sha256(b"schema-zeta").digest(), None]
+
+
+def test_replaced_layer_moves_last_and_wins_the_merge(tmp_path):
+    # Through fold and the store: the order of ``store.layers`` is what the merge relies on.
+    log = Log()
+    records = [
+        log.append(create(DATASET, "droid")),
+        log.append(register(DATASET, "seg", "base", properties=props({X: 1, Y: "base"}))),
+        log.append(register(DATASET, "seg", "extra", properties=props({X: 2}))),
+        log.append(register(DATASET, "seg", "base", properties=props({X: 3}),
+                            on_duplicate=OnDuplicate.REPLACE)),
+    ]
+    store = SqliteStore(tmp_path / "store.db")
+    try:
+        apply_batch(store, records)
+        table = segment_table(store.segments(DATASET), store.layers(DATASET))
+        manifest = manifest_table(store.layers(DATASET))
+    finally:
+        store.close()
+
+    assert table.column("rerun_layer_names").to_pylist() == [["extra", "base"]]
+    assert table.column(X).to_pylist() == [3]
+    # The replacement has no Y; the replaced registration's value is gone with it.
+    assert Y not in table.column_names and Y not in manifest.column_names
+    assert manifest.column(X).to_pylist() == [3, 2]

@@ -1,0 +1,102 @@
+"""wait_for_positions: strictly past the awaited offset, bounded by a monotonic deadline."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from events import ENTRIES_TOPIC, LAYERS_TOPIC
+from producers import Position
+from sdk._wait import wait_for_positions
+from sdk.errors import ProjectionTimeoutError, StrataError
+
+
+class FakeStore:
+    """A store whose next offsets follow a script: one dict per call, the last one repeating."""
+
+    def __init__(self, *offsets: dict[tuple[str, int], int]) -> None:
+        self.script = list(offsets)
+        self.calls = 0
+
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        self.calls += 1
+        return dict(self.script[min(self.calls, len(self.script)) - 1])
+
+
+def test_returns_at_once_when_the_store_is_past_the_offset():
+    store = FakeStore({(LAYERS_TOPIC, 1): 42})
+    start = time.monotonic()
+    wait_for_positions(store, [Position(LAYERS_TOPIC, 1, 41)], timeout_secs=5)
+    assert time.monotonic() - start < 0.1
+    assert store.calls == 1
+
+
+def test_no_positions_returns_at_once():
+    store = FakeStore({})
+    wait_for_positions(store, [], timeout_secs=0)
+    assert store.calls == 1
+
+
+@pytest.mark.parametrize("timeout", [0.3, None])
+def test_waits_until_every_partition_is_past(timeout):
+    awaited = [Position(LAYERS_TOPIC, 0, 5), Position(LAYERS_TOPIC, 0, 3),
+               Position(LAYERS_TOPIC, 1, 0), Position(ENTRIES_TOPIC, 0, 9)]
+    store = FakeStore(
+        {},
+        {(LAYERS_TOPIC, 0): 6},
+        {(LAYERS_TOPIC, 0): 6, (LAYERS_TOPIC, 1): 1},  # the entries topic is still at 0
+        {(LAYERS_TOPIC, 0): 6, (LAYERS_TOPIC, 1): 1, (ENTRIES_TOPIC, 0): 9},  # == is not past
+        {(LAYERS_TOPIC, 0): 6, (LAYERS_TOPIC, 1): 1, (ENTRIES_TOPIC, 0): 10},
+    )
+    wait_for_positions(store, awaited, timeout_secs=timeout)
+    assert store.calls == 5
+
+
+def test_next_offset_equal_to_the_awaited_offset_times_out():
+    store = FakeStore({(LAYERS_TOPIC, 1): 41})
+    awaited = Position(LAYERS_TOPIC, 1, 41)
+    start = time.monotonic()
+
+    with pytest.raises(ProjectionTimeoutError) as info:
+        wait_for_positions(store, [awaited], timeout_secs=0.3)
+
+    elapsed = time.monotonic() - start
+    assert 0.3 <= elapsed < 1.0, elapsed
+    assert store.calls > 2  # it kept polling until the deadline
+    error = info.value
+    assert isinstance(error, TimeoutError) and isinstance(error, StrataError)
+    message = str(error)
+    assert LAYERS_TOPIC in message
+    assert "[1]" in message
+    assert "offset 41" in message
+    assert "next offset: 41" in message
+    assert error.awaited == [awaited]
+    assert error.reached == {(LAYERS_TOPIC, 1): 41}
+
+
+def test_timeout_message_names_only_the_partitions_behind():
+    store = FakeStore({(LAYERS_TOPIC, 0): 100, (LAYERS_TOPIC, 2): 17})
+    awaited = [Position(LAYERS_TOPIC, 0, 3), Position(LAYERS_TOPIC, 2, 57),
+               Position(ENTRIES_TOPIC, 0, 4)]
+
+    with pytest.raises(ProjectionTimeoutError) as info:
+        wait_for_positions(store, awaited, timeout_secs=0.05)
+
+    message = str(info.value)
+    assert f"{LAYERS_TOPIC}[2] offset 57" in message
+    assert "next offset: 17" in message
+    assert f"{ENTRIES_TOPIC}[0] offset 4" in message
+    assert "next offset: 0" in message  # a partition the store has never seen
+    assert f"{LAYERS_TOPIC}[0]" not in message  # that one is done
+    assert info.value.reached == {(LAYERS_TOPIC, 0): 100, (LAYERS_TOPIC, 2): 17,
+                                  (ENTRIES_TOPIC, 0): 0}
+
+
+def test_zero_timeout_checks_once():
+    store = FakeStore({})
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        wait_for_positions(store, [Position(LAYERS_TOPIC, 0, 0)], timeout_secs=0)
+    assert time.monotonic() - start < 0.1
+    assert store.calls == 1
