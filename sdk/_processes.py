@@ -23,9 +23,12 @@ def _die_with_parent() -> None:
 def start(args: list[str], log_path: Path, *, env: dict[str, str] | None = None) -> subprocess.Popen:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
+        # A session of its own: a terminal's Ctrl-C reaches only the parent, which then stops its
+        # children in order (projector before broker) instead of all dying at once.
         return subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent)
+            env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent,
+            start_new_session=True)
 
 
 def stop(process: subprocess.Popen | None, *, timeout_secs: float = 30.0) -> None:

@@ -99,7 +99,8 @@ def _read_rrd(path: Path) -> tuple[str, pa.Schema, pa.Table | None]:
         reader = RrdReader(path)
         recordings = reader.recordings()
         if not recordings:
-            raise ValueError(f"{path} holds no recording (only blueprints?)")
+            raise ValueError(f"{path} holds no recording: it is empty, truncated, or holds only "
+                             "blueprints")
         store = reader.store(store=recordings[0])
         schema = store.schema().to_arrow()
         chunks = [chunk for chunk in store.stream().filter(is_static=True)

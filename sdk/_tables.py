@@ -7,6 +7,7 @@ Column names follow Rerun's catalog: ``rerun_segment_id``, ``rerun_layer_names``
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC
 from itertools import groupby
 
 import pyarrow as pa
@@ -33,7 +34,7 @@ def _properties(layers: list[Layer]) -> pa.Table:
 
 
 def _timestamps(values) -> pa.Array:
-    return pa.array([v.replace(tzinfo=None) for v in values], type=TIMESTAMP)
+    return pa.array([v.astimezone(UTC).replace(tzinfo=None) for v in values], type=TIMESTAMP)
 
 
 def manifest_table(layers: list[Layer]) -> pa.Table:

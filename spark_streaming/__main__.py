@@ -8,6 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
+from py4j.protocol import Py4JError
+
 from projector import SqliteStore
 from spark_streaming.job import ProjectorJob, build_session
 
@@ -62,18 +64,26 @@ def main(argv: list[str] | None = None) -> int:
         args.bootstrap_servers, args.store, args.checkpoint, args.master)
     if args.ready_file:
         args.ready_file.write_text(str(query.id))
+    log = logging.getLogger("strata.projector")
     try:
         while not stop_requested and query.isActive:
             query.awaitTermination(0.5)
-    finally:
+        error = query.exception()
         if query.isActive:
             query.stop()
         spark.stop()
+    except Py4JError:
+        # Run in a terminal, Ctrl-C reaches the Spark JVM too, and it shuts itself down.
+        if not stop_requested:
+            raise
+        log.info("the Spark JVM stopped with the interrupt")
+        error = None
+    finally:
         store.close()
-    error = query.exception()
     if error is not None:
         print(f"projector stopped on an error: {error}", file=sys.stderr)
         return 1
+    log.info("projector stopped")
     return 0
 
 
