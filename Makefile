@@ -2,7 +2,7 @@
 # idempotent: a second run does nothing).
 VENV := .venv/bin
 
-.PHONY: setup demo up test unit integration bench clean
+.PHONY: setup demo up lint test unit integration bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -13,7 +13,10 @@ demo: setup
 up: setup
 	$(VENV)/strata up
 
-test: setup
+lint: setup
+	$(VENV)/ruff check .
+
+test: setup lint
 	$(VENV)/python -m pytest tests
 
 unit: setup

@@ -36,8 +36,9 @@ class RegistrationResult:
 @dataclass(frozen=True)
 class SegmentRegistrationResult:
     uri: str
-    segment_id: str | None
+    segment_id: str
     error: str | None
+    """None on success, else why this item failed."""
 
     @property
     def is_success(self) -> bool:
@@ -48,7 +49,6 @@ class SegmentRegistrationResult:
 class _Item:
     uri: str
     segment_id: str
-    layer_name: str
     event: Event
     position: Position
 
@@ -87,7 +87,7 @@ class RegistrationOperation:
             lines = "\n".join(f"- {r.uri}: {r.error}" for r in failed)
             raise ValueError(f"Registration failed for {len(failed)} of {len(results)} "
                              f"recordings:\n{lines}")
-        return RegistrationResult([r.segment_id for r in results if r.segment_id is not None])
+        return RegistrationResult([r.segment_id for r in results])
 
 
 class DatasetEntry:
@@ -163,9 +163,8 @@ class DatasetEntry:
         ]
         positions = self._client._send(events)
         return RegistrationOperation(self._client, [
-            _Item(r.uri, r.recording_id, name, event, position)
-            for r, name, event, position in zip(recordings, layer_names, events, positions,
-                                                strict=True)
+            _Item(r.uri, r.recording_id, event, position)
+            for r, event, position in zip(recordings, events, positions, strict=True)
         ])
 
     def segment_ids(self) -> list[str]:

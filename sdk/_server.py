@@ -99,7 +99,7 @@ class Server:
         args = [sys.executable, "-m", "spark_streaming",
                 "--bootstrap-servers", self.bootstrap_servers,
                 "--store", str(self.store_path), "--checkpoint", str(self.checkpoint_dir),
-                "--master", self.spark_master, "--ready-file", str(ready)]
+                "--spark-master", self.spark_master, "--ready-file", str(ready)]
         for key, value in self.kafka_options.items():
             args += ["--kafka-option", f"{key}={value}"]
         env = {"PYSPARK_PYTHON": sys.executable}

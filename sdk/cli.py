@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from spark_streaming.options import add_arguments, add_kafka_option, parse_key_values
+
 ENV_HELP = """\
 environment:
   STRATA_HOME                 state directory (default ./.strata)
@@ -16,16 +18,6 @@ environment:
   STRATA_SPARK_MASTER         use this Spark master instead of local[*]
   STRATA_JARS_DIR             where scripts/setup.sh put the jars (default .cache/jars)
 """
-
-
-def _kafka_options(pairs: list[str]) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"strata: --kafka-option expects KEY=VALUE, got {pair!r}")
-        options[key] = value
-    return options
 
 
 def _stack_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,9 +30,7 @@ def _stack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-master", default=None,
                         help="Spark master for the projector, e.g. spark://host:7077 (default "
                              "local[*])")
-    parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="Kafka client setting for producers and the Spark source, e.g. "
-                             "security.protocol=SASL_SSL (repeatable)")
+    add_kafka_option(parser)
     parser.add_argument("--layer-partitions", type=int, default=2,
                         help="partitions of the layers topic when it is created (default 2)")
 
@@ -49,7 +39,8 @@ def _server(args: argparse.Namespace):
     from sdk._server import Server
 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
-                  spark_master=args.spark_master, kafka_options=_kafka_options(args.kafka_option),
+                  spark_master=args.spark_master,
+                  kafka_options=parse_key_values(args.kafka_option),
                   layer_partitions=args.layer_partitions)
 
 
@@ -100,13 +91,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_projector(args: argparse.Namespace) -> int:
-    from spark_streaming.__main__ import main
+    from spark_streaming.__main__ import run
 
-    argv = ["--bootstrap-servers", args.bootstrap_servers, "--store", str(args.store),
-            "--checkpoint", str(args.checkpoint), "--master", args.spark_master]
-    for pair in args.kafka_option:
-        argv += ["--kafka-option", pair]
-    return main(argv)
+    return run(args)
 
 
 def cmd_rejections(args: argparse.Namespace) -> int:
@@ -161,13 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         "projector", help="run only the Spark projector against an existing Kafka cluster",
         description="Run the Spark Structured Streaming projector alone, for deployments where "
                     "Kafka and Spark are clusters. Stops on SIGTERM or Ctrl-C.")
-    proj.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
-    proj.add_argument("--store", type=Path, required=True, help="SQLite projection store file")
-    proj.add_argument("--checkpoint", type=Path, required=True,
-                      help="Spark checkpoint directory (keep it across restarts)")
-    proj.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
-    proj.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                      help="Kafka consumer setting (repeatable)")
+    add_arguments(proj)
     proj.set_defaults(func=cmd_projector)
 
     rej = commands.add_parser(
@@ -185,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (RuntimeError, FileNotFoundError, ConnectionError, OSError) as exc:
+    except (RuntimeError, ValueError, OSError) as exc:
         print(f"strata: error: {exc}", file=sys.stderr)
         return 1
 

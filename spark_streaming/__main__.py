@@ -6,12 +6,11 @@ import argparse
 import logging
 import signal
 import sys
-from pathlib import Path
 
 from py4j.protocol import Py4JError
 
 from projector import SqliteStore
-from spark_streaming.job import ProjectorJob, build_session
+from spark_streaming.options import add_arguments, parse_key_values
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -19,30 +18,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="python -m spark_streaming",
         description="Fold the strata Kafka topics into the projection store with Spark "
                     "Structured Streaming. Runs until SIGTERM or Ctrl-C.")
-    parser.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
-    parser.add_argument("--store", required=True, type=Path, help="SQLite projection store file")
-    parser.add_argument("--checkpoint", required=True, type=Path,
-                        help="Spark checkpoint directory (must survive restarts)")
-    parser.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
-    parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="Kafka consumer setting, e.g. security.protocol=SASL_SSL (repeatable)")
-    parser.add_argument("--ready-file", type=Path, default=None,
-                        help="file to create once the streaming query has started")
+    add_arguments(parser)
     return parser.parse_args(argv)
 
 
-def kafka_options(pairs: list[str]) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"--kafka-option expects KEY=VALUE, got {pair!r}")
-        options[key] = value
-    return options
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    return run(parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the projector with parsed ``options.add_arguments`` until SIGTERM or Ctrl-C."""
+    from spark_streaming.job import ProjectorJob, build_session
+
+    try:
+        kafka_options = parse_key_values(args.kafka_option)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     stop_requested = False
@@ -55,16 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, request_stop)
 
     store = SqliteStore(args.store)
-    spark = build_session(args.master)
+    spark = build_session(args.spark_master)
     job = ProjectorJob(spark, args.bootstrap_servers, store, args.checkpoint,
-                       kafka_options=kafka_options(args.kafka_option))
+                       kafka_options=kafka_options)
     query = job.start()
-    logging.getLogger("strata.projector").info(
+    log = logging.getLogger("strata.projector")
+    log.info(
         "projector running: %s -> %s (checkpoint %s, master %s)",
-        args.bootstrap_servers, args.store, args.checkpoint, args.master)
+        args.bootstrap_servers, args.store, args.checkpoint, args.spark_master)
     if args.ready_file:
         args.ready_file.write_text(str(query.id))
-    log = logging.getLogger("strata.projector")
     try:
         while not stop_requested and query.isActive:
             query.awaitTermination(0.5)

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from events import TOPICS, DecodeError, decode
-from projector import LogPosition, LogRecord, ProjectionStore, SqliteStore, apply_batch
+from projector import LogPosition, LogRecord, ProjectionStore, apply_batch
 
 log = logging.getLogger("strata.projector")
 

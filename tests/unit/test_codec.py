@@ -21,10 +21,10 @@ from events import (
     Event,
     OnDuplicate,
     RegisterLayer,
+    codec,
     decode,
     encode,
 )
-from events import codec
 
 WHEN = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 
