@@ -7,7 +7,7 @@ import io
 import json
 import random
 import uuid
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import timedelta, timezone
 from importlib import resources
 
 import fastavro
@@ -26,7 +26,7 @@ from events import (
     encode,
 )
 
-WHEN = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+from .conftest import T0 as WHEN
 
 
 def raw_schema(version: int) -> dict:

@@ -154,10 +154,15 @@ def test_apply_batch_twice_changes_nothing_the_second_time(tmp_path):
     assert again.outcomes == {} and again.layers == {} and again.rejections == []
 
 
+def by_topic(records):
+    """The history's entries records and layers records, each in log order."""
+    return ([r for r in records if r.position.topic == ENTRIES_TOPIC],
+            [r for r in records if r.position.topic == LAYERS_TOPIC])
+
+
 def test_overlapping_replay_equals_a_single_batch(tmp_path):
     _, records = history()
-    entries = [r for r in records if r.position.topic == ENTRIES_TOPIC]
-    layers = [r for r in records if r.position.topic == LAYERS_TOPIC]
+    entries, layers = by_topic(records)
 
     once = SqliteStore(tmp_path / "once.db")
     apply_batch(once, records)
@@ -174,8 +179,7 @@ def test_overlapping_replay_equals_a_single_batch(tmp_path):
 def test_rebuild_in_other_batches_gives_identical_tables(tmp_path):
     # DESIGN invariant 1, through the real store: entries first, then layers one record at a time.
     _, records = history()
-    entries = [r for r in records if r.position.topic == ENTRIES_TOPIC]
-    layers = [r for r in records if r.position.topic == LAYERS_TOPIC]
+    entries, layers = by_topic(records)
 
     live = SqliteStore(tmp_path / "live.db")
     apply_batch(live, records)
