@@ -6,11 +6,10 @@ the single-object-encoding codec. Imports no Kafka, Spark or store code.
 
 from events.codec import SCHEMA_VERSION, DecodeError, decode, encode
 from events.model import CreateDataset, Event, OnDuplicate, RegisterLayer
-from events.topics import ENTRIES_TOPIC, LAYERS_TOPIC, TOPICS, topic_for
+from events.topics import CATALOG_TOPIC, TOPICS, topic_for
 
 __all__ = [
-    "ENTRIES_TOPIC",
-    "LAYERS_TOPIC",
+    "CATALOG_TOPIC",
     "SCHEMA_VERSION",
     "TOPICS",
     "CreateDataset",

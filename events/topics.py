@@ -1,16 +1,18 @@
-"""Which topic each command goes to.
+"""Where commands go: one topic with one partition, keyed by dataset id.
 
-Catalog-wide decisions (a dataset name is unique) need one total order, so entry lifecycle events
-go to a single-partition topic that the projector applies before layer events in each batch.
-Layer events are keyed by dataset id, so everything about one dataset keeps its order.
+Every outcome must be a function of the log alone, whatever the projector's micro-batch
+boundaries (invariant 1). Names are unique across the catalog and a dataset's lifecycle (create,
+rename, delete) decides what its layer commands do, so all commands share one total order: a
+single partition. The fold runs in one process anyway, so more partitions would add no
+parallelism; a Kafka partition carries far more events per second than the fold consumes.
+The key is still the dataset id, so compaction and tooling see per-dataset streams.
 """
 
-from events.model import Command, CreateDataset
+from events.model import Command
 
-ENTRIES_TOPIC = "strata.entries"
-LAYERS_TOPIC = "strata.layers"
-TOPICS = (ENTRIES_TOPIC, LAYERS_TOPIC)
+CATALOG_TOPIC = "strata.catalog"
+TOPICS = (CATALOG_TOPIC,)
 
 
 def topic_for(command: Command) -> str:
-    return ENTRIES_TOPIC if isinstance(command, CreateDataset) else LAYERS_TOPIC
+    return CATALOG_TOPIC

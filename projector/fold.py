@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Protocol
 
-from events import ENTRIES_TOPIC, CreateDataset, Event, OnDuplicate, RegisterLayer
+from events import CreateDataset, Event, OnDuplicate, RegisterLayer
 from projector.model import (
     Changes,
     Dataset,
@@ -46,9 +46,9 @@ class InvalidCommand(ValueError):
 
 
 def log_order(records: Iterable[LogRecord]) -> list[LogRecord]:
-    """The order a batch is applied in: entry lifecycle events first (one total order), then
-    every other record by (topic, partition, offset)."""
-    return sorted(records, key=lambda r: (r.position.topic != ENTRIES_TOPIC, r.position))
+    """The order a batch is applied in: by (topic, partition, offset). strata writes one
+    single-partition topic, so this is the log's own order."""
+    return sorted(records, key=lambda r: r.position)
 
 
 def fold(view: CatalogView, records: Iterable[LogRecord]) -> Changes:

@@ -42,14 +42,12 @@ class Server:
         bootstrap_servers: str | None = None,
         spark_master: str | None = None,
         kafka_options: Mapping[str, str] | None = None,
-        layer_partitions: int = 2,
         broker_port: int | None = None,
         startup_timeout_secs: float = 240.0,
     ) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_state_dir()
         self.spark_master = spark_master or os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
         self.kafka_options = dict(kafka_options or {})
-        self.layer_partitions = layer_partitions
         self.startup_timeout_secs = startup_timeout_secs
         external = bootstrap_servers or os.environ.get("STRATA_BOOTSTRAP_SERVERS")
         self.broker = None if external else EmbeddedBroker(self.data_dir / "kafka", port=broker_port)
@@ -82,8 +80,7 @@ class Server:
         try:
             if self.broker:
                 self.broker.start()
-            ensure_topics(self.bootstrap_servers, config=self.kafka_options,
-                          layer_partitions=self.layer_partitions)
+            ensure_topics(self.bootstrap_servers, config=self.kafka_options)
             self.start_projector()
         except BaseException:
             self.close()

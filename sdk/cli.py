@@ -31,8 +31,6 @@ def _stack_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Spark master for the projector, e.g. spark://host:7077 (default "
                              "local[*])")
     add_kafka_option(parser)
-    parser.add_argument("--layer-partitions", type=int, default=2,
-                        help="partitions of the layers topic when it is created (default 2)")
 
 
 def _server(args: argparse.Namespace):
@@ -40,8 +38,7 @@ def _server(args: argparse.Namespace):
 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
                   spark_master=args.spark_master,
-                  kafka_options=parse_key_values(args.kafka_option),
-                  layer_partitions=args.layer_partitions)
+                  kafka_options=parse_key_values(args.kafka_option))
 
 
 def _describe(server) -> None:

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 import sdk
-from events import LAYERS_TOPIC, TOPICS
+from events import CATALOG_TOPIC, TOPICS
 from sdk._server import Server
 
 
@@ -56,7 +56,7 @@ def test_malformed_records_are_rejected_and_the_stream_goes_on(
     producer = Producer({"bootstrap.servers": server.bootstrap_servers})
     bad_values = [os.urandom(64), b"", b"\xc3\x01" + os.urandom(8) + b"body"]
     for value in bad_values:
-        producer.produce(LAYERS_TOPIC, key=str(dataset.id).encode(), value=value)
+        producer.produce(CATALOG_TOPIC, key=str(dataset.id).encode(), value=value)
     assert producer.flush(10) == 0
 
     # A valid registration after the garbage is applied: the projector kept going.
@@ -77,7 +77,7 @@ def test_wait_times_out_while_the_projector_is_down_then_applies_once(
             operation.wait(timeout_secs=2)
         assert time.monotonic() - started < 4
         message = str(raised.value)
-        assert LAYERS_TOPIC in message and "next offset" in message
+        assert CATALOG_TOPIC in message and "next offset" in message
     finally:
         server.start_projector()
     assert operation.wait(timeout_secs=120).segment_ids == ["while_down"]

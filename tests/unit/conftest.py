@@ -101,7 +101,7 @@ def log_record(event: Event, offset: int, partition: int = 0, topic: str | None 
     return LogRecord(position, events.encode(event), event=event)
 
 
-def undecodable(raw: bytes, offset: int, *, topic: str = events.LAYERS_TOPIC, partition: int = 0,
+def undecodable(raw: bytes, offset: int, *, topic: str = events.CATALOG_TOPIC, partition: int = 0,
                 reason: str = "x") -> LogRecord:
     return LogRecord(LogPosition(topic, partition, offset), raw, event=None, decode_error=reason)
 
@@ -120,7 +120,7 @@ class Log:
         self.records.append(record)
         return record
 
-    def append_raw(self, raw: bytes, *, topic: str = events.LAYERS_TOPIC, partition: int = 0,
+    def append_raw(self, raw: bytes, *, topic: str = events.CATALOG_TOPIC, partition: int = 0,
                    reason: str = "x") -> LogRecord:
         key = (topic, partition)
         record = undecodable(raw, self.next_offset[key], topic=topic, partition=partition,

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from events import ENTRIES_TOPIC, LAYERS_TOPIC, OnDuplicate
+from events import CATALOG_TOPIC, OnDuplicate
 from projector import (
     Dataset,
     LogPosition,
@@ -57,9 +57,9 @@ def test_create_dataset_is_accepted(catalog, dataset_id):
     assert changes.datasets == {dataset_id: Dataset(dataset_id, "droid", at(3), at(3))}
     outcome = changes.outcomes[event.event_id]
     assert (outcome.status, outcome.reason, outcome.position) == (
-        Status.ACCEPTED, "", LogPosition(ENTRIES_TOPIC, 0, 0))
+        Status.ACCEPTED, "", LogPosition(CATALOG_TOPIC, 0, 0))
     assert changes.rejections == []
-    assert changes.next_offsets == {(ENTRIES_TOPIC, 0): 1}
+    assert changes.next_offsets == {(CATALOG_TOPIC, 0): 1}
 
 
 def test_fold_does_not_modify_the_view(with_dataset, log, dataset_id):
@@ -106,7 +106,7 @@ def test_invalid_dataset_name_is_a_rejection(catalog, dataset_id, name):
     outcome = changes.outcomes[event.event_id]
     assert outcome.status is Status.REJECTED
     assert outcome.reason == rejection.reason
-    assert changes.next_offsets == {(ENTRIES_TOPIC, 0): 5}
+    assert changes.next_offsets == {(CATALOG_TOPIC, 0): 5}
 
 
 def test_longest_allowed_name_is_accepted(catalog, dataset_id):
@@ -143,7 +143,7 @@ def test_register_to_unknown_dataset_is_a_rejection(catalog):
     outcome = changes.outcomes[event.event_id]
     assert outcome.status is Status.REJECTED
     assert "unknown dataset" in outcome.reason
-    assert changes.next_offsets == {(LAYERS_TOPIC, 1): 8}
+    assert changes.next_offsets == {(CATALOG_TOPIC, 1): 8}
 
 
 @pytest.mark.parametrize("field, value", [
@@ -301,13 +301,13 @@ def test_undecodable_record_is_kept_with_its_raw_bytes(catalog):
 
     changes = fold(catalog, [record])
 
-    assert changes.rejections == [Rejection(LogPosition(LAYERS_TOPIC, 1, 41), raw, "x", None)]
+    assert changes.rejections == [Rejection(LogPosition(CATALOG_TOPIC, 1, 41), raw, "x", None)]
     assert changes.outcomes == {}
-    assert changes.next_offsets == {(LAYERS_TOPIC, 1): 42}
+    assert changes.next_offsets == {(CATALOG_TOPIC, 1): 42}
 
 
 def test_undecodable_record_without_reason_still_gets_one(catalog):
-    record = LogRecord(LogPosition(LAYERS_TOPIC, 0, 3), b"??")
+    record = LogRecord(LogPosition(CATALOG_TOPIC, 0, 3), b"??")
     [rejection] = fold(catalog, [record]).rejections
     assert rejection.reason  # never an empty reason
     assert rejection.raw == b"??"
@@ -329,14 +329,14 @@ def test_next_offsets_cover_every_partition_including_rejected_records(with_data
 
     changes = fold(with_dataset, shuffled)
 
-    assert changes.next_offsets == {(ENTRIES_TOPIC, 0): 3, (LAYERS_TOPIC, 0): 3,
-                                    (LAYERS_TOPIC, 1): 2}
+    assert changes.next_offsets == {(CATALOG_TOPIC, 0): 3, (CATALOG_TOPIC, 0): 3,
+                                    (CATALOG_TOPIC, 1): 2}
 
 
 def test_next_offset_follows_gaps_in_offsets(catalog):
     # Offsets need not be contiguous (Kafka transaction markers leave gaps).
     records = [undecodable(b"a", 10), undecodable(b"b", 13), undecodable(b"c", 20)]
-    assert fold(catalog, records[::-1]).next_offsets == {(LAYERS_TOPIC, 0): 21}
+    assert fold(catalog, records[::-1]).next_offsets == {(CATALOG_TOPIC, 0): 21}
 
 
 @pytest.mark.parametrize("same_batch", [True, False], ids=["same-batch", "across-batches"])
@@ -357,7 +357,7 @@ def test_same_event_twice_is_decided_once(with_dataset, log, dataset_id, same_ba
     layer = with_dataset.layer(dataset_id, "seg", "base")
     assert layer.storage_url == "file:///b.rrd"
     assert layer.registered_by == log.records[2].position
-    assert with_dataset.next_offsets[(LAYERS_TOPIC, 0)] == again.position.offset + 1
+    assert with_dataset.next_offsets[(CATALOG_TOPIC, 0)] == again.position.offset + 1
 
 
 def test_same_create_twice_is_decided_once(catalog):
@@ -372,13 +372,13 @@ def test_log_order_puts_entries_first_then_topic_partition_offset():
     def rec(topic, partition, offset):
         return undecodable(b"", offset, topic=topic, partition=partition)
 
-    expected = [rec(ENTRIES_TOPIC, 0, 0), rec(ENTRIES_TOPIC, 0, 1), rec(LAYERS_TOPIC, 0, 0),
-                rec(LAYERS_TOPIC, 0, 2), rec(LAYERS_TOPIC, 0, 10), rec(LAYERS_TOPIC, 1, 1)]
+    expected = [rec(CATALOG_TOPIC, 0, 0), rec(CATALOG_TOPIC, 0, 1), rec(CATALOG_TOPIC, 0, 0),
+                rec(CATALOG_TOPIC, 0, 2), rec(CATALOG_TOPIC, 0, 10), rec(CATALOG_TOPIC, 1, 1)]
     shuffled = expected[::-1]
     assert [r.position for r in log_order(shuffled)] == [r.position for r in expected]
     # "strata.entries" < "strata.layers" anyway; the rule must not depend on the names' order.
     other = rec("a.topic.sorting.first", 0, 0)
-    assert log_order([other, expected[0]])[0].position.topic == ENTRIES_TOPIC
+    assert log_order([other, expected[0]])[0].position.topic == CATALOG_TOPIC
 
 
 def test_create_and_register_in_one_batch_given_layers_first(catalog, log, dataset_id):
@@ -460,5 +460,5 @@ def test_batch_boundaries_do_not_change_the_result(cuts):
     assert split.outcomes == whole.outcomes
     assert sorted(split.rejections, key=lambda r: r.position) == sorted(
         whole.rejections, key=lambda r: r.position)
-    assert split.next_offsets == whole.next_offsets == {(ENTRIES_TOPIC, 0): 1,
-                                                        (LAYERS_TOPIC, 0): 15}
+    assert split.next_offsets == whole.next_offsets == {(CATALOG_TOPIC, 0): 1,
+                                                        (CATALOG_TOPIC, 0): 15}

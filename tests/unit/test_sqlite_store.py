@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from events import ENTRIES_TOPIC, LAYERS_TOPIC, OnDuplicate
+from events import CATALOG_TOPIC, OnDuplicate
 from projector import (
     Changes,
     LogRecord,
@@ -68,9 +68,9 @@ def test_commit_then_read_back_what_the_fold_produced(store):
     store.commit(changes, expected_offsets={})
 
     assert store.next_offsets() == changes.next_offsets == {
-        (ENTRIES_TOPIC, 0): 4, (LAYERS_TOPIC, 0): 6, (LAYERS_TOPIC, 1): 2}
-    assert store.next_offset(LAYERS_TOPIC, 0) == 6
-    assert store.next_offset(LAYERS_TOPIC, 9) == 0
+        (CATALOG_TOPIC, 0): 4, (CATALOG_TOPIC, 0): 6, (CATALOG_TOPIC, 1): 2}
+    assert store.next_offset(CATALOG_TOPIC, 0) == 6
+    assert store.next_offset(CATALOG_TOPIC, 9) == 0
 
     assert store.datasets() == sorted(changes.datasets.values(),
                                       key=lambda d: (d.created_at, str(d.id)))
@@ -128,7 +128,7 @@ def test_the_store_reopened_read_only_sees_the_same(store, tmp_path):
         assert reader.next_offsets() == store.next_offsets()
         assert reader.layers(droid) == store.layers(droid)
         with pytest.raises(sqlite3.OperationalError):
-            reader.commit(Changes(next_offsets={(ENTRIES_TOPIC, 0): 99}),
+            reader.commit(Changes(next_offsets={(CATALOG_TOPIC, 0): 99}),
                           expected_offsets=reader.next_offsets())
     finally:
         reader.close()
@@ -156,8 +156,8 @@ def test_apply_batch_twice_changes_nothing_the_second_time(tmp_path):
 
 def by_topic(records):
     """The history's entries records and layers records, each in log order."""
-    return ([r for r in records if r.position.topic == ENTRIES_TOPIC],
-            [r for r in records if r.position.topic == LAYERS_TOPIC])
+    return ([r for r in records if r.position.topic == CATALOG_TOPIC],
+            [r for r in records if r.position.topic == CATALOG_TOPIC])
 
 
 def test_overlapping_replay_equals_a_single_batch(tmp_path):
@@ -195,8 +195,8 @@ def test_rebuild_in_other_batches_gives_identical_tables(tmp_path):
 
 def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     droid, records = history()
-    entries = [r for r in records if r.position.topic == ENTRIES_TOPIC]
-    layers = [r for r in records if r.position.topic == LAYERS_TOPIC]
+    entries = [r for r in records if r.position.topic == CATALOG_TOPIC]
+    layers = [r for r in records if r.position.topic == CATALOG_TOPIC]
     apply_batch(store, entries)
     before = dump(store.path)
 
@@ -205,13 +205,13 @@ def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     with pytest.raises(StaleBatchError):
         store.commit(changes, expected_offsets={})  # the store is at entries offset 4, not {}
     with pytest.raises(StaleBatchError):
-        store.commit(changes, expected_offsets={(ENTRIES_TOPIC, 0): 3})
+        store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 3})
 
     assert dump(store.path) == before
     assert store.layers(droid) == []
     # The store is still usable: the right expectation commits.
-    store.commit(changes, expected_offsets={(ENTRIES_TOPIC, 0): 4})
-    assert store.next_offset(LAYERS_TOPIC, 0) == 6
+    store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 4})
+    assert store.next_offset(CATALOG_TOPIC, 0) == 6
 
 
 def test_a_second_writer_loses_the_race(tmp_path):

@@ -8,7 +8,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from events import LAYERS_TOPIC, OnDuplicate
+from events import CATALOG_TOPIC, OnDuplicate
 from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch
 from sdk._recordings import Recording
 from sdk._tables import manifest_table, segment_table
@@ -31,11 +31,11 @@ def layer(segment_id: str, name: str, offset: int, *, size: int = 1, properties:
         dataset_id=DATASET, segment_id=segment_id, layer_name=name,
         storage_url=f"file:///data/{segment_id}/{name}.rrd", size_bytes=size,
         arrow_schema=schema, properties=properties, registered_at=at(offset),
-        registered_by=LogPosition(LAYERS_TOPIC, 0, offset), event_id=uuid.uuid4())
+        registered_by=LogPosition(CATALOG_TOPIC, 0, offset), event_id=uuid.uuid4())
 
 
 def segment(segment_id: str, offset: int) -> Segment:
-    return Segment(DATASET, segment_id, LogPosition(LAYERS_TOPIC, 0, offset), at(offset))
+    return Segment(DATASET, segment_id, LogPosition(CATALOG_TOPIC, 0, offset), at(offset))
 
 
 def naive(offset: float):

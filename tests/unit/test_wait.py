@@ -6,10 +6,12 @@ import time
 
 import pytest
 
-from events import ENTRIES_TOPIC, LAYERS_TOPIC
+from events import CATALOG_TOPIC
 from producers import Position
 from sdk._wait import wait_for_positions
 from sdk.errors import ProjectionTimeoutError, StrataError
+
+OTHER_TOPIC = "other.topic"  # wait_for_positions is not specific to strata's topic
 
 
 class FakeStore:
@@ -25,9 +27,9 @@ class FakeStore:
 
 
 def test_returns_at_once_when_the_store_is_past_the_offset():
-    store = FakeStore({(LAYERS_TOPIC, 1): 42})
+    store = FakeStore({(CATALOG_TOPIC, 1): 42})
     start = time.monotonic()
-    wait_for_positions(store, [Position(LAYERS_TOPIC, 1, 41)], timeout_secs=5)
+    wait_for_positions(store, [Position(CATALOG_TOPIC, 1, 41)], timeout_secs=5)
     assert time.monotonic() - start < 0.1
     assert store.calls == 1
 
@@ -40,22 +42,22 @@ def test_no_positions_returns_at_once():
 
 @pytest.mark.parametrize("timeout", [0.3, None])
 def test_waits_until_every_partition_is_past(timeout):
-    awaited = [Position(LAYERS_TOPIC, 0, 5), Position(LAYERS_TOPIC, 0, 3),
-               Position(LAYERS_TOPIC, 1, 0), Position(ENTRIES_TOPIC, 0, 9)]
+    awaited = [Position(CATALOG_TOPIC, 0, 5), Position(CATALOG_TOPIC, 0, 3),
+               Position(CATALOG_TOPIC, 1, 0), Position(OTHER_TOPIC, 0, 9)]
     store = FakeStore(
         {},
-        {(LAYERS_TOPIC, 0): 6},
-        {(LAYERS_TOPIC, 0): 6, (LAYERS_TOPIC, 1): 1},  # the entries topic is still at 0
-        {(LAYERS_TOPIC, 0): 6, (LAYERS_TOPIC, 1): 1, (ENTRIES_TOPIC, 0): 9},  # == is not past
-        {(LAYERS_TOPIC, 0): 6, (LAYERS_TOPIC, 1): 1, (ENTRIES_TOPIC, 0): 10},
+        {(CATALOG_TOPIC, 0): 6},
+        {(CATALOG_TOPIC, 0): 6, (CATALOG_TOPIC, 1): 1},  # the entries topic is still at 0
+        {(CATALOG_TOPIC, 0): 6, (CATALOG_TOPIC, 1): 1, (OTHER_TOPIC, 0): 9},  # == is not past
+        {(CATALOG_TOPIC, 0): 6, (CATALOG_TOPIC, 1): 1, (OTHER_TOPIC, 0): 10},
     )
     wait_for_positions(store, awaited, timeout_secs=timeout)
     assert store.calls == 5
 
 
 def test_next_offset_equal_to_the_awaited_offset_times_out():
-    store = FakeStore({(LAYERS_TOPIC, 1): 41})
-    awaited = Position(LAYERS_TOPIC, 1, 41)
+    store = FakeStore({(CATALOG_TOPIC, 1): 41})
+    awaited = Position(CATALOG_TOPIC, 1, 41)
     start = time.monotonic()
 
     with pytest.raises(ProjectionTimeoutError) as info:
@@ -67,36 +69,36 @@ def test_next_offset_equal_to_the_awaited_offset_times_out():
     error = info.value
     assert isinstance(error, TimeoutError) and isinstance(error, StrataError)
     message = str(error)
-    assert LAYERS_TOPIC in message
+    assert CATALOG_TOPIC in message
     assert "[1]" in message
     assert "offset 41" in message
     assert "next offset: 41" in message
     assert error.awaited == [awaited]
-    assert error.reached == {(LAYERS_TOPIC, 1): 41}
+    assert error.reached == {(CATALOG_TOPIC, 1): 41}
 
 
 def test_timeout_message_names_only_the_partitions_behind():
-    store = FakeStore({(LAYERS_TOPIC, 0): 100, (LAYERS_TOPIC, 2): 17})
-    awaited = [Position(LAYERS_TOPIC, 0, 3), Position(LAYERS_TOPIC, 2, 57),
-               Position(ENTRIES_TOPIC, 0, 4)]
+    store = FakeStore({(CATALOG_TOPIC, 0): 100, (CATALOG_TOPIC, 2): 17})
+    awaited = [Position(CATALOG_TOPIC, 0, 3), Position(CATALOG_TOPIC, 2, 57),
+               Position(OTHER_TOPIC, 0, 4)]
 
     with pytest.raises(ProjectionTimeoutError) as info:
         wait_for_positions(store, awaited, timeout_secs=0.05)
 
     message = str(info.value)
-    assert f"{LAYERS_TOPIC}[2] offset 57" in message
+    assert f"{CATALOG_TOPIC}[2] offset 57" in message
     assert "next offset: 17" in message
-    assert f"{ENTRIES_TOPIC}[0] offset 4" in message
+    assert f"{OTHER_TOPIC}[0] offset 4" in message
     assert "next offset: 0" in message  # a partition the store has never seen
-    assert f"{LAYERS_TOPIC}[0]" not in message  # that one is done
-    assert info.value.reached == {(LAYERS_TOPIC, 0): 100, (LAYERS_TOPIC, 2): 17,
-                                  (ENTRIES_TOPIC, 0): 0}
+    assert f"{CATALOG_TOPIC}[0]" not in message  # that one is done
+    assert info.value.reached == {(CATALOG_TOPIC, 0): 100, (CATALOG_TOPIC, 2): 17,
+                                  (OTHER_TOPIC, 0): 0}
 
 
 def test_zero_timeout_checks_once():
     store = FakeStore({})
     start = time.monotonic()
     with pytest.raises(TimeoutError):
-        wait_for_positions(store, [Position(LAYERS_TOPIC, 0, 0)], timeout_secs=0)
+        wait_for_positions(store, [Position(CATALOG_TOPIC, 0, 0)], timeout_secs=0)
     assert time.monotonic() - start < 0.1
     assert store.calls == 1
