@@ -5,18 +5,35 @@ the single-object-encoding codec. Imports no Kafka, Spark or store code.
 """
 
 from events.codec import SCHEMA_VERSION, DecodeError, decode, encode
-from events.model import CreateDataset, Event, OnDuplicate, RegisterLayer
+from events.model import (
+    Command,
+    CreateDataset,
+    DeleteDataset,
+    Event,
+    OnDuplicate,
+    RegisterBlueprint,
+    RegisterLayer,
+    RenameDataset,
+    SetDefaultBlueprint,
+    UnregisterLayers,
+)
 from events.topics import CATALOG_TOPIC, TOPICS, topic_for
 
 __all__ = [
     "CATALOG_TOPIC",
     "SCHEMA_VERSION",
     "TOPICS",
+    "Command",
     "CreateDataset",
     "DecodeError",
+    "DeleteDataset",
     "Event",
     "OnDuplicate",
+    "RegisterBlueprint",
     "RegisterLayer",
+    "RenameDataset",
+    "SetDefaultBlueprint",
+    "UnregisterLayers",
     "decode",
     "encode",
     "topic_for",

@@ -20,7 +20,18 @@ from typing import Any
 
 import fastavro
 
-from events.model import Command, CreateDataset, Event, OnDuplicate, RegisterLayer
+from events.model import (
+    Command,
+    CreateDataset,
+    DeleteDataset,
+    Event,
+    OnDuplicate,
+    RegisterBlueprint,
+    RegisterLayer,
+    RenameDataset,
+    SetDefaultBlueprint,
+    UnregisterLayers,
+)
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = len(MAGIC) + 8
@@ -78,8 +89,9 @@ _COMMAND_FIELDS = {
               for branch in next(f for f in schema["fields"] if f["name"] == "command")["type"]}
     for version, schema in SCHEMAS.items()
 }
-_COMMAND_TYPES: dict[str, type[Command]] = {"CreateDataset": CreateDataset,
-                                            "RegisterLayer": RegisterLayer}
+_COMMAND_TYPES: dict[str, type[Command]] = {t.__name__: t for t in (
+    CreateDataset, RenameDataset, DeleteDataset, RegisterLayer, UnregisterLayers,
+    RegisterBlueprint, SetDefaultBlueprint)}
 
 
 def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
@@ -89,7 +101,9 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
     CreateDataset(name='droid')
     """
     schema = SCHEMAS[schema_version]
-    known_fields = _COMMAND_FIELDS[schema_version][event.event_type]
+    known_fields = _COMMAND_FIELDS[schema_version].get(event.event_type)
+    if known_fields is None:
+        raise ValueError(f"schema version {schema_version} has no {event.event_type} command")
     command = {name: value for name, value in vars(event.command).items() if name in known_fields}
     if isinstance(event.command, RegisterLayer):
         command["on_duplicate"] = str(event.command.on_duplicate)
@@ -145,6 +159,8 @@ def _event_from_record(record: dict[str, Any]) -> Event:
         for name in ("arrow_schema", "properties"):
             if isinstance(fields[name], str):
                 fields[name] = fields[name].encode("latin-1")
+    elif command_type is UnregisterLayers:
+        fields = {name: tuple(values) for name, values in fields.items()}
     return Event(
         dataset_id=_as_uuid(record["dataset_id"], "dataset_id"),
         command=command_type(**fields),

@@ -37,7 +37,44 @@ class RegisterLayer:
     """Arrow IPC stream with one row, one column per ``property:<entity>:<field>``."""
 
 
-Command = CreateDataset | RegisterLayer
+@dataclass(frozen=True)
+class RenameDataset:
+    name: str
+
+
+@dataclass(frozen=True)
+class DeleteDataset:
+    """Removes the dataset and everything in it from every table; its id is never reused."""
+
+
+@dataclass(frozen=True)
+class UnregisterLayers:
+    """Removes every (segment, layer) in the product of the two lists; an empty list means all.
+
+    A segment whose last layer goes disappears.
+    """
+
+    segment_ids: tuple[str, ...] = ()
+    layer_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RegisterBlueprint:
+    """Adds a blueprint (an ``.rbl`` recording) to the dataset, replacing one with the same id."""
+
+    blueprint_id: str
+    storage_url: str
+    set_default: bool = True
+
+
+@dataclass(frozen=True)
+class SetDefaultBlueprint:
+    blueprint_id: str | None
+    """A registered blueprint's id, or None for no default."""
+
+
+Command = (CreateDataset | RenameDataset | DeleteDataset | RegisterLayer | UnregisterLayers
+           | RegisterBlueprint | SetDefaultBlueprint)
 
 
 def _now() -> datetime:

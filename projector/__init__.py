@@ -1,12 +1,13 @@
 """The projection: the pure fold of command events into the catalog, and the store it lands in.
 
-Owns every domain rule (dataset names, layer duplicates, last-writer-wins) in ``fold``, the
+Owns every domain rule (dataset names, duplicates, last-writer-wins, schema merges) in ``fold``, the
 ``ProjectionStore`` interface and its SQLite implementation. Must not import pyspark or
 confluent_kafka (tests/unit/test_boundaries.py enforces it).
 """
 
-from projector.fold import CatalogView, InvalidCommand, fold, log_order
+from projector.fold import CatalogView, InvalidCommand, Refused, fold, log_order
 from projector.model import (
+    Blueprint,
     Changes,
     Dataset,
     Layer,
@@ -14,6 +15,7 @@ from projector.model import (
     LogRecord,
     Outcome,
     Rejection,
+    SchemaRef,
     Segment,
     Status,
 )
@@ -21,6 +23,7 @@ from projector.sqlite_store import SqliteStore
 from projector.store import ProjectionStore, StaleBatchError, apply_batch
 
 __all__ = [
+    "Blueprint",
     "CatalogView",
     "Changes",
     "Dataset",
@@ -30,7 +33,9 @@ __all__ = [
     "LogRecord",
     "Outcome",
     "ProjectionStore",
+    "Refused",
     "Rejection",
+    "SchemaRef",
     "Segment",
     "SqliteStore",
     "StaleBatchError",

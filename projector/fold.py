@@ -8,29 +8,48 @@ log, never on clocks or batch boundaries.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Protocol
 
-from events import CreateDataset, Event, OnDuplicate, RegisterLayer
+from events import (
+    CreateDataset,
+    DeleteDataset,
+    Event,
+    OnDuplicate,
+    RegisterBlueprint,
+    RegisterLayer,
+    RenameDataset,
+    SetDefaultBlueprint,
+    UnregisterLayers,
+)
+from events.names import MAX_NAME_LENGTH, check_dataset_name, check_id, check_layer_name
+from projector import schemas
 from projector.model import (
+    Blueprint,
     Changes,
     Dataset,
     Layer,
     LogRecord,
     Outcome,
     Rejection,
+    SchemaRef,
     Segment,
     Status,
 )
 
-MAX_NAME_LENGTH = 180
+__all__ = ["MAX_NAME_LENGTH", "CatalogView", "InvalidCommand", "Refused", "fold", "log_order"]
+
+MAX_PROPERTIES_BYTES = 1 << 20
+"""A layer's serialized properties, at most."""
 
 
 class CatalogView(Protocol):
     """Read access to the projection as of the end of the previous batch."""
 
-    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None: ...
+    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
+        """Also a deleted one (a tombstone)."""
+        ...
 
     def dataset_by_name(self, name: str) -> Dataset | None: ...
 
@@ -38,11 +57,34 @@ class CatalogView(Protocol):
 
     def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None: ...
 
+    def layers(self, dataset_id: uuid.UUID) -> list[Layer]: ...
+
+    def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None: ...
+
+    def schema(self, digest: str) -> bytes | None: ...
+
     def has_outcome(self, event_id: uuid.UUID) -> bool: ...
 
 
-class InvalidCommand(ValueError):
-    """A command that can never be applied: bad input, recorded as a rejection."""
+class Refused(Exception):  # noqa: N818 - a decision, not an error of the fold
+    """A command the fold decided not to apply; ``status`` says why in one word."""
+
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+    @property
+    def is_bad_input(self) -> bool:
+        """Bad input is also kept in the rejections table; conflicts are only outcomes."""
+        return self.status in (Status.INVALID, Status.NOT_FOUND)
+
+
+class InvalidCommand(Refused):
+    """A command that can never be applied."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(Status.INVALID, reason)
 
 
 def log_order(records: Iterable[LogRecord]) -> list[LogRecord]:
@@ -73,59 +115,103 @@ def _apply(state: _Overlay, record: LogRecord) -> None:
     if state.has_outcome(event.event_id):
         return  # the same event appended twice: it was decided the first time
     try:
-        if isinstance(event.command, CreateDataset):
-            status, reason = _create_dataset(state, event, event.command)
-        elif isinstance(event.command, RegisterLayer):
-            status, reason = _register_layer(state, record, event, event.command)
-        else:  # pragma: no cover - the codec only yields known commands
-            raise InvalidCommand(f"unsupported command {event.event_type}")
-    except InvalidCommand as exc:
-        state.changes.rejections.append(
-            Rejection(record.position, record.raw, str(exc), event.event_id))
-        status, reason = Status.REJECTED, str(exc)
-    state.changes.outcomes[event.event_id] = Outcome(event.event_id, record.position, status, reason)
+        _HANDLERS[type(event.command)](state, record, event, event.command)
+        outcome = Outcome(event.event_id, record.position, Status.ACCEPTED)
+    except Refused as refused:
+        if refused.is_bad_input:
+            state.changes.rejections.append(
+                Rejection(record.position, record.raw, refused.reason, event.event_id))
+        outcome = Outcome(event.event_id, record.position, refused.status, refused.reason)
+    state.changes.outcomes[event.event_id] = outcome
 
 
-def _create_dataset(state: _Overlay, event: Event, command: CreateDataset) -> tuple[Status, str]:
-    name = command.name
-    if not name or len(name) > MAX_NAME_LENGTH:
-        raise InvalidCommand(
-            f"dataset name must have 1 to {MAX_NAME_LENGTH} characters, got {len(name)}")
-    if state.dataset(event.dataset_id) is not None:
-        raise InvalidCommand(f"dataset id {event.dataset_id} already exists")
-    if state.dataset_by_name(name) is not None:
-        return Status.REJECTED, f"already exists: a dataset named {name!r}"
-    state.put_dataset(Dataset(event.dataset_id, name, event.produced_at, event.produced_at))
-    return Status.ACCEPTED, ""
+def _checked(check: Callable[..., str], *args: object) -> str:
+    try:
+        return check(*args)
+    except ValueError as exc:
+        raise InvalidCommand(str(exc)) from None
 
 
-def _register_layer(
-    state: _Overlay, record: LogRecord, event: Event, command: RegisterLayer
-) -> tuple[Status, str]:
+def _live_dataset(state: _Overlay, event: Event) -> Dataset:
     dataset = state.dataset(event.dataset_id)
-    if dataset is None:
-        raise InvalidCommand(f"unknown dataset id {event.dataset_id}")
-    for name in ("segment_id", "layer_name", "storage_url"):
-        if not getattr(command, name):
-            raise InvalidCommand(f"{name} must not be empty")
+    if dataset is None or dataset.deleted:
+        gone = "was deleted" if dataset else "does not exist"
+        raise Refused(Status.NOT_FOUND, f"dataset {event.dataset_id} {gone}")
+    return dataset
+
+
+def _touch(state: _Overlay, dataset: Dataset, event: Event, **fields: object) -> Dataset:
+    """The dataset with ``fields`` changed and ``updated_at`` moved forward to the event."""
+    updated = replace(dataset, updated_at=max(dataset.updated_at, event.produced_at), **fields)
+    state.put_dataset(updated)
+    return updated
+
+
+# -- entries ----------------------------------------------------------------------------------
+
+
+def _create_dataset(state: _Overlay, record: LogRecord, event: Event, command: CreateDataset) -> None:
+    name = _checked(check_dataset_name, command.name)
+    if state.dataset(event.dataset_id) is not None:
+        raise InvalidCommand(f"dataset id {event.dataset_id} is already used; ids are never reused")
+    if state.dataset_by_name(name) is not None:
+        raise Refused(Status.ALREADY_EXISTS, f"already exists: a dataset named {name!r}")
+    state.put_dataset(Dataset(event.dataset_id, name, event.produced_at, event.produced_at))
+
+
+def _rename_dataset(state: _Overlay, record: LogRecord, event: Event, command: RenameDataset) -> None:
+    name = _checked(check_dataset_name, command.name)
+    dataset = _live_dataset(state, event)
+    holder = state.dataset_by_name(name)
+    if holder is not None and holder.id != dataset.id:
+        raise Refused(Status.ALREADY_EXISTS, f"already exists: a dataset named {name!r}")
+    _touch(state, dataset, event, name=name)
+
+
+def _delete_dataset(state: _Overlay, record: LogRecord, event: Event, command: DeleteDataset) -> None:
+    dataset = _live_dataset(state, event)
+    _touch(state, dataset, event, deleted=True, schema=b"", schema_refs=(), default_blueprint=None)
+    state.purge(dataset.id)
+
+
+# -- layers -----------------------------------------------------------------------------------
+
+
+def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: RegisterLayer) -> None:
+    _checked(check_id, "segment_id", command.segment_id)
+    _checked(check_layer_name, command.layer_name)
+    _checked(check_id, "storage_url", command.storage_url)
     if command.size_bytes < 0:
         raise InvalidCommand(f"size_bytes must not be negative, got {command.size_bytes}")
+    if len(command.properties) > MAX_PROPERTIES_BYTES:
+        raise InvalidCommand(f"properties have {len(command.properties)} bytes; at most "
+                             f"{MAX_PROPERTIES_BYTES} are allowed")
+    dataset = _live_dataset(state, event)
 
     existing = state.layer(dataset.id, command.segment_id, command.layer_name)
     if existing is not None:
         if command.on_duplicate is OnDuplicate.ERROR:
-            return Status.REJECTED, (
-                f'Segment "{command.segment_id}", layer "{command.layer_name}": already exists')
+            raise Refused(Status.ALREADY_EXISTS, (
+                f'Segment "{command.segment_id}", layer "{command.layer_name}": already exists'))
         if command.on_duplicate is OnDuplicate.SKIP:
-            return Status.ACCEPTED, ""
+            return
     # New, or OnDuplicate.REPLACE: this registration becomes the layer, last in the segment.
+    digest = schemas.digest(command.arrow_schema) if command.arrow_schema else ""
+    refs = _without(dataset.schema_refs, existing.schema_sha256 if existing else "")
+    merged = dataset.schema if refs == dataset.schema_refs else _merged_schema(state, refs)
+    try:
+        merged = schemas.merge_serialized(merged, command.arrow_schema)
+    except schemas.SchemaConflict as conflict:
+        raise Refused(Status.SCHEMA_CONFLICT, str(conflict)) from None
+    if digest:
+        state.changes.schemas.setdefault(digest, command.arrow_schema)
     state.put_layer(Layer(
         dataset_id=dataset.id,
         segment_id=command.segment_id,
         layer_name=command.layer_name,
         storage_url=command.storage_url,
         size_bytes=command.size_bytes,
-        arrow_schema=command.arrow_schema,
+        schema_sha256=digest,
         properties=command.properties,
         registered_at=event.produced_at,
         registered_by=record.position,
@@ -135,8 +221,91 @@ def _register_layer(
     if segment is None:
         segment = Segment(dataset.id, command.segment_id, record.position, event.produced_at)
     state.put_segment(replace(segment, updated_at=max(segment.updated_at, event.produced_at)))
-    state.put_dataset(replace(dataset, updated_at=max(dataset.updated_at, event.produced_at)))
-    return Status.ACCEPTED, ""
+    _touch(state, dataset, event, schema=merged, schema_refs=_with(refs, digest))
+
+
+def _unregister_layers(
+    state: _Overlay, record: LogRecord, event: Event, command: UnregisterLayers
+) -> None:
+    if not command.segment_ids and not command.layer_names:
+        raise InvalidCommand("unregister needs segments or layers to drop (both lists are empty)")
+    dataset = _live_dataset(state, event)
+    segments, layers = set(command.segment_ids), set(command.layer_names)
+    dropped = [layer for layer in state.layers(dataset.id)
+               if (not segments or layer.segment_id in segments)
+               and (not layers or layer.layer_name in layers)]
+    if not dropped:
+        return  # unregistering what is not there changes nothing
+    refs = dataset.schema_refs
+    for layer in dropped:
+        state.drop_layer(layer)
+        refs = _without(refs, layer.schema_sha256)
+    remaining = {layer.segment_id for layer in state.layers(dataset.id)}
+    for segment_id in {layer.segment_id for layer in dropped}:
+        segment = state.segment(dataset.id, segment_id)
+        if segment_id not in remaining:
+            state.drop_segment(segment)
+        else:
+            state.put_segment(replace(segment, updated_at=max(segment.updated_at, event.produced_at)))
+    _touch(state, dataset, event, schema=_merged_schema(state, refs), schema_refs=refs)
+
+
+def _with(refs: tuple[SchemaRef, ...], digest: str) -> tuple[SchemaRef, ...]:
+    if not digest:
+        return refs
+    if any(ref.digest == digest for ref in refs):
+        return tuple(replace(r, layers=r.layers + 1) if r.digest == digest else r for r in refs)
+    return (*refs, SchemaRef(digest, 1))
+
+
+def _without(refs: tuple[SchemaRef, ...], digest: str) -> tuple[SchemaRef, ...]:
+    if not digest:
+        return refs
+    return tuple(replace(r, layers=r.layers - 1) if r.digest == digest else r
+                 for r in refs if r.digest != digest or r.layers > 1)
+
+
+def _merged_schema(state: _Overlay, refs: tuple[SchemaRef, ...]) -> bytes:
+    merged = b""
+    for ref in refs:
+        merged = schemas.merge_serialized(merged, state.schema(ref.digest))
+    return merged
+
+
+# -- blueprints -------------------------------------------------------------------------------
+
+
+def _register_blueprint(
+    state: _Overlay, record: LogRecord, event: Event, command: RegisterBlueprint
+) -> None:
+    _checked(check_id, "blueprint_id", command.blueprint_id)
+    _checked(check_id, "storage_url", command.storage_url)
+    dataset = _live_dataset(state, event)
+    state.changes.blueprints[(dataset.id, command.blueprint_id)] = Blueprint(
+        dataset.id, command.blueprint_id, command.storage_url, event.produced_at, record.position)
+    default = command.blueprint_id if command.set_default else dataset.default_blueprint
+    _touch(state, dataset, event, default_blueprint=default)
+
+
+def _set_default_blueprint(
+    state: _Overlay, record: LogRecord, event: Event, command: SetDefaultBlueprint
+) -> None:
+    dataset = _live_dataset(state, event)
+    if command.blueprint_id is not None and state.blueprint(dataset.id, command.blueprint_id) is None:
+        raise Refused(Status.NOT_FOUND, f"dataset {dataset.name!r} has no blueprint "
+                                        f"{command.blueprint_id!r}; register it first")
+    _touch(state, dataset, event, default_blueprint=command.blueprint_id)
+
+
+_HANDLERS: dict[type, Callable[..., None]] = {
+    CreateDataset: _create_dataset,
+    RenameDataset: _rename_dataset,
+    DeleteDataset: _delete_dataset,
+    RegisterLayer: _register_layer,
+    UnregisterLayers: _unregister_layers,
+    RegisterBlueprint: _register_blueprint,
+    SetDefaultBlueprint: _set_default_blueprint,
+}
 
 
 class _Overlay:
@@ -145,7 +314,7 @@ class _Overlay:
     def __init__(self, view: CatalogView) -> None:
         self.view = view
         self.changes = Changes()
-        self._names: dict[str, uuid.UUID] = {}
+        self._names: dict[str, uuid.UUID | None] = {}
 
     def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
         if dataset_id in self.changes.datasets:
@@ -154,30 +323,72 @@ class _Overlay:
 
     def dataset_by_name(self, name: str) -> Dataset | None:
         if name in self._names:
-            return self.changes.datasets[self._names[name]]
+            holder = self._names[name]
+            return None if holder is None else self.changes.datasets[holder]
         return self.view.dataset_by_name(name)
 
     def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
         key = (dataset_id, segment_id)
         if key in self.changes.segments:
             return self.changes.segments[key]
+        if dataset_id in self.changes.purged:
+            return None
         return self.view.segment(dataset_id, segment_id)
 
     def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None:
         key = (dataset_id, segment_id, layer_name)
         if key in self.changes.layers:
             return self.changes.layers[key]
+        if dataset_id in self.changes.purged:
+            return None
         return self.view.layer(*key)
+
+    def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
+        """The dataset's current layers, in registration order."""
+        current = {} if dataset_id in self.changes.purged else {
+            (x.segment_id, x.layer_name): x for x in self.view.layers(dataset_id)}
+        for (ds, segment_id, layer_name), layer in self.changes.layers.items():
+            if ds == dataset_id:
+                current[(segment_id, layer_name)] = layer
+        return sorted((x for x in current.values() if x is not None), key=lambda x: x.registered_by)
+
+    def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
+        key = (dataset_id, blueprint_id)
+        if key in self.changes.blueprints:
+            return self.changes.blueprints[key]
+        return self.view.blueprint(dataset_id, blueprint_id)
+
+    def schema(self, digest: str) -> bytes:
+        found = self.changes.schemas.get(digest) or self.view.schema(digest)
+        if found is None:  # pragma: no cover - a layer's schema is written with the layer
+            raise KeyError(f"no schema with digest {digest}")
+        return found
 
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return event_id in self.changes.outcomes or self.view.has_outcome(event_id)
 
     def put_dataset(self, dataset: Dataset) -> None:
+        previous = self.dataset(dataset.id)
+        if previous is not None and not previous.deleted:
+            self._names[previous.name] = None
         self.changes.datasets[dataset.id] = dataset
-        self._names[dataset.name] = dataset.id
+        if not dataset.deleted:
+            self._names[dataset.name] = dataset.id
+
+    def purge(self, dataset_id: uuid.UUID) -> None:
+        self.changes.purged.add(dataset_id)
+        for changed in (self.changes.segments, self.changes.layers, self.changes.blueprints):
+            for key in [k for k in changed if k[0] == dataset_id]:
+                del changed[key]
 
     def put_segment(self, segment: Segment) -> None:
         self.changes.segments[(segment.dataset_id, segment.segment_id)] = segment
 
+    def drop_segment(self, segment: Segment) -> None:
+        self.changes.segments[(segment.dataset_id, segment.segment_id)] = None
+
     def put_layer(self, layer: Layer) -> None:
         self.changes.layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = layer
+
+    def drop_layer(self, layer: Layer) -> None:
+        self.changes.layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = None

@@ -30,11 +30,26 @@ class LogRecord:
 
 
 @dataclass(frozen=True)
+class SchemaRef:
+    """One distinct layer schema of a dataset and how many of its current layers have it."""
+
+    digest: str
+    layers: int
+
+
+@dataclass(frozen=True)
 class Dataset:
     id: uuid.UUID
     name: str
     created_at: datetime
     updated_at: datetime
+    deleted: bool = False
+    """Deleted datasets stay as tombstones so their id is never reused; they have no name."""
+    schema: bytes = b""
+    """The merged Arrow schema of its layers (an IPC schema message); empty when none has one."""
+    schema_refs: tuple[SchemaRef, ...] = ()
+    """The distinct schemas of its current layers, in order of first registration."""
+    default_blueprint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,7 +68,8 @@ class Layer:
     layer_name: str
     storage_url: str
     size_bytes: int
-    arrow_schema: bytes
+    schema_sha256: str
+    """Digest of the layer's Arrow schema (its bytes are in the schemas table); empty if unknown."""
     properties: bytes
     registered_at: datetime
     registered_by: LogPosition
@@ -61,9 +77,27 @@ class Layer:
     event_id: uuid.UUID
 
 
+@dataclass(frozen=True)
+class Blueprint:
+    dataset_id: uuid.UUID
+    blueprint_id: str
+    storage_url: str
+    registered_at: datetime
+    registered_by: LogPosition
+
+
 class Status(StrEnum):
+    """What became of a command. Everything but ``ACCEPTED`` changed nothing."""
+
     ACCEPTED = "accepted"
-    REJECTED = "rejected"
+    ALREADY_EXISTS = "already_exists"
+    """The name, or the (segment, layer) with on_duplicate=error, is taken."""
+    NOT_FOUND = "not_found"
+    """The dataset (or blueprint) it names does not exist, or no longer does."""
+    INVALID = "invalid"
+    """The command can never be applied: bad names, empty fields, ..."""
+    SCHEMA_CONFLICT = "schema_conflict"
+    """The layer's schema clashes with the dataset's."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +125,15 @@ class Changes:
     """Everything one batch changes, committed by the store in one transaction."""
 
     datasets: dict[uuid.UUID, Dataset] = field(default_factory=dict)
-    segments: dict[tuple[uuid.UUID, str], Segment] = field(default_factory=dict)
-    layers: dict[tuple[uuid.UUID, str, str], Layer] = field(default_factory=dict)
+    segments: dict[tuple[uuid.UUID, str], Segment | None] = field(default_factory=dict)
+    """None: the segment was removed."""
+    layers: dict[tuple[uuid.UUID, str, str], Layer | None] = field(default_factory=dict)
+    """None: the layer was removed."""
+    blueprints: dict[tuple[uuid.UUID, str], Blueprint] = field(default_factory=dict)
+    schemas: dict[str, bytes] = field(default_factory=dict)
+    """Layer schemas by digest; content-addressed, so never changed once written."""
+    purged: set[uuid.UUID] = field(default_factory=set)
+    """Deleted datasets: every segment, layer and blueprint of theirs goes, before the rest."""
     outcomes: dict[uuid.UUID, Outcome] = field(default_factory=dict)
     rejections: list[Rejection] = field(default_factory=list)
     next_offsets: dict[tuple[str, int], int] = field(default_factory=dict)

@@ -6,6 +6,7 @@ microseconds since the Unix epoch (UTC), so they round-trip exactly.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import uuid
@@ -16,12 +17,14 @@ from typing import Any
 import sqlite_utils
 
 from projector.model import (
+    Blueprint,
     Changes,
     Dataset,
     Layer,
     LogPosition,
     Outcome,
     Rejection,
+    SchemaRef,
     Segment,
     Status,
 )
@@ -29,8 +32,15 @@ from projector.store import StaleBatchError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+FORMAT_VERSION = 2
+"""Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
+
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
-    "datasets": ({"id": str, "name": str, "created_at": int, "updated_at": int}, ("id",)),
+    "datasets": (
+        {"id": str, "name": str, "created_at": int, "updated_at": int, "deleted": int,
+         "schema": bytes, "schema_refs": str, "default_blueprint": str},
+        ("id",),
+    ),
     "segments": (
         {"dataset_id": str, "segment_id": str, "created_topic": str, "created_partition": int,
          "created_offset": int, "updated_at": int},
@@ -38,11 +48,17 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
     ),
     "layers": (
         {"dataset_id": str, "segment_id": str, "layer_name": str, "storage_url": str,
-         "size_bytes": int, "arrow_schema": bytes, "properties": bytes, "registered_at": int,
+         "size_bytes": int, "schema_sha256": str, "properties": bytes, "registered_at": int,
          "registered_topic": str, "registered_partition": int, "registered_offset": int,
          "event_id": str},
         ("dataset_id", "segment_id", "layer_name"),
     ),
+    "blueprints": (
+        {"dataset_id": str, "blueprint_id": str, "storage_url": str, "registered_at": int,
+         "registered_topic": str, "registered_partition": int, "registered_offset": int},
+        ("dataset_id", "blueprint_id"),
+    ),
+    "schemas": ({"digest": str, "arrow_schema": bytes}, ("digest",)),
     "outcomes": (
         {"event_id": str, "topic": str, "partition": int, "offset": int, "status": str,
          "reason": str},
@@ -74,7 +90,7 @@ class SqliteStore:
 
     >>> store = SqliteStore(".strata/store.db")  # doctest: +SKIP
     >>> store.next_offsets()  # doctest: +SKIP
-    {('strata.entries', 0): 3, ('strata.layers', 0): 15}
+    {('strata.catalog', 0): 18}
     """
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
@@ -94,9 +110,16 @@ class SqliteStore:
             self._create_tables()
 
     def _create_tables(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != FORMAT_VERSION and self.db.table_names():
+            self._conn.close()
+            raise RuntimeError(
+                f"{self.path} is a store of format {version}, this version of strata writes format "
+                f"{FORMAT_VERSION}: rebuild it from the log with 'strata replay --swap'")
         for name, (columns, pk) in TABLES.items():
             self.db[name].create(columns, pk=pk, if_not_exists=True)
         self.db["datasets"].create_index(["name"], if_not_exists=True)
+        self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     def close(self) -> None:
         self._conn.close()
@@ -112,7 +135,7 @@ class SqliteStore:
         return _dataset(rows[0]) if rows else None
 
     def dataset_by_name(self, name: str) -> Dataset | None:
-        rows = self._query("select * from datasets where name = ?", (name,))
+        rows = self._query("select * from datasets where name = ? and not deleted", (name,))
         return _dataset(rows[0]) if rows else None
 
     def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
@@ -125,6 +148,15 @@ class SqliteStore:
             "select * from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
             (str(dataset_id), segment_id, layer_name))
         return _layer(rows[0]) if rows else None
+
+    def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
+        rows = self._query("select * from blueprints where dataset_id = ? and blueprint_id = ?",
+                           (str(dataset_id), blueprint_id))
+        return _blueprint(rows[0]) if rows else None
+
+    def schema(self, digest: str) -> bytes | None:
+        rows = self._query("select arrow_schema from schemas where digest = ?", (digest,))
+        return rows[0]["arrow_schema"] if rows else None
 
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return bool(self._query("select 1 from outcomes where event_id = ?", (str(event_id),)))
@@ -143,8 +175,10 @@ class SqliteStore:
     def commit(self, changes: Changes, *, expected_offsets: dict[tuple[str, int], int]) -> None:
         rows = {
             "datasets": [_dataset_row(d) for d in changes.datasets.values()],
-            "segments": [_segment_row(s) for s in changes.segments.values()],
-            "layers": [_layer_row(x) for x in changes.layers.values()],
+            "segments": [_segment_row(s) for s in changes.segments.values() if s is not None],
+            "layers": [_layer_row(x) for x in changes.layers.values() if x is not None],
+            "blueprints": [_blueprint_row(b) for b in changes.blueprints.values()],
+            "schemas": [{"digest": d, "arrow_schema": b} for d, b in changes.schemas.items()],
             "outcomes": [_outcome_row(o) for o in changes.outcomes.values()],
             "rejections": [_rejection_row(r) for r in changes.rejections],
             "offsets": [{"topic": t, "partition": p, "next_offset": o}
@@ -157,6 +191,15 @@ class SqliteStore:
             if stored != expected_offsets:
                 raise StaleBatchError(
                     f"store offsets moved from {expected_offsets} to {stored} during the batch")
+            purged = [(str(dataset_id),) for dataset_id in changes.purged]
+            for table in ("segments", "layers", "blueprints"):
+                self._conn.executemany(f"delete from {table} where dataset_id = ?", purged)
+            self._conn.executemany(
+                "delete from segments where dataset_id = ? and segment_id = ?",
+                [(str(d), s) for (d, s), segment in changes.segments.items() if segment is None])
+            self._conn.executemany(
+                "delete from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
+                [(str(d), s, n) for (d, s, n), layer in changes.layers.items() if layer is None])
             for table, table_rows in rows.items():
                 if not table_rows:
                     continue
@@ -178,7 +221,9 @@ class SqliteStore:
                        Status(r["status"]), r["reason"])
 
     def datasets(self) -> list[Dataset]:
-        return [_dataset(r) for r in self._query("select * from datasets order by created_at, id")]
+        """The live datasets (not the deleted ones), oldest first."""
+        return [_dataset(r) for r in
+                self._query("select * from datasets where not deleted order by created_at, id")]
 
     def segments(self, dataset_id: uuid.UUID) -> list[Segment]:
         rows = self._query(
@@ -194,6 +239,12 @@ class SqliteStore:
             (str(dataset_id),))
         return [_layer(r) for r in rows]
 
+    def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
+        rows = self._query("select * from blueprints where dataset_id = ? order by "
+                           "registered_topic, registered_partition, registered_offset",
+                           (str(dataset_id),))
+        return [_blueprint(r) for r in rows]
+
     def rejections(self) -> list[Rejection]:
         rows = self._query("select * from rejections order by topic, partition, offset")
         return [Rejection(LogPosition(r["topic"], r["partition"], r["offset"]), r["raw"],
@@ -203,12 +254,31 @@ class SqliteStore:
 
 def _dataset_row(d: Dataset) -> dict[str, Any]:
     return {"id": str(d.id), "name": d.name, "created_at": _micros(d.created_at),
-            "updated_at": _micros(d.updated_at)}
+            "updated_at": _micros(d.updated_at), "deleted": int(d.deleted), "schema": d.schema,
+            "schema_refs": json.dumps([[r.digest, r.layers] for r in d.schema_refs]),
+            "default_blueprint": d.default_blueprint}
 
 
 def _dataset(r: dict[str, Any]) -> Dataset:
     return Dataset(uuid.UUID(r["id"]), r["name"], _datetime(r["created_at"]),
-                   _datetime(r["updated_at"]))
+                   _datetime(r["updated_at"]), deleted=bool(r["deleted"]), schema=r["schema"] or b"",
+                   schema_refs=tuple(SchemaRef(d, n) for d, n in json.loads(r["schema_refs"])),
+                   default_blueprint=r["default_blueprint"])
+
+
+def _blueprint_row(b: Blueprint) -> dict[str, Any]:
+    return {"dataset_id": str(b.dataset_id), "blueprint_id": b.blueprint_id,
+            "storage_url": b.storage_url, "registered_at": _micros(b.registered_at),
+            "registered_topic": b.registered_by.topic,
+            "registered_partition": b.registered_by.partition,
+            "registered_offset": b.registered_by.offset}
+
+
+def _blueprint(r: dict[str, Any]) -> Blueprint:
+    return Blueprint(uuid.UUID(r["dataset_id"]), r["blueprint_id"], r["storage_url"],
+                     _datetime(r["registered_at"]),
+                     LogPosition(r["registered_topic"], r["registered_partition"],
+                                 r["registered_offset"]))
 
 
 def _segment_row(s: Segment) -> dict[str, Any]:
@@ -226,7 +296,7 @@ def _segment(r: dict[str, Any]) -> Segment:
 def _layer_row(x: Layer) -> dict[str, Any]:
     return {"dataset_id": str(x.dataset_id), "segment_id": x.segment_id,
             "layer_name": x.layer_name, "storage_url": x.storage_url,
-            "size_bytes": x.size_bytes, "arrow_schema": x.arrow_schema,
+            "size_bytes": x.size_bytes, "schema_sha256": x.schema_sha256,
             "properties": x.properties, "registered_at": _micros(x.registered_at),
             "registered_topic": x.registered_by.topic,
             "registered_partition": x.registered_by.partition,
@@ -237,7 +307,7 @@ def _layer(r: dict[str, Any]) -> Layer:
     return Layer(
         dataset_id=uuid.UUID(r["dataset_id"]), segment_id=r["segment_id"],
         layer_name=r["layer_name"], storage_url=r["storage_url"], size_bytes=r["size_bytes"],
-        arrow_schema=r["arrow_schema"] or b"", properties=r["properties"] or b"",
+        schema_sha256=r["schema_sha256"] or "", properties=r["properties"] or b"",
         registered_at=_datetime(r["registered_at"]),
         registered_by=LogPosition(r["registered_topic"], r["registered_partition"],
                                   r["registered_offset"]),

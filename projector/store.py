@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from projector.fold import CatalogView, fold
-from projector.model import Changes, Dataset, Layer, LogRecord, Outcome, Rejection, Segment
+from projector.model import Blueprint, Changes, Dataset, Layer, LogRecord, Outcome, Rejection, Segment
 
 
 class ProjectionStore(CatalogView, Protocol):
@@ -27,7 +27,9 @@ class ProjectionStore(CatalogView, Protocol):
 
     def outcome(self, event_id: uuid.UUID) -> Outcome | None: ...
 
-    def datasets(self) -> list[Dataset]: ...
+    def datasets(self) -> list[Dataset]:
+        """The live datasets, oldest first."""
+        ...
 
     def segments(self, dataset_id: uuid.UUID) -> list[Segment]:
         """In registration order of their first layer."""
@@ -35,6 +37,10 @@ class ProjectionStore(CatalogView, Protocol):
 
     def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
         """Grouped by segment (in ``segments`` order), each segment's layers in registration order."""
+        ...
+
+    def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
+        """In registration order."""
         ...
 
     def rejections(self) -> list[Rejection]: ...

@@ -6,7 +6,6 @@ Column names follow Rerun's catalog: ``rerun_segment_id``, ``rerun_layer_names``
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC
 from itertools import groupby
 
@@ -49,7 +48,7 @@ def manifest_table(layers: list[Layer]) -> pa.Table:
         "rerun_last_updated_at": _timestamps(x.registered_at for x in layers),
         "rerun_size_bytes": pa.array([x.size_bytes for x in layers], pa.uint64()),
         "rerun_schema_sha256": pa.array(
-            [hashlib.sha256(x.arrow_schema).digest() if x.arrow_schema else None for x in layers],
+            [bytes.fromhex(x.schema_sha256) if x.schema_sha256 else None for x in layers],
             pa.binary(32)),
     })
     return _append_columns(base, _properties(layers))

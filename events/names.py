@@ -1,0 +1,56 @@
+"""Which names and identifiers the catalog accepts. Used by the SDK before anything is produced
+and by the fold for commands from any producer, so both give the same answer."""
+
+from __future__ import annotations
+
+import string
+
+MAX_NAME_LENGTH = 180
+"""Dataset and layer names, in characters."""
+MAX_ID_LENGTH = 1024
+"""Segment ids, blueprint ids and storage URLs, in characters."""
+NAME_PUNCTUATION = "_-.: ()[]{}"
+_NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + NAME_PUNCTUATION)
+
+
+def check_dataset_name(name: object) -> str:
+    """Return ``name`` if it is a valid dataset name, else raise ``ValueError`` saying why.
+
+    Valid: 1 to 180 ASCII letters, digits, spaces, ``_ - . :`` and brackets.
+
+    >>> check_dataset_name("droid:raw (2024)")
+    'droid:raw (2024)'
+    >>> check_dataset_name("droid/raw")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: dataset name 'droid/raw' has an invalid character '/' at position 5: ...
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"a dataset name must be a string, got {type(name).__name__}")
+    if not name:
+        raise ValueError("a dataset name must not be empty")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"a dataset name has at most {MAX_NAME_LENGTH} characters, got {len(name)}")
+    for position, character in enumerate(name):
+        if character not in _NAME_CHARACTERS:
+            raise ValueError(
+                f"dataset name {name!r} has an invalid character {character!r} at position "
+                f"{position}: use ASCII letters, digits, spaces, _ - . : and brackets")
+    return name
+
+
+def check_layer_name(name: object) -> str:
+    """Return ``name`` if it is a valid layer name (1 to 180 characters), else raise ``ValueError``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a layer name must be a non-empty string, got {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"a layer name has at most {MAX_NAME_LENGTH} characters, got {len(name)}")
+    return name
+
+
+def check_id(kind: str, value: object) -> str:
+    """Return ``value`` if it is a valid segment id, blueprint id or URL, else raise ``ValueError``."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(f"{kind} has at most {MAX_ID_LENGTH} characters, got {len(value)}")
+    return value
