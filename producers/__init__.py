@@ -1,11 +1,12 @@
 """Appending events to the Kafka log.
 
 Owns: the typed producer over confluent-kafka (idempotent, acks=all, murmur2_random, key = dataset
-id) and topic creation. Returns the (topic, partition, offset) of every event from its delivery
-report. Imports no Spark or store code.
+id), which returns the (topic, partition, offset) of every event from its delivery report; topic
+creation; and reading the log back (end offsets, a range of records). Imports no Spark or store code.
 """
 
+from producers.log_reader import end_offsets, read_range
 from producers.producer import DeliveryError, EventProducer, Position
 from producers.topics import ensure_topics
 
-__all__ = ["DeliveryError", "EventProducer", "Position", "ensure_topics"]
+__all__ = ["DeliveryError", "EventProducer", "Position", "end_offsets", "ensure_topics", "read_range"]

@@ -40,7 +40,7 @@ from projector.model import (
 
 __all__ = ["MAX_NAME_LENGTH", "CatalogView", "InvalidCommand", "Refused", "fold", "log_order"]
 
-MAX_PROPERTIES_BYTES = 1 << 20
+MAX_PROPERTIES_BYTES = 256 * 1024
 """A layer's serialized properties, at most."""
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from events import Event
+from events import DecodeError, Event, decode
 
 
 @dataclass(frozen=True, order=True)
@@ -27,6 +27,16 @@ class LogRecord:
     raw: bytes
     event: Event | None = None
     decode_error: str | None = None
+
+    @classmethod
+    def from_kafka(cls, topic: str, partition: int, offset: int, value: bytes | None) -> LogRecord:
+        """A Kafka record, decoded, or carrying the reason it could not be."""
+        raw = value or b""
+        position = LogPosition(topic, partition, offset)
+        try:
+            return cls(position, raw, event=decode(raw))
+        except DecodeError as exc:
+            return cls(position, raw, decode_error=exc.reason)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import json
 import sqlite3
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -209,6 +210,37 @@ class SqliteStore:
                     f"values ({', '.join('?' for _ in columns)})",
                     [_row_values(table, row) for row in table_rows],
                 )
+
+    def replace_contents(
+        self, source: str | Path, catch_up: Callable[[dict[tuple[str, int], int]], None]
+    ) -> None:
+        """Make this store a copy of the store at ``source``, in one transaction.
+
+        While this store is locked for writing (a projector writing to it waits),
+        ``catch_up(offsets)`` must bring ``source`` at least to this store's ``offsets``. Readers
+        see the old contents or the new, never a mix; nothing this store had applied is lost.
+        """
+        with self._lock, self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            offsets = {(t, p): o for t, p, o in
+                       self._conn.execute("select topic, partition, next_offset from offsets")}
+            catch_up(offsets)
+            other = sqlite3.connect(f"{Path(source).absolute().as_uri()}?mode=ro", uri=True)
+            try:
+                for table, (columns, _) in TABLES.items():
+                    names = ", ".join(columns)
+                    self._conn.execute(f"delete from {table}")
+                    self._conn.executemany(
+                        f"insert into {table} ({names}) values ({', '.join('?' for _ in columns)})",
+                        other.execute(f"select {names} from {table}"))
+            finally:
+                other.close()
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table (live datasets only), for summaries."""
+        counts = {table: self._query(f"select count(*) as n from {table}")[0]["n"] for table in TABLES}
+        counts["datasets"] = self._query("select count(*) as n from datasets where not deleted")[0]["n"]
+        return counts
 
     # -- the SDK's reads ----------------------------------------------------------------------
 

@@ -1,10 +1,16 @@
-"""The catalog client and its dataset entries, in the shape of rerun-sdk's ``rerun.catalog``."""
+"""The catalog client and its dataset entries, in the shape of rerun-sdk's ``rerun.catalog``.
+
+Every mutation is a command event appended to the log; the call waits until the projection has
+passed the event's offset and reports the outcome the projector recorded for it.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,16 +20,48 @@ from typing import Any
 import datafusion
 import pyarrow as pa
 
-from events import CreateDataset, Event, OnDuplicate, RegisterLayer
+from events import (
+    Command,
+    CreateDataset,
+    DeleteDataset,
+    Event,
+    OnDuplicate,
+    RegisterBlueprint,
+    RegisterLayer,
+    RenameDataset,
+    SetDefaultBlueprint,
+    UnregisterLayers,
+)
+from events.names import check_dataset_name, check_layer_name
 from producers import EventProducer, Position
 from projector import Dataset, Outcome, SqliteStore, Status
+from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _tables
-from sdk._recordings import read_recording
+from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
 from sdk._wait import wait_for_positions
 from sdk.errors import AlreadyExistsError, NotFoundError
 
 DEFAULT_TIMEOUT_SECS = 60.0
 SERVER_FILE = "server.json"
+RECORDING_SUFFIXES = (".rrd",)
+"""What ``register_prefix`` registers."""
+
+Properties = Mapping[str, Mapping[str, Any]]
+"""Properties given with a URI: ``{entity: {field: value}}``, like ``rr.send_property``."""
+
+
+def outcome_error(outcome: Outcome, what: str) -> Exception | None:
+    """The exception a rejected outcome raises in the SDK, None if it was accepted."""
+    message = f"{what}: {outcome.reason}"
+    match outcome.status:
+        case Status.ACCEPTED:
+            return None
+        case Status.ALREADY_EXISTS:
+            return AlreadyExistsError(message)
+        case Status.NOT_FOUND:
+            return NotFoundError(message)
+        case _:
+            return ValueError(message)
 
 
 @dataclass(frozen=True)
@@ -44,6 +82,10 @@ class SegmentRegistrationResult:
     def is_success(self) -> bool:
         return self.error is None
 
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
 
 @dataclass(frozen=True)
 class _Item:
@@ -60,23 +102,22 @@ class RegistrationOperation:
         self._client = client
         self._items = items
 
-    def _outcomes(self, timeout_secs: float | None) -> list[Outcome]:
-        self._client._wait([item.position for item in self._items], timeout_secs)
-        return [self._client._outcome(item.event) for item in self._items]
-
     def iter_results(
         self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS
     ) -> Iterator[SegmentRegistrationResult]:
         """Wait, then yield ``(uri, segment_id, error)`` for each URI in request order."""
-        for item, outcome in zip(self._items, self._outcomes(timeout_secs), strict=True):
-            ok = outcome.status is Status.ACCEPTED
-            yield SegmentRegistrationResult(item.uri, item.segment_id, None if ok else outcome.reason)
+        self._client._wait([item.position for item in self._items], timeout_secs)
+        for item in self._items:
+            outcome = self._client._outcome(item.event)
+            error = None if outcome.status is Status.ACCEPTED else outcome.reason
+            yield SegmentRegistrationResult(item.uri, item.segment_id, error)
 
     def wait(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> RegistrationResult:
         """Block until the projection has applied every event of this registration.
 
-        Returns the segment ids in request order. Raises ``ValueError`` naming each failed item,
-        and ``TimeoutError`` (``ProjectionTimeoutError``) saying how far the projection got.
+        Returns the segment ids in request order. Raises ``ValueError`` naming each failed item
+        (the others are registered), and ``TimeoutError`` (``ProjectionTimeoutError``) saying
+        how far the projection got.
 
         >>> dataset.register([uri]).wait(timeout_secs=10).segment_ids  # doctest: +SKIP
         ['ILIAD_50aee79f_2023_07_12_20h_55m_08s']
@@ -90,32 +131,111 @@ class RegistrationOperation:
         return RegistrationResult([r.segment_id for r in results])
 
 
+class Operation:
+    """One command in flight: ``wait()`` raises what its outcome was, if it was not accepted."""
+
+    def __init__(self, client: CatalogClient, event: Event, position: Position, what: str) -> None:
+        self._client = client
+        self._event = event
+        self._position = position
+        self._what = what
+
+    def wait(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> Outcome:
+        self._client._wait([self._position], timeout_secs)
+        outcome = self._client._outcome(self._event)
+        error = outcome_error(outcome, self._what)
+        if error is not None:
+            raise error
+        return outcome
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    name: str
+    num_segments: int
+    """Number of segments that have this layer."""
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """An overview of a dataset, as ``DatasetEntry.info()`` returns it."""
+
+    dataset_name: str
+    num_segments: int
+    size_bytes: int
+    layers: frozenset[LayerInfo]
+    property_columns: frozenset[str]
+    num_component_columns: int
+    """Columns of the dataset schema."""
+
+    def __repr__(self) -> str:
+        lines = [f"DatasetInfo({self.dataset_name}: {self.num_segments} segments, "
+                 f"{self.size_bytes} bytes)",
+                 f"  contents: {self.num_component_columns} columns",
+                 f"  properties: {', '.join(sorted(self.property_columns)) or '(none)'}"]
+        lines += [f"    {x.name}: in {x.num_segments} segments"
+                  for x in sorted(self.layers, key=lambda x: x.name)]
+        return "\n".join(lines)
+
+
 class DatasetEntry:
-    """A dataset in the catalog: a collection of segments, each the union of named layers."""
+    """A dataset in the catalog: a collection of segments, each the union of named layers.
+
+    ``name``, ``updated_at`` and the tables are read from the projection at each access.
+    """
 
     def __init__(self, client: CatalogClient, dataset: Dataset) -> None:
         self._client = client
-        self._dataset = dataset
+        self._id = dataset.id
+        self._seen = dataset
 
     def __repr__(self) -> str:
-        return f"DatasetEntry(name={self.name!r}, id={self.id})"
+        return f"DatasetEntry(name={self._seen.name!r}, id={self.id})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DatasetEntry) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self._id)
+
+    def _current(self) -> Dataset:
+        dataset = self._client._store.dataset(self._id)
+        if dataset is None or dataset.deleted:
+            raise NotFoundError(f"dataset {self._seen.name!r} ({self._id}) was deleted")
+        self._seen = dataset
+        return dataset
 
     @property
     def id(self) -> uuid.UUID:
-        return self._dataset.id
+        return self._id
 
     @property
     def name(self) -> str:
-        return self._dataset.name
+        return self._current().name
 
     @property
     def created_at(self) -> datetime:
-        return self._dataset.created_at
+        return self._seen.created_at
 
     @property
     def updated_at(self) -> datetime:
-        current = self._client._store.dataset(self.id)
-        return (current or self._dataset).updated_at
+        return self._current().updated_at
+
+    # -- entry lifecycle ----------------------------------------------------------------------
+
+    def set_name(self, name: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Rename the dataset. ``AlreadyExistsError`` if another dataset has the name,
+        ``ValueError`` for an invalid name (nothing is sent)."""
+        check_dataset_name(name)
+        self._client._submit(self._id, RenameDataset(name), f"renaming to {name!r}").wait(timeout_secs)
+
+    def delete(self, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Delete the dataset: its segments disappear from every table, its name is free again,
+        its id is never reused. ``NotFoundError`` if it is already deleted."""
+        self._client._submit(self._id, DeleteDataset(), f"deleting dataset {self._seen.name!r}").wait(
+            timeout_secs)
+
+    # -- registration -------------------------------------------------------------------------
 
     def register(
         self,
@@ -123,13 +243,16 @@ class DatasetEntry:
         *,
         layer_name: str | Sequence[str] = "base",
         on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
+        properties: Properties | Sequence[Properties | None] | None = None,
     ) -> RegistrationOperation:
         """Register recordings (``file://`` URIs) as layers of their segments.
 
-        Each file's recording id becomes its segment id. All files are read before anything is
-        sent: a missing file raises ``NotFoundError``, an unreadable one, a bad ``layer_name`` or
-        ``on_duplicate``, or the same (segment, layer) twice in one call raises ``ValueError``,
-        and nothing is produced. Returns an operation to ``wait()`` on.
+        Each file's recording id becomes its segment id. ``layer_name`` is one name or one per
+        URI. ``properties`` (``{entity: {field: value}}``, one mapping or one per URI) become
+        ``property:<entity>:<field>`` columns, over the file's own properties. All files are read
+        before anything is sent: a missing file raises ``NotFoundError``; an unreadable one, a bad
+        argument, or the same (segment, layer) twice in one call raises ``ValueError``; and then
+        nothing is produced. Returns an operation to ``wait()`` on.
 
         >>> dataset.register(["file:///data/a.rrd"], layer_name="quality").wait()  # doctest: +SKIP
         RegistrationResult(segment_ids=['ILIAD_50aee79f_2023_07_12_20h_55m_08s'])
@@ -137,16 +260,48 @@ class DatasetEntry:
         uri_list = [uris] if isinstance(uris, str) else list(uris)
         if not uri_list:
             raise ValueError("register() needs at least one URI")
-        layer_names = ([layer_name] * len(uri_list) if isinstance(layer_name, str)
-                       else list(layer_name))
-        if len(layer_names) != len(uri_list):
-            raise ValueError(f"layer_name has {len(layer_names)} names for {len(uri_list)} URIs; "
-                             "pass one name, or one per URI")
+        layer_names = _per_uri("layer_name", layer_name, len(uri_list), str)
         for name in layer_names:
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"layer names must be non-empty strings, got {name!r}")
+            check_layer_name(name)
+        property_list = _per_uri("properties", properties, len(uri_list), Mapping)
         mode = _on_duplicate(on_duplicate)
         recordings = [read_recording(uri) for uri in uri_list]
+        recordings = [r if p is None else with_properties(r, p)
+                      for r, p in zip(recordings, property_list, strict=True)]
+        return self._register(recordings, layer_names, mode)
+
+    def register_prefix(
+        self,
+        recordings_prefix: str,
+        layer_name: str | None = None,
+        on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
+    ) -> RegistrationOperation:
+        """Register every ``.rrd`` under a ``file://`` directory, recursively, in path order.
+
+        Prints progress to stderr while reading a large prefix. ``ValueError`` if the prefix
+        holds no recording, ``NotFoundError`` if it does not exist.
+        """
+        directory = local_path(recordings_prefix)
+        if not directory.is_dir():
+            raise NotFoundError(f"no directory at {recordings_prefix} ({directory})")
+        paths = sorted(p for p in directory.rglob("*")
+                       if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES)
+        if not paths:
+            raise ValueError(f"no recordings ({', '.join(RECORDING_SUFFIXES)}) under {recordings_prefix}")
+        name = check_layer_name(layer_name if layer_name is not None else "base")
+        mode = _on_duplicate(on_duplicate)
+        recordings = []
+        for done, path in enumerate(paths, 1):
+            recordings.append(read_recording(path.as_uri()))
+            if len(paths) >= 100 and (done % 100 == 0 or done == len(paths)):
+                print(f"\rreading recordings: {done}/{len(paths)}", end="", file=sys.stderr)
+        if len(paths) >= 100:
+            print(file=sys.stderr)
+        return self._register(recordings, [name] * len(recordings), mode)
+
+    def _register(
+        self, recordings: list[Recording], layer_names: list[str], mode: OnDuplicate
+    ) -> RegistrationOperation:
         seen: dict[tuple[str, str], str] = {}
         for recording, name in zip(recordings, layer_names, strict=True):
             key = (recording.recording_id, name)
@@ -154,8 +309,13 @@ class DatasetEntry:
                 raise ValueError(f'Segment "{key[0]}", layer "{name}" appears twice in one call: '
                                  f"{seen[key]} and {recording.uri}")
             seen[key] = recording.uri
+            size = len(recording.properties_bytes())
+            if size > MAX_PROPERTIES_BYTES:
+                raise ValueError(f"{recording.uri}: its properties take {size} bytes, more than the "
+                                 f"{MAX_PROPERTIES_BYTES} a layer may have; store large values in "
+                                 "the recording's data instead")
         events = [
-            self._client._event(self.id, RegisterLayer(
+            self._client._event(self._id, RegisterLayer(
                 segment_id=recording.recording_id, layer_name=name,
                 storage_url=recording.uri, on_duplicate=mode, size_bytes=recording.size_bytes,
                 arrow_schema=recording.schema_bytes(), properties=recording.properties_bytes()))
@@ -167,23 +327,94 @@ class DatasetEntry:
             for r, event, position in zip(recordings, events, positions, strict=True)
         ])
 
+    def unregister(
+        self, *, segments_to_drop: str | Sequence[str] = (), layers_to_drop: str | Sequence[str] = ()
+    ) -> Operation:
+        """Remove every (segment, layer) in the product of the two lists; an empty list means
+        all. A segment disappears with its last layer. Both empty is a ``ValueError``.
+        Unregistering what is not there changes nothing."""
+        segments = [segments_to_drop] if isinstance(segments_to_drop, str) else list(segments_to_drop)
+        layers = [layers_to_drop] if isinstance(layers_to_drop, str) else list(layers_to_drop)
+        if not segments and not layers:
+            raise ValueError("unregister() needs segments_to_drop or layers_to_drop (an empty "
+                             "list means all, but not both)")
+        return self._client._submit(self._id, UnregisterLayers(tuple(segments), tuple(layers)),
+                                    "unregistering")
+
+    # -- blueprints ---------------------------------------------------------------------------
+
+    def register_blueprint(self, uri: str, set_default: bool = True, *,
+                           timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> str:
+        """Register an ``.rbl`` blueprint file (replacing one with the same blueprint id) and, by
+        default, make it the dataset's default. Returns the blueprint id."""
+        blueprint_id = read_blueprint_id(uri)
+        self._client._submit(self._id, RegisterBlueprint(blueprint_id, uri, set_default),
+                             f"registering blueprint {uri}").wait(timeout_secs)
+        return blueprint_id
+
+    def blueprints(self) -> list[str]:
+        """The registered blueprint ids, in registration order."""
+        return [b.blueprint_id for b in self._client._store.blueprints(self._id)]
+
+    def default_blueprint(self) -> str | None:
+        return self._current().default_blueprint
+
+    def set_default_blueprint(self, blueprint_id: str | None, *,
+                              timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Make a registered blueprint the default (``NotFoundError`` if it is not registered),
+        or clear the default with None."""
+        self._client._submit(self._id, SetDefaultBlueprint(blueprint_id),
+                             f"setting the default blueprint to {blueprint_id!r}").wait(timeout_secs)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def schema(self) -> pa.Schema:
+        """The merged Arrow schema of every layer's data (empty before the first layer)."""
+        schema = self._current().schema
+        return pa.ipc.read_schema(pa.py_buffer(schema)) if schema else pa.schema([])
+
     def segment_ids(self) -> list[str]:
         """The dataset's segment ids, in registration order."""
-        return [s.segment_id for s in self._client._store.segments(self.id)]
+        return [s.segment_id for s in self._client._store.segments(self._id)]
+
+    def info(self) -> DatasetInfo:
+        """Segments, bytes, segments per layer, property columns and schema width."""
+        layers = self._client._store.layers(self._id)
+        table = self._segment_arrow(layers)
+        return DatasetInfo(
+            dataset_name=self._current().name,
+            num_segments=table.num_rows,
+            size_bytes=sum(x.size_bytes for x in layers),
+            layers=frozenset(LayerInfo(name, count) for name, count in
+                             Counter(x.layer_name for x in layers).items()),
+            property_columns=frozenset(n for n in table.column_names if n.startswith("property:")),
+            num_component_columns=len(self.schema()),
+        )
 
     def segment_table(self) -> datafusion.DataFrame:
         """One row per segment: ``rerun_segment_id``, ``rerun_layer_names`` (registration order),
         ``rerun_storage_urls``, ``rerun_last_updated_at``, ``rerun_size_bytes``, and one
         ``property:<entity>:<field>`` column per property (the latest layer with a value wins)."""
-        store = self._client._store
-        table = _tables.segment_table(store.segments(self.id), store.layers(self.id))
-        return self._client._dataframe(table)
+        return self._client._dataframe(self._segment_arrow(self._client._store.layers(self._id)))
+
+    def _segment_arrow(self, layers: list) -> pa.Table:
+        return _tables.segment_table(self._client._store.segments(self._id), layers)
 
     def manifest(self) -> datafusion.DataFrame:
         """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,
-        ``rerun_storage_url``, ``rerun_registration_time``, ..., and each layer's own
-        properties."""
-        return self._client._dataframe(_tables.manifest_table(self._client._store.layers(self.id)))
+        ``rerun_storage_url``, ``rerun_registration_time``, ``rerun_last_updated_at``,
+        ``rerun_size_bytes``, ``rerun_schema_sha256``, and each layer's own properties."""
+        return self._client._dataframe(_tables.manifest_table(self._client._store.layers(self._id)))
+
+
+def _per_uri(name: str, value: Any, count: int, single: type) -> list[Any]:
+    """``value`` repeated for each URI if it is one, else checked to have one per URI."""
+    if value is None or isinstance(value, single):
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise ValueError(f"{name} has {len(values)} entries for {count} URIs; pass one, or one per URI")
+    return values
 
 
 def _on_duplicate(value: OnDuplicate | str) -> OnDuplicate:
@@ -251,32 +482,32 @@ class CatalogClient:
         """Create a dataset and wait until the catalog has it.
 
         Raises ``AlreadyExistsError`` if the name is taken (unless ``exist_ok``, which returns
-        the existing dataset), ``ValueError`` for an invalid name.
+        the existing dataset), ``ValueError`` for an invalid name (nothing is sent).
 
         >>> client.create_dataset("droid")  # doctest: +SKIP
         DatasetEntry(name='droid', id=...)
         """
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"a dataset name must be a non-empty string, got {name!r}")
-        event = self._event(uuid.uuid4(), CreateDataset(name))
-        [position] = self._send([event])
-        self._wait([position], timeout_secs)
-        outcome = self._outcome(event)
-        if outcome.status is Status.ACCEPTED:
-            return self.get_dataset(id=event.dataset_id)
-        if outcome.reason.startswith("already exists"):
+        check_dataset_name(name)
+        operation = self._submit(uuid.uuid4(), CreateDataset(name), f"creating dataset {name!r}")
+        try:
+            operation.wait(timeout_secs)
+        except AlreadyExistsError:
             if exist_ok:
                 return self.get_dataset(name=name)
-            raise AlreadyExistsError(f"a dataset named {name!r} already exists")
-        raise ValueError(f"could not create dataset {name!r}: {outcome.reason}")
+            raise
+        return self.get_dataset(id=operation._event.dataset_id)
 
     def get_dataset(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> DatasetEntry:
         """A dataset by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
         if (name is None) == (id is None):
             raise ValueError("get_dataset() takes exactly one of name or id")
         if id is not None:
-            dataset = self._store.dataset(uuid.UUID(str(id)))
-            if dataset is None:
+            try:
+                dataset_id = id if isinstance(id, uuid.UUID) else uuid.UUID(str(id))
+            except ValueError:
+                raise ValueError(f"a dataset id is a UUID, got {id!r}") from None
+            dataset = self._store.dataset(dataset_id)
+            if dataset is None or dataset.deleted:
                 raise NotFoundError(f"no dataset with id {id}")
         else:
             dataset = self._store.dataset_by_name(name)
@@ -288,16 +519,25 @@ class CatalogClient:
         """All datasets, oldest first."""
         return [DatasetEntry(self, d) for d in self._store.datasets()]
 
+    def entries(self) -> list[DatasetEntry]:
+        """Every catalog entry; strata's entries are all datasets."""
+        return self.datasets()
+
     def dataset_names(self) -> list[str]:
         return [d.name for d in self._store.datasets()]
 
     # -- plumbing shared by entries and operations --------------------------------------------
 
-    def _event(self, dataset_id: uuid.UUID, command: CreateDataset | RegisterLayer) -> Event:
+    def _event(self, dataset_id: uuid.UUID, command: Command) -> Event:
         return Event(dataset_id=dataset_id, command=command, producer_id=self.producer_id)
 
     def _send(self, events: list[Event]) -> list[Position]:
         return self._producer.send(events)
+
+    def _submit(self, dataset_id: uuid.UUID, command: Command, what: str) -> Operation:
+        event = self._event(dataset_id, command)
+        [position] = self._send([event])
+        return Operation(self, event, position, what)
 
     def _wait(self, positions: list[Position], timeout_secs: float | None) -> None:
         wait_for_positions(self._store, positions, timeout_secs)

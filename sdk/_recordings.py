@@ -6,9 +6,12 @@ Parquet and Arrow IPC files carry the recording id in their schema metadata (``r
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
@@ -138,6 +141,52 @@ def _properties_table(chunks: list) -> pa.Table | None:
     schema = pa.schema([fields[n][0] for n in names])
     return pa.Table.from_arrays(
         [pa.array([fields[n][1].as_py()], type=fields[n][0].type) for n in names], schema=schema)
+
+
+def with_properties(recording: Recording, properties: Mapping[str, Mapping[str, Any]]) -> Recording:
+    """The recording with ``properties`` ({entity: {field: value}}) added as
+    ``property:<entity>:<field>`` list columns, as ``rr.send_property`` stores them; they win over
+    the file's own values of the same name.
+
+    Raises ``ValueError`` for an empty entity or field name or a value Arrow cannot hold.
+    """
+    columns: dict[str, pa.Array] = {}
+    if recording.properties is not None:
+        columns = {name: recording.properties.column(name).chunk(0)
+                   for name in recording.properties.column_names}
+    for entity, fields in properties.items():
+        if not isinstance(entity, str) or not entity.strip("/") or not isinstance(fields, Mapping):
+            raise ValueError(f"properties must map entity names to {{field: value}} mappings, got "
+                             f"{entity!r}: {fields!r}")
+        for field, value in fields.items():
+            if not isinstance(field, str) or not field:
+                raise ValueError(f"property fields of {entity!r} must be non-empty strings, got {field!r}")
+            # Like rerun's properties, every value is a batch: a scalar becomes a list of one.
+            batch = list(value) if isinstance(value, (list, tuple)) else [value]
+            try:
+                column = pa.array([batch])
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise ValueError(f"property {entity}:{field} = {value!r} cannot be stored: {exc}") from exc
+            columns[f"property:{entity.strip('/').replace('/', ':')}:{field}"] = column
+    names = sorted(columns)
+    table = pa.table({name: columns[name] for name in names}) if names else None
+    return dataclasses.replace(recording, properties=table)
+
+
+def read_blueprint_id(uri: str) -> str:
+    """The blueprint id of an ``.rbl`` file (a blueprint store saved by rerun)."""
+    from rerun.chunk import RrdReader
+
+    path = local_path(uri)
+    if not path.is_file():
+        raise NotFoundError(f"no blueprint file at {uri} ({path} does not exist or is not a file)")
+    try:
+        blueprints = RrdReader(path).blueprints()
+    except Exception as exc:  # rerun raises its own exception types for corrupt files
+        raise ValueError(f"{uri} is not a readable blueprint file: {exc}") from exc
+    if not blueprints or not blueprints[0].recording_id:
+        raise ValueError(f"{uri} holds no blueprint (save one with rr.blueprint.Blueprint.save)")
+    return str(blueprints[0].recording_id)
 
 
 def _read_ipc_schema(path: Path) -> pa.Schema:

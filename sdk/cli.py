@@ -9,7 +9,14 @@ import sys
 import time
 from pathlib import Path
 
-from spark_streaming.options import add_arguments, add_kafka_option, parse_key_values
+from spark_streaming.options import (
+    add_arguments,
+    add_kafka_option,
+    add_max_offsets_option,
+    parse_key_values,
+)
+
+DEFAULT_MAX_OFFSETS_PER_TRIGGER = 100_000
 
 ENV_HELP = """\
 environment:
@@ -107,6 +114,40 @@ def cmd_rejections(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    import json
+
+    from projector import SqliteStore
+    from sdk._catalog import SERVER_FILE
+    from spark_streaming.replay import rebuild, swap_into
+
+    data_dir = args.data_dir or _default_dir()
+    server_file = data_dir / SERVER_FILE
+    bootstrap = args.bootstrap_servers
+    if bootstrap is None and server_file.exists():
+        bootstrap = json.loads(server_file.read_text())["bootstrap_servers"]
+    if bootstrap is None:
+        raise SystemExit(f"strata: no running stack in {data_dir} ({SERVER_FILE} is missing): start it "
+                         "with 'strata up', or pass --bootstrap-servers")
+    kafka_options = parse_key_values(args.kafka_option)
+    into = args.into or data_dir / "rebuild"
+    print(f"strata replay: rebuilding from offset 0 of {bootstrap} into {into}", flush=True)
+    started = time.monotonic()
+    rebuilt = rebuild(bootstrap, into, spark_master=args.spark_master or "local[*]",
+                      kafka_options=kafka_options, max_offsets_per_trigger=args.max_offsets_per_trigger)
+    store = SqliteStore(rebuilt)
+    counts, records = store.counts(), sum(store.next_offsets().values())
+    store.close()
+    print(f"strata replay: {records:,} records in {time.monotonic() - started:.1f} s -> "
+          f"{counts['datasets']} datasets, {counts['segments']} segments, {counts['layers']} layers, "
+          f"{counts['outcomes']} outcomes, {counts['rejections']} rejections")
+    if args.swap:
+        caught_up = swap_into(data_dir / "store.db", rebuilt, bootstrap, kafka_options=kafka_options)
+        print(f"strata replay: swapped into {data_dir / 'store.db'} "
+              f"({caught_up} records that arrived during the rebuild caught up)")
+    return 0
+
+
 def _default_dir() -> Path:
     from sdk._server import default_state_dir
 
@@ -147,6 +188,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "Kafka and Spark are clusters. Stops on SIGTERM or Ctrl-C.")
     add_arguments(proj)
     proj.set_defaults(func=cmd_projector)
+
+    replay = commands.add_parser(
+        "replay", help="rebuild the projection from offset 0 into a new store, optionally swap it in",
+        description="Fold the whole log from offset 0 into a new store (default DATA_DIR/rebuild/"
+                    "store.db) with Spark, showing progress and the final counts. With --swap, the "
+                    "live store then becomes a copy of it, in one transaction, after catching up "
+                    "on records that arrived meanwhile: nothing is lost, a running projector "
+                    "carries on.",
+        epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _stack_arguments(replay)
+    replay.add_argument("--into", type=Path, default=None,
+                        help="directory for the rebuilt store and its checkpoint (emptied first)")
+    replay.add_argument("--swap", action="store_true",
+                        help="make the live store (DATA_DIR/store.db) a copy of the rebuilt one")
+    add_max_offsets_option(replay, default=DEFAULT_MAX_OFFSETS_PER_TRIGGER)
+    replay.set_defaults(func=cmd_replay)
 
     rej = commands.add_parser(
         "rejections", help="list records the projector rejected as bad input",

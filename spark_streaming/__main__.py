@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     store = SqliteStore(args.store)
     spark = build_session(args.spark_master)
     job = ProjectorJob(spark, args.bootstrap_servers, store, args.checkpoint,
-                       kafka_options=kafka_options)
+                       kafka_options=kafka_options,
+                       max_offsets_per_trigger=args.max_offsets_per_trigger)
     query = job.start()
     log = logging.getLogger("strata.projector")
     log.info(

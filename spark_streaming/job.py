@@ -6,15 +6,15 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from events import TOPICS, DecodeError, decode
-from projector import LogPosition, LogRecord, ProjectionStore, apply_batch
+from events import TOPICS
+from projector import Changes, LogRecord, ProjectionStore, apply_batch
 
 log = logging.getLogger("strata.projector")
 
@@ -61,16 +61,8 @@ def build_session(master: str = "local[*]", *, app_name: str = "strata-projector
 def decode_batch(table: pa.Table) -> list[LogRecord]:
     """Kafka rows (topic, partition, offset, value) as the fold's records, undecodable ones
     carrying the reason instead of an event."""
-    records = []
     columns = [table.column(name).to_pylist() for name in ("topic", "partition", "offset", "value")]
-    for topic, partition, offset, value in zip(*columns, strict=True):
-        raw = value or b""
-        position = LogPosition(topic, partition, offset)
-        try:
-            records.append(LogRecord(position, raw, event=decode(raw)))
-        except DecodeError as exc:
-            records.append(LogRecord(position, raw, decode_error=exc.reason))
-    return records
+    return [LogRecord.from_kafka(*row) for row in zip(*columns, strict=True)]
 
 
 class ProjectorJob:
@@ -88,7 +80,11 @@ class ProjectorJob:
         checkpoint_dir: str | Path,
         *,
         kafka_options: Mapping[str, str] | None = None,
+        max_offsets_per_trigger: int | None = None,
+        on_batch: Callable[[Changes], None] | None = None,
     ) -> None:
+        self.max_offsets_per_trigger = max_offsets_per_trigger
+        self.on_batch = on_batch
         self.spark = spark
         self.bootstrap_servers = bootstrap_servers
         self.store = store
@@ -104,6 +100,10 @@ class ProjectorJob:
             .option("subscribe", ",".join(TOPICS))
             .option("startingOffsets", "earliest")
         )
+        if self.max_offsets_per_trigger:
+            # Safe for ordering: every command is in one partition, and the fold does not depend
+            # on where batches end. Bounds each batch's memory, e.g. when replaying a long log.
+            reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) go to Spark's consumer with a kafka. prefix.
             reader = reader.option(key, value)
@@ -120,11 +120,17 @@ class ProjectorJob:
                  "fetch %.0f ms, fold and commit %.0f ms", batch_id, rows.num_rows,
                  len(changes.outcomes), rejected, len(changes.rejections),
                  (fetched - started) * 1000, (done - fetched) * 1000)
+        if self.on_batch is not None:
+            self.on_batch(changes)
 
-    def start(self) -> StreamingQuery:
-        return (
+    def start(self, *, available_now: bool = False) -> StreamingQuery:
+        """Start the streaming query; with ``available_now`` it stops once it has applied every
+        record that was in the log when it started (a replay)."""
+        writer = (
             self.source().writeStream.foreachBatch(self.process)
             .option("checkpointLocation", self.checkpoint_dir)
-            .queryName("strata-projector")
-            .start()
+            .queryName("strata-replay" if available_now else "strata-projector")
         )
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        return writer.start()

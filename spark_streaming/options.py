@@ -24,6 +24,12 @@ def add_kafka_option(parser: argparse.ArgumentParser) -> None:
                              "(repeatable); Spark's Kafka source gets it as kafka.KEY")
 
 
+def add_max_offsets_option(parser: argparse.ArgumentParser, default: int | None = None) -> None:
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=default, metavar="N",
+                        help="at most N records per micro-batch (default: "
+                             f"{default or 'no limit'}); bounds a batch's memory")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
     parser.add_argument("--store", required=True, type=Path, help="SQLite projection store file")
@@ -32,5 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-master", default="local[*]",
                         help="Spark master (default: local[*])")
     add_kafka_option(parser)
+    add_max_offsets_option(parser)
     parser.add_argument("--ready-file", type=Path, default=None,
                         help="file to create once the streaming query has started")

@@ -67,3 +67,19 @@ def make_rrd(tmp_path: Path) -> RrdMaker:
 
     return make
 
+
+
+@pytest.fixture
+def make_parquet(tmp_path: Path) -> Callable[..., str]:
+    """Writes a one-row Parquet recording whose columns have exactly the given Arrow types, and
+    returns its file:// URI: the way to give a layer a chosen schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def make(recording_id: str, types: dict[str, pa.DataType], *, name: str | None = None) -> str:
+        schema = pa.schema(list(types.items()), metadata={"recording_id": recording_id})
+        path = tmp_path / f"{name or recording_id}.parquet"
+        pq.write_table(pa.Table.from_pylist([], schema=schema), path)
+        return path.as_uri()
+
+    return make

@@ -1,20 +1,34 @@
-"""Shared helpers for the unit tier: an in-memory ``CatalogView`` and builders of log records.
+"""Shared helpers for the unit tier: an in-memory ``CatalogView``, builders of events and log
+records, Arrow schemas for layers and a dump of every table of a SQLite store.
 
-Everything here is plain Python: no Kafka, no Spark, no files.
+Everything here is plain Python: no Kafka, no Spark.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import events
-from events import CreateDataset, Event, OnDuplicate, RegisterLayer
+from events import (
+    CreateDataset,
+    DeleteDataset,
+    Event,
+    OnDuplicate,
+    RegisterBlueprint,
+    RegisterLayer,
+    RenameDataset,
+    SetDefaultBlueprint,
+    UnregisterLayers,
+)
 from projector import (
+    Blueprint,
     Changes,
     Dataset,
     Layer,
@@ -23,7 +37,9 @@ from projector import (
     Outcome,
     Rejection,
     Segment,
+    fold,
 )
+from projector.sqlite_store import TABLES
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 """A fixed clock for events, with microseconds so exact round trips are tested."""
@@ -34,13 +50,16 @@ def at(seconds: float) -> datetime:
 
 
 class MemoryCatalog:
-    """``projector.fold.CatalogView`` on plain dicts, plus ``apply`` to merge a batch's Changes."""
+    """``projector.fold.CatalogView`` on plain dicts, plus ``apply`` to merge a batch's Changes the
+    way a store commits them."""
 
     def __init__(self) -> None:
         self.datasets: dict[uuid.UUID, Dataset] = {}
-        self.names: dict[str, uuid.UUID] = {}
+        """Also the deleted ones (tombstones)."""
         self.segments: dict[tuple[uuid.UUID, str], Segment] = {}
-        self.layers: dict[tuple[uuid.UUID, str, str], Layer] = {}
+        self.layer_rows: dict[tuple[uuid.UUID, str, str], Layer] = {}
+        self.blueprints: dict[tuple[uuid.UUID, str], Blueprint] = {}
+        self.schemas: dict[str, bytes] = {}
         self.outcomes: dict[uuid.UUID, Outcome] = {}
         self.rejections: list[Rejection] = []
         self.next_offsets: dict[tuple[str, int], int] = {}
@@ -51,14 +70,28 @@ class MemoryCatalog:
         return self.datasets.get(dataset_id)
 
     def dataset_by_name(self, name: str) -> Dataset | None:
-        dataset_id = self.names.get(name)
-        return None if dataset_id is None else self.datasets[dataset_id]
+        live = [d for d in self.datasets.values() if d.name == name and not d.deleted]
+        assert len(live) <= 1, f"two live datasets named {name!r}: {live}"
+        return live[0] if live else None
 
     def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
         return self.segments.get((dataset_id, segment_id))
 
     def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None:
-        return self.layers.get((dataset_id, segment_id, layer_name))
+        return self.layer_rows.get((dataset_id, segment_id, layer_name))
+
+    def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
+        """Grouped by segment (in segment order), each segment's layers in registration order, as
+        ``ProjectionStore.layers`` lists them."""
+        rank = {s.segment_id: s.created_by for (d, _), s in self.segments.items() if d == dataset_id}
+        return sorted((x for (d, _, _), x in self.layer_rows.items() if d == dataset_id),
+                      key=lambda x: (rank[x.segment_id], x.registered_by))
+
+    def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
+        return self.blueprints.get((dataset_id, blueprint_id))
+
+    def schema(self, digest: str) -> bytes | None:
+        return self.schemas.get(digest)
 
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return event_id in self.outcomes
@@ -66,33 +99,66 @@ class MemoryCatalog:
     # -- merging a batch ------------------------------------------------------------------------
 
     def apply(self, changes: Changes) -> None:
-        for dataset in changes.datasets.values():
-            previous = self.datasets.get(dataset.id)
-            if previous is not None and previous.name != dataset.name:
-                del self.names[previous.name]
-            self.datasets[dataset.id] = dataset
-            self.names[dataset.name] = dataset.id
-        self.segments.update(changes.segments)
-        self.layers.update(changes.layers)
+        for table in (self.segments, self.layer_rows, self.blueprints):
+            for key in [k for k in table if k[0] in changes.purged]:
+                del table[key]
+        self.datasets.update(changes.datasets)
+        for table, changed in ((self.segments, changes.segments), (self.layer_rows, changes.layers),
+                               (self.blueprints, changes.blueprints)):
+            for key, value in changed.items():
+                if value is None:
+                    table.pop(key, None)
+                else:
+                    table[key] = value
+        for digest, schema_bytes in changes.schemas.items():
+            assert self.schemas.setdefault(digest, schema_bytes) == schema_bytes
         self.outcomes.update(changes.outcomes)
         self.rejections.extend(changes.rejections)
         self.next_offsets.update(changes.next_offsets)
 
+    # -- reads for tests ------------------------------------------------------------------------
+
     def ordered_layers(self, dataset_id: uuid.UUID, segment_id: str) -> list[Layer]:
         """A segment's layers in registration (log) order."""
-        return sorted((x for (d, s, _), x in self.layers.items() if (d, s) == (dataset_id, segment_id)),
-                      key=lambda x: x.registered_by)
+        return [x for x in self.layers(dataset_id) if x.segment_id == segment_id]
+
+    def segment_ids(self, dataset_id: uuid.UUID) -> list[str]:
+        """The dataset's segments in the order they are listed (by their first layer)."""
+        return [s.segment_id for s in sorted(
+            (s for (d, _), s in self.segments.items() if d == dataset_id), key=lambda s: s.created_by)]
 
     def snapshot(self) -> dict[str, object]:
         """Everything, in comparable form."""
         return {
             "datasets": dict(self.datasets),
             "segments": dict(self.segments),
-            "layers": dict(self.layers),
+            "layers": dict(self.layer_rows),
+            "blueprints": dict(self.blueprints),
+            "schemas": dict(self.schemas),
             "outcomes": dict(self.outcomes),
             "rejections": sorted(self.rejections, key=lambda r: r.position),
             "next_offsets": dict(self.next_offsets),
         }
+
+
+def fold_into(catalog: MemoryCatalog, records: list[LogRecord]) -> Changes:
+    """Fold one batch on top of ``catalog`` and merge the result, as the store would."""
+    changes = fold(catalog, records)
+    catalog.apply(changes)
+    return changes
+
+
+def dump(path: str | Path) -> dict[str, list[tuple]]:
+    """Every row of every store table, sorted by primary key, read through a separate connection."""
+    conn = sqlite3.connect(path)
+    try:
+        return {table: conn.execute(f"select * from {table} order by {', '.join(pk)}").fetchall()
+                for table, (_, pk) in TABLES.items()}
+    finally:
+        conn.close()
+
+
+# -- log records ------------------------------------------------------------------------------
 
 
 def log_record(event: Event, offset: int, partition: int = 0, topic: str | None = None) -> LogRecord:
@@ -108,30 +174,45 @@ def undecodable(raw: bytes, offset: int, *, topic: str = events.CATALOG_TOPIC, p
 
 @dataclass
 class Log:
-    """Appends events like a broker would: each (topic, partition) numbers its records from 0."""
+    """Appends events like the broker does to the one catalog topic: offsets 0, 1, 2, ..."""
 
-    next_offset: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
     records: list[LogRecord] = field(default_factory=list)
 
-    def append(self, event: Event, partition: int = 0) -> LogRecord:
-        key = (events.topic_for(event.command), partition)
-        record = log_record(event, self.next_offset[key], partition)
-        self.next_offset[key] += 1
+    @property
+    def next_offset(self) -> int:
+        return len(self.records)
+
+    def append(self, event: Event) -> LogRecord:
+        record = log_record(event, self.next_offset)
+        assert record.position.topic == events.CATALOG_TOPIC
         self.records.append(record)
         return record
 
-    def append_raw(self, raw: bytes, *, topic: str = events.CATALOG_TOPIC, partition: int = 0,
-                   reason: str = "x") -> LogRecord:
-        key = (topic, partition)
-        record = undecodable(raw, self.next_offset[key], topic=topic, partition=partition,
-                             reason=reason)
-        self.next_offset[key] += 1
+    def append_raw(self, raw: bytes, *, reason: str = "x") -> LogRecord:
+        record = undecodable(raw, self.next_offset, reason=reason)
         self.records.append(record)
         return record
+
+
+def split(records: list[LogRecord], cuts: list[int]) -> list[list[LogRecord]]:
+    """``records`` cut into consecutive batches before each index in ``cuts``."""
+    bounds = [0, *sorted(cuts), len(records)]
+    return [records[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+# -- events -----------------------------------------------------------------------------------
 
 
 def create(dataset_id: uuid.UUID, name: str, *, when: datetime = T0, **kwargs) -> Event:
     return Event(dataset_id, CreateDataset(name), produced_at=when, **kwargs)
+
+
+def rename(dataset_id: uuid.UUID, name: str, *, when: datetime = T0, **kwargs) -> Event:
+    return Event(dataset_id, RenameDataset(name), produced_at=when, **kwargs)
+
+
+def delete(dataset_id: uuid.UUID, *, when: datetime = T0, **kwargs) -> Event:
+    return Event(dataset_id, DeleteDataset(), produced_at=when, **kwargs)
 
 
 def register(
@@ -144,6 +225,7 @@ def register(
     size_bytes: int = 10,
     when: datetime = T0,
     properties: bytes = b"",
+    schema: bytes = b"",
     **kwargs,
 ) -> Event:
     command = RegisterLayer(
@@ -152,9 +234,40 @@ def register(
         storage_url=url or f"file:///data/{segment_id}.{layer_name}.rrd",
         on_duplicate=on_duplicate,
         size_bytes=size_bytes,
+        arrow_schema=schema,
         properties=properties,
     )
     return Event(dataset_id, command, produced_at=when, **kwargs)
+
+
+def unregister(dataset_id: uuid.UUID, segment_ids=(), layer_names=(), *, when: datetime = T0,
+               **kwargs) -> Event:
+    return Event(dataset_id, UnregisterLayers(tuple(segment_ids), tuple(layer_names)),
+                 produced_at=when, **kwargs)
+
+
+def register_blueprint(dataset_id: uuid.UUID, blueprint_id: str, *, url: str | None = None,
+                       set_default: bool = True, when: datetime = T0, **kwargs) -> Event:
+    url = f"file:///blueprints/{blueprint_id}.rbl" if url is None else url
+    command = RegisterBlueprint(blueprint_id, url, set_default)
+    return Event(dataset_id, command, produced_at=when, **kwargs)
+
+
+def set_default_blueprint(dataset_id: uuid.UUID, blueprint_id: str | None, *, when: datetime = T0,
+                          **kwargs) -> Event:
+    return Event(dataset_id, SetDefaultBlueprint(blueprint_id), produced_at=when, **kwargs)
+
+
+# -- Arrow schemas ----------------------------------------------------------------------------
+
+
+def arrow_schema(*fields: pa.Field | tuple[str, pa.DataType]) -> bytes:
+    """A layer's schema as the SDK sends it: an Arrow IPC schema message."""
+    return pa.schema(list(fields)).serialize().to_pybytes()
+
+
+def parsed(schema_bytes: bytes) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(schema_bytes))
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from events import CATALOG_TOPIC, OnDuplicate
+from events.names import MAX_ID_LENGTH
 from projector import (
     Dataset,
     LogPosition,
@@ -18,18 +19,22 @@ from projector import (
     fold,
     log_order,
 )
-from projector.fold import MAX_NAME_LENGTH
+from projector.fold import MAX_NAME_LENGTH, MAX_PROPERTIES_BYTES
 
-from .conftest import T0, Log, MemoryCatalog, at, create, log_record, register, undecodable
+from .conftest import (
+    T0,
+    Log,
+    MemoryCatalog,
+    at,
+    create,
+    fold_into,
+    log_record,
+    register,
+    split,
+    undecodable,
+)
 
 ERROR, SKIP, REPLACE = OnDuplicate.ERROR, OnDuplicate.SKIP, OnDuplicate.REPLACE
-
-
-def fold_into(catalog: MemoryCatalog, records: list[LogRecord]):
-    """Fold one batch on top of ``catalog`` and merge the result, as the store would."""
-    changes = fold(catalog, records)
-    catalog.apply(changes)
-    return changes
 
 
 @pytest.fixture
@@ -39,7 +44,7 @@ def dataset_id() -> uuid.UUID:
 
 @pytest.fixture
 def with_dataset(catalog: MemoryCatalog, log: Log, dataset_id: uuid.UUID) -> MemoryCatalog:
-    """A catalog holding one dataset, 'droid', created at offset 0 of the entries topic."""
+    """A catalog holding one dataset, 'droid', created at offset 0 of the catalog topic."""
     fold_into(catalog, [log.append(create(dataset_id, "droid"))])
     assert catalog.dataset(dataset_id) is not None
     return catalog
@@ -70,7 +75,7 @@ def test_fold_does_not_modify_the_view(with_dataset, log, dataset_id):
 
 
 @pytest.mark.parametrize("same_batch", [True, False], ids=["same-batch", "across-batches"])
-def test_duplicate_dataset_name_is_rejected(catalog, log, same_batch):
+def test_duplicate_dataset_name_already_exists(catalog, log, same_batch):
     first_id, second_id = uuid.uuid4(), uuid.uuid4()
     first = log.append(create(first_id, "droid"))
     second_event = create(second_id, "droid", when=at(-10))  # an earlier clock changes nothing
@@ -83,15 +88,16 @@ def test_duplicate_dataset_name_is_rejected(catalog, log, same_batch):
         fold_into(catalog, [second])
 
     outcome = catalog.outcomes[second_event.event_id]
-    assert outcome.status is Status.REJECTED
+    assert outcome.status is Status.ALREADY_EXISTS
     assert outcome.reason.startswith("already exists"), outcome.reason
     assert outcome.position == second.position
     assert second_id not in catalog.datasets
+    assert catalog.rejections == []  # a conflict is an outcome, not bad input
     assert catalog.dataset_by_name("droid").id == first_id
 
 
 @pytest.mark.parametrize("name", ["", "x" * (MAX_NAME_LENGTH + 1)], ids=["empty", "too-long"])
-def test_invalid_dataset_name_is_a_rejection(catalog, dataset_id, name):
+def test_invalid_dataset_name_is_invalid_and_a_rejection(catalog, dataset_id, name):
     event = create(dataset_id, name)
     record = log_record(event, offset=4)
 
@@ -104,7 +110,7 @@ def test_invalid_dataset_name_is_a_rejection(catalog, dataset_id, name):
     assert rejection.event_id == event.event_id
     assert rejection.reason
     outcome = changes.outcomes[event.event_id]
-    assert outcome.status is Status.REJECTED
+    assert outcome.status is Status.INVALID
     assert outcome.reason == rejection.reason
     assert changes.next_offsets == {(CATALOG_TOPIC, 0): 5}
 
@@ -116,12 +122,15 @@ def test_longest_allowed_name_is_accepted(catalog, dataset_id):
     assert dataset_id in changes.datasets
 
 
-def test_same_dataset_id_created_twice_is_rejected(catalog, log, dataset_id):
+def test_same_dataset_id_created_twice_is_invalid(catalog, log, dataset_id):
     fold_into(catalog, [log.append(create(dataset_id, "droid"))])
     again = create(dataset_id, "another name")
     fold_into(catalog, [log.append(again)])
 
-    assert catalog.outcomes[again.event_id].status is Status.REJECTED
+    outcome = catalog.outcomes[again.event_id]
+    assert outcome.status is Status.INVALID
+    assert "never reused" in outcome.reason
+    assert [r.event_id for r in catalog.rejections] == [again.event_id]
     assert catalog.datasets[dataset_id].name == "droid"
     assert catalog.dataset_by_name("another name") is None
 
@@ -129,10 +138,10 @@ def test_same_dataset_id_created_twice_is_rejected(catalog, log, dataset_id):
 # -- registering layers ---------------------------------------------------------------------------
 
 
-def test_register_to_unknown_dataset_is_a_rejection(catalog):
+def test_register_to_unknown_dataset_is_not_found_and_a_rejection(catalog):
     unknown = uuid.uuid4()
     event = register(unknown, "seg")
-    record = log_record(event, offset=7, partition=1)
+    record = log_record(event, offset=7)
 
     changes = fold(catalog, [record])
 
@@ -141,14 +150,23 @@ def test_register_to_unknown_dataset_is_a_rejection(catalog):
         Rejection(record.position, record.raw, changes.rejections[0].reason, event.event_id)]
     assert str(unknown) in changes.rejections[0].reason
     outcome = changes.outcomes[event.event_id]
-    assert outcome.status is Status.REJECTED
-    assert "unknown dataset" in outcome.reason
-    assert changes.next_offsets == {(CATALOG_TOPIC, 1): 8}
+    assert outcome.status is Status.NOT_FOUND
+    assert "does not exist" in outcome.reason
+    assert changes.next_offsets == {(CATALOG_TOPIC, 0): 8}
 
 
-@pytest.mark.parametrize("field, value", [
-    ("segment_id", ""), ("layer_name", ""), ("storage_url", ""), ("size_bytes", -1)])
-def test_invalid_register_command_is_a_rejection(with_dataset, log, dataset_id, field, value):
+@pytest.mark.parametrize("field, value, named", [
+    ("segment_id", "", "segment_id"),
+    ("segment_id", "s" * (MAX_ID_LENGTH + 1), "segment_id"),
+    ("layer_name", "", "layer name"),
+    ("layer_name", "n" * (MAX_NAME_LENGTH + 1), "layer name"),
+    ("storage_url", "", "storage_url"),
+    ("storage_url", "file:///" + "u" * MAX_ID_LENGTH, "storage_url"),
+    ("size_bytes", -1, "size_bytes"),
+    ("properties", b"p" * (MAX_PROPERTIES_BYTES + 1), "properties"),
+], ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None)
+def test_invalid_register_command_is_invalid_and_a_rejection(with_dataset, log, dataset_id, field, value,
+                                                            named):
     valid = register(dataset_id, "seg")
     event = dataclasses.replace(valid, command=dataclasses.replace(valid.command, **{field: value}))
     record = log.append(event)
@@ -158,8 +176,16 @@ def test_invalid_register_command_is_a_rejection(with_dataset, log, dataset_id, 
     assert changes.layers == {} and changes.segments == {} and changes.datasets == {}
     assert [(r.event_id, r.position) for r in changes.rejections] == [
         (event.event_id, record.position)]
-    assert field in changes.rejections[0].reason
-    assert changes.outcomes[event.event_id].status is Status.REJECTED
+    assert named in changes.rejections[0].reason
+    assert changes.outcomes[event.event_id].status is Status.INVALID
+
+
+def test_longest_allowed_segment_id_layer_name_and_url_are_accepted(with_dataset, log, dataset_id):
+    event = register(dataset_id, "s" * MAX_ID_LENGTH, "n" * MAX_NAME_LENGTH,
+                     url="u" * MAX_ID_LENGTH, properties=b"p" * MAX_PROPERTIES_BYTES)
+    fold_into(with_dataset, [log.append(event)])
+    assert with_dataset.outcomes[event.event_id].status is Status.ACCEPTED
+    assert with_dataset.layer(dataset_id, "s" * MAX_ID_LENGTH, "n" * MAX_NAME_LENGTH) is not None
 
 
 def test_layers_of_a_segment_are_in_registration_order(with_dataset, log, dataset_id):
@@ -199,9 +225,10 @@ def test_on_duplicate_error_first_in_log_order_wins(with_dataset, log, dataset_i
     assert layer.registered_by == first.position
     assert layer.event_id == first.event.event_id
     outcome = with_dataset.outcomes[later_event.event_id]
-    assert outcome.status is Status.REJECTED
+    assert outcome.status is Status.ALREADY_EXISTS
     assert "already exists" in outcome.reason
     assert '"seg"' in outcome.reason and '"base"' in outcome.reason
+    assert with_dataset.rejections == []
 
 
 def test_on_duplicate_error_rejection_changes_nothing(with_dataset, log, dataset_id):
@@ -212,7 +239,8 @@ def test_on_duplicate_error_rejection_changes_nothing(with_dataset, log, dataset
     changes = fold(with_dataset, [log.append(later)])
 
     assert changes.layers == {} and changes.segments == {} and changes.datasets == {}
-    assert changes.outcomes[later.event_id].status is Status.REJECTED
+    assert changes.outcomes[later.event_id].status is Status.ALREADY_EXISTS
+    assert changes.rejections == [] and changes.schemas == {}
     with_dataset.apply(changes)
     after = with_dataset.snapshot()
     assert after["datasets"] == before["datasets"]
@@ -313,24 +341,30 @@ def test_undecodable_record_without_reason_still_gets_one(catalog):
     assert rejection.raw == b"??"
 
 
-def test_next_offsets_cover_every_partition_including_rejected_records(with_dataset, log,
-                                                                      dataset_id):
+def test_next_offset_covers_every_record_including_rejected_ones(with_dataset, log, dataset_id):
     records = [
-        log.append(create(uuid.uuid4(), "droid")),  # entries 1: rejected, name taken
-        log.append(create(uuid.uuid4(), "")),  # entries 2: invalid
-        log.append(register(dataset_id, "a"), partition=0),  # layers/0 0: accepted
-        log.append(register(dataset_id, "a"), partition=0),  # layers/0 1: duplicate, rejected
-        log.append_raw(b"junk", partition=0),  # layers/0 2: undecodable
-        log.append(register(uuid.uuid4(), "b"), partition=1),  # layers/1 0: unknown dataset
-        log.append(register(dataset_id, "c", on_duplicate=SKIP), partition=1),  # layers/1 1
+        log.append(create(uuid.uuid4(), "droid")),  # 1: name taken
+        log.append(create(uuid.uuid4(), "")),  # 2: invalid
+        log.append(register(dataset_id, "a")),  # 3: accepted
+        log.append(register(dataset_id, "a")),  # 4: duplicate
+        log.append_raw(b"junk"),  # 5: undecodable
+        log.append(register(uuid.uuid4(), "b")),  # 6: unknown dataset
+        log.append(register(dataset_id, "c", on_duplicate=SKIP)),  # 7: accepted
     ]
     shuffled = records[:]
     random.Random(7).shuffle(shuffled)
 
     changes = fold(with_dataset, shuffled)
 
-    assert changes.next_offsets == {(CATALOG_TOPIC, 0): 3, (CATALOG_TOPIC, 0): 3,
-                                    (CATALOG_TOPIC, 1): 2}
+    assert changes.next_offsets == {(CATALOG_TOPIC, 0): 8}
+    assert [r.position.offset for r in changes.rejections] == [2, 5, 6]
+    assert len(changes.outcomes) == 6
+
+
+def test_next_offsets_are_kept_per_partition(catalog):
+    # strata writes one partition, but the fold keeps every (topic, partition) it is given apart.
+    records = [undecodable(b"a", 4, partition=1), undecodable(b"b", 9), undecodable(b"c", 2)]
+    assert fold(catalog, records).next_offsets == {(CATALOG_TOPIC, 0): 10, (CATALOG_TOPIC, 1): 5}
 
 
 def test_next_offset_follows_gaps_in_offsets(catalog):
@@ -368,17 +402,16 @@ def test_same_create_twice_is_decided_once(catalog):
     assert changes.rejections == []
 
 
-def test_log_order_puts_entries_first_then_topic_partition_offset():
+def test_log_order_is_topic_partition_offset():
     def rec(topic, partition, offset):
         return undecodable(b"", offset, topic=topic, partition=partition)
 
-    expected = [rec(CATALOG_TOPIC, 0, 0), rec(CATALOG_TOPIC, 0, 1), rec(CATALOG_TOPIC, 0, 0),
+    expected = [rec("a.topic", 0, 5), rec(CATALOG_TOPIC, 0, 0), rec(CATALOG_TOPIC, 0, 1),
                 rec(CATALOG_TOPIC, 0, 2), rec(CATALOG_TOPIC, 0, 10), rec(CATALOG_TOPIC, 1, 1)]
-    shuffled = expected[::-1]
+    shuffled = expected[:]
+    random.Random(3).shuffle(shuffled)
+    assert shuffled != expected
     assert [r.position for r in log_order(shuffled)] == [r.position for r in expected]
-    # "strata.entries" < "strata.layers" anyway; the rule must not depend on the names' order.
-    other = rec("a.topic.sorting.first", 0, 0)
-    assert log_order([other, expected[0]])[0].position.topic == CATALOG_TOPIC
 
 
 def test_create_and_register_in_one_batch_given_layers_first(catalog, log, dataset_id):
@@ -395,10 +428,10 @@ def test_create_and_register_in_one_batch_given_layers_first(catalog, log, datas
 # -- batch boundaries -----------------------------------------------------------------------------
 
 
-def _history(dataset_id: uuid.UUID) -> tuple[LogRecord, list[LogRecord]]:
-    """One dataset's create (entries topic) and a mix of layer events on one partition."""
+def _history(dataset_id: uuid.UUID) -> list[LogRecord]:
+    """One dataset's create and a mix of layer events, all on the catalog topic."""
     log = Log()
-    created = log.append(create(dataset_id, "droid", when=at(0)))
+    log.append(create(dataset_id, "droid", when=at(0)))
     replayed = register(dataset_id, "seg1", "base", url="file:///v2.rrd", when=at(0.5),
                         on_duplicate=REPLACE)
     log.append(register(dataset_id, "seg1", "base", url="file:///v1.rrd", when=at(1)))
@@ -420,7 +453,7 @@ def _history(dataset_id: uuid.UUID) -> tuple[LogRecord, list[LogRecord]]:
     log.append(register(dataset_id, "seg1", "base", url="file:///v3.rrd", when=at(2.5),
                         on_duplicate=REPLACE))
     log.append(register(dataset_id, "", "base", when=at(12)))  # invalid
-    return created, log.records[1:]
+    return log.records
 
 
 def _fold_in_batches(batches: list[list[LogRecord]]) -> MemoryCatalog:
@@ -430,21 +463,16 @@ def _fold_in_batches(batches: list[list[LogRecord]]) -> MemoryCatalog:
     return catalog
 
 
-def _split(records: list[LogRecord], cuts: list[int]) -> list[list[LogRecord]]:
-    bounds = [0, *cuts, len(records)]
-    return [records[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-
-
 @pytest.mark.parametrize("cuts", [
-    [1], [5], [3, 9], [4, 5, 6], [10, 11, 12], list(range(1, 15)),
+    [1], [5], [3, 9], [4, 5, 6], [10, 11, 12], list(range(1, 16)),
 ], ids=lambda cuts: "cuts-" + "-".join(map(str, cuts)))
 def test_batch_boundaries_do_not_change_the_result(cuts):
     dataset_id = uuid.uuid4()
-    created, layer_records = _history(dataset_id)
-    assert len(layer_records) == 15
+    records = _history(dataset_id)
+    assert len(records) == 16
 
-    whole = _fold_in_batches([[created], layer_records])
-    split = _fold_in_batches([[created], *_split(layer_records, cuts)])
+    whole = _fold_in_batches([records])
+    in_batches = _fold_in_batches(split(records, cuts))
 
     # The history is not trivial: the replacements, duplicates and rejections did happen.
     assert [x.layer_name for x in whole.ordered_layers(dataset_id, "seg1")] == ["extra", "base"]
@@ -452,13 +480,9 @@ def test_batch_boundaries_do_not_change_the_result(cuts):
     assert whole.layer(dataset_id, "seg2", "base").storage_url == "file:///seg2.v2.rrd"
     assert whole.layer(dataset_id, "seg1", "extra").storage_url == "file:///data/seg1.extra.rrd"
     assert len(whole.rejections) == 3  # garbage, unknown dataset, empty segment id
-    assert sum(o.status is Status.REJECTED for o in whole.outcomes.values()) == 4
+    statuses = [o.status for o in whole.outcomes.values()]
+    assert (statuses.count(Status.ALREADY_EXISTS), statuses.count(Status.NOT_FOUND),
+            statuses.count(Status.INVALID)) == (2, 1, 1)
 
-    assert split.datasets == whole.datasets
-    assert split.segments == whole.segments
-    assert split.layers == whole.layers
-    assert split.outcomes == whole.outcomes
-    assert sorted(split.rejections, key=lambda r: r.position) == sorted(
-        whole.rejections, key=lambda r: r.position)
-    assert split.next_offsets == whole.next_offsets == {(CATALOG_TOPIC, 0): 1,
-                                                        (CATALOG_TOPIC, 0): 15}
+    assert in_batches.snapshot() == whole.snapshot()
+    assert whole.next_offsets == {(CATALOG_TOPIC, 0): 16}

@@ -5,21 +5,41 @@ from __future__ import annotations
 import sqlite3
 import uuid
 
+import pyarrow as pa
 import pytest
 
 from events import CATALOG_TOPIC, OnDuplicate
 from projector import (
     Changes,
     LogRecord,
+    SchemaRef,
     SqliteStore,
     StaleBatchError,
     Status,
     apply_batch,
     fold,
+    schemas,
 )
 from projector.sqlite_store import TABLES
 
-from .conftest import Log, MemoryCatalog, at, create, register
+from .conftest import (
+    Log,
+    MemoryCatalog,
+    arrow_schema,
+    at,
+    create,
+    delete,
+    dump,
+    log_record,
+    parsed,
+    register,
+    register_blueprint,
+    rename,
+    unregister,
+)
+
+SCHEMA_X = arrow_schema(("x", pa.int64()))
+SCHEMA_Y = arrow_schema(("y", pa.string()))
 
 
 @pytest.fixture
@@ -29,18 +49,8 @@ def store(tmp_path):
     store.close()
 
 
-def dump(path) -> dict[str, list[tuple]]:
-    """Every row of every table, in a fixed order, read through a separate connection."""
-    conn = sqlite3.connect(path)
-    try:
-        return {table: conn.execute(f"select * from {table} order by {', '.join(pk)}").fetchall()
-                for table, (_, pk) in TABLES.items()}
-    finally:
-        conn.close()
-
-
 def history() -> tuple[uuid.UUID, list[LogRecord]]:
-    """Two datasets, layers on two partitions, a replacement, rejections of every kind."""
+    """Two datasets, layers with schemas, a replacement, a blueprint, rejections of every kind."""
     droid, other = uuid.uuid4(), uuid.uuid4()
     log = Log()
     log.append(create(droid, "droid", when=at(0.000001)))
@@ -48,28 +58,28 @@ def history() -> tuple[uuid.UUID, list[LogRecord]]:
     log.append(create(uuid.uuid4(), "droid", when=at(2)))  # name taken
     log.append(create(uuid.uuid4(), "", when=at(2)))  # invalid
     log.append(register(droid, "seg1", "base", when=at(3), properties=b"\x01\x02",
-                        size_bytes=2**40), partition=0)
-    log.append(register(droid, "seg1", "extra", when=at(4)), partition=0)
-    log.append(register(droid, "seg2", "base", when=at(5)), partition=0)
-    log.append(register(droid, "seg1", "base", when=at(6)), partition=0)  # duplicate: rejected
+                        size_bytes=2**40, schema=SCHEMA_X))
+    log.append(register(droid, "seg1", "extra", when=at(4), schema=SCHEMA_Y))
+    log.append(register(droid, "seg2", "base", when=at(5)))
+    log.append(register(droid, "seg1", "base", when=at(6)))  # duplicate: already exists
     log.append(register(droid, "seg1", "base", url="file:///v2.rrd", when=at(2.5),
-                        on_duplicate=OnDuplicate.REPLACE), partition=0)
-    log.append_raw(b"\x00\xffgarbage", partition=0, reason="not an event")
-    log.append(register(other, "o1", "base", when=at(7)), partition=1)
-    log.append(register(uuid.uuid4(), "o2", "base", when=at(8)), partition=1)  # unknown dataset
+                        on_duplicate=OnDuplicate.REPLACE, schema=SCHEMA_X))
+    log.append_raw(b"\x00\xffgarbage", reason="not an event")
+    log.append(register(other, "o1", "base", when=at(7)))
+    log.append(register(uuid.uuid4(), "o2", "base", when=at(8)))  # unknown dataset
+    log.append(register_blueprint(droid, "bp", when=at(9)))
     return droid, log.records
 
 
 def test_commit_then_read_back_what_the_fold_produced(store):
     droid, records = history()
     changes = fold(store, records)
-    assert len(changes.rejections) == 3 and len(changes.outcomes) == 11
+    assert len(changes.rejections) == 3 and len(changes.outcomes) == 12
 
     store.commit(changes, expected_offsets={})
 
-    assert store.next_offsets() == changes.next_offsets == {
-        (CATALOG_TOPIC, 0): 4, (CATALOG_TOPIC, 0): 6, (CATALOG_TOPIC, 1): 2}
-    assert store.next_offset(CATALOG_TOPIC, 0) == 6
+    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 13}
+    assert store.next_offset(CATALOG_TOPIC, 0) == 13
     assert store.next_offset(CATALOG_TOPIC, 9) == 0
 
     assert store.datasets() == sorted(changes.datasets.values(),
@@ -90,6 +100,15 @@ def test_commit_then_read_back_what_the_fold_produced(store):
         assert store.layer(*key) == layer
     for key, segment in changes.segments.items():
         assert store.segment(*key) == segment
+    for key, blueprint in changes.blueprints.items():
+        assert store.blueprint(*key) == blueprint
+    assert [b.blueprint_id for b in store.blueprints(droid)] == ["bp"]
+    assert store.dataset(droid).default_blueprint == "bp"
+    assert store.blueprint(droid, "nope") is None
+    for digest, schema_bytes in changes.schemas.items():
+        assert store.schema(digest) == schema_bytes
+    assert set(changes.schemas) == {schemas.digest(SCHEMA_X), schemas.digest(SCHEMA_Y)}
+    assert store.schema("0" * 64) is None
     for event_id, outcome in changes.outcomes.items():
         assert store.outcome(event_id) == outcome
         assert store.has_outcome(event_id)
@@ -108,14 +127,24 @@ def test_times_and_bytes_round_trip_exactly(store):
     assert dataset.created_at == at(0.000001)
     assert dataset.created_at.microsecond == at(0.000001).microsecond
     assert dataset.created_at.utcoffset() is not None
+    assert dataset.schema == changes.datasets[droid].schema
+    # In order of the current layers' registrations: seg1/base was replaced after seg1/extra.
+    assert parsed(dataset.schema).names == ["y", "x"]
+    assert dataset.schema_refs == (SchemaRef(schemas.digest(SCHEMA_Y), 1),
+                                   SchemaRef(schemas.digest(SCHEMA_X), 1))
     layer = store.layer(droid, "seg1", "extra")
     assert layer.registered_at == at(4)
+    assert layer.schema_sha256 == schemas.digest(SCHEMA_Y)
     assert store.layer(droid, "seg2", "base").properties == b""
+    assert store.layer(droid, "seg2", "base").schema_sha256 == ""
     [replaced] = [x for x in changes.layers.values() if x.storage_url == "file:///v2.rrd"]
     stored = store.layer(droid, "seg1", "base")
     assert stored == replaced
     assert stored.registered_at == at(2.5)
-    assert isinstance(stored.properties, bytes) and isinstance(stored.arrow_schema, bytes)
+    assert isinstance(stored.properties, bytes) and stored.properties == b""
+    assert store.schema(stored.schema_sha256) == SCHEMA_X
+    other = store.dataset_by_name("other")
+    assert (other.schema, other.schema_refs, other.default_blueprint) == (b"", (), None)
     [garbage] = [r for r in store.rejections() if r.event_id is None]
     assert (garbage.raw, garbage.reason) == (b"\x00\xffgarbage", "not an event")
 
@@ -154,56 +183,47 @@ def test_apply_batch_twice_changes_nothing_the_second_time(tmp_path):
     assert again.outcomes == {} and again.layers == {} and again.rejections == []
 
 
-def by_topic(records):
-    """The history's entries records and layers records, each in log order."""
-    return ([r for r in records if r.position.topic == CATALOG_TOPIC],
-            [r for r in records if r.position.topic == CATALOG_TOPIC])
-
-
 def test_overlapping_replay_equals_a_single_batch(tmp_path):
     _, records = history()
-    entries, layers = by_topic(records)
 
     once = SqliteStore(tmp_path / "once.db")
     apply_batch(once, records)
     once.close()
 
     replayed = SqliteStore(tmp_path / "replayed.db")
-    apply_batch(replayed, entries + layers[:4])
-    apply_batch(replayed, entries + layers[2:])  # a batch that overlaps the committed one
+    apply_batch(replayed, records[:6])
+    apply_batch(replayed, records[3:])  # a batch that overlaps the committed one
     replayed.close()
 
     assert dump(tmp_path / "replayed.db") == dump(tmp_path / "once.db")
 
 
 def test_rebuild_in_other_batches_gives_identical_tables(tmp_path):
-    # DESIGN invariant 1, through the real store: entries first, then layers one record at a time.
+    # DESIGN invariant 1, through the real store: one record at a time against one batch.
     _, records = history()
-    entries, layers = by_topic(records)
 
     live = SqliteStore(tmp_path / "live.db")
     apply_batch(live, records)
     live.close()
     rebuilt = SqliteStore(tmp_path / "rebuilt.db")
-    apply_batch(rebuilt, entries)
-    for record in layers:
+    for record in records:
         apply_batch(rebuilt, [record])
     rebuilt.close()
 
-    assert dump(tmp_path / "rebuilt.db") == dump(tmp_path / "live.db")
+    live_tables = dump(tmp_path / "live.db")
+    assert all(live_tables[table] for table in TABLES)  # every table has rows to compare
+    assert dump(tmp_path / "rebuilt.db") == live_tables
 
 
 def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     droid, records = history()
-    entries = [r for r in records if r.position.topic == CATALOG_TOPIC]
-    layers = [r for r in records if r.position.topic == CATALOG_TOPIC]
-    apply_batch(store, entries)
+    apply_batch(store, records[:4])
     before = dump(store.path)
 
-    changes = fold(store, layers)
+    changes = fold(store, records[4:])
     assert changes.layers and changes.outcomes
     with pytest.raises(StaleBatchError):
-        store.commit(changes, expected_offsets={})  # the store is at entries offset 4, not {}
+        store.commit(changes, expected_offsets={})  # the store is at offset 4, not {}
     with pytest.raises(StaleBatchError):
         store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 3})
 
@@ -211,7 +231,7 @@ def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     assert store.layers(droid) == []
     # The store is still usable: the right expectation commits.
     store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 4})
-    assert store.next_offset(CATALOG_TOPIC, 0) == 6
+    assert store.next_offset(CATALOG_TOPIC, 0) == 13
 
 
 def test_a_second_writer_loses_the_race(tmp_path):
@@ -240,4 +260,71 @@ def test_fold_over_the_store_matches_fold_over_memory(store):
         from_store = apply_batch(store, batch)
         assert from_store == from_memory
         memory.apply(from_memory)
-    assert {o.status for o in memory.outcomes.values()} == {Status.ACCEPTED, Status.REJECTED}
+    assert {o.status for o in memory.outcomes.values()} == {
+        Status.ACCEPTED, Status.ALREADY_EXISTS, Status.INVALID, Status.NOT_FOUND}
+
+
+# -- removals: None values and purged datasets ------------------------------------------------------
+
+
+def test_delete_purges_the_dataset_from_every_table_but_keeps_a_tombstone(store):
+    droid, records = history()
+    apply_batch(store, records)
+    assert store.layers(droid) and store.segments(droid) and store.blueprints(droid)
+    log_end = len(records)
+    deletion = delete(droid, when=at(20))
+
+    apply_batch(store, [log_record(deletion, log_end)])
+
+    tables = dump(store.path)
+    droid_rows = {table: [row for row in rows if str(droid) in row] for table, rows in tables.items()
+                  if table in ("segments", "layers", "blueprints")}
+    assert droid_rows == {"segments": [], "layers": [], "blueprints": []}
+    assert store.segments(droid) == [] and store.layers(droid) == [] and store.blueprints(droid) == []
+    assert store.segment(droid, "seg1") is None and store.layer(droid, "seg1", "base") is None
+    assert store.blueprint(droid, "bp") is None
+    tombstone = store.dataset(droid)
+    assert tombstone.deleted and tombstone.updated_at == at(20)
+    assert (tombstone.schema, tombstone.schema_refs, tombstone.default_blueprint) == (b"", (), None)
+    assert store.dataset_by_name("droid") is None
+    assert [d.name for d in store.datasets()] == ["other"]
+    # The other dataset and the content-addressed schemas are untouched.
+    assert [x.segment_id for x in store.layers(store.dataset_by_name("other").id)] == ["o1"]
+    assert store.schema(schemas.digest(SCHEMA_X)) == SCHEMA_X
+
+
+def test_a_deleted_name_can_be_taken_again(store):
+    droid, records = history()
+    apply_batch(store, records)
+    successor = uuid.uuid4()
+    apply_batch(store, [log_record(delete(droid), len(records)),
+                        log_record(create(successor, "droid", when=at(30)), len(records) + 1)])
+
+    assert store.dataset_by_name("droid").id == successor
+    assert store.dataset(droid).deleted
+    assert [d.id for d in store.datasets() if d.name == "droid"] == [successor]
+
+
+def test_removed_layers_and_segments_are_deleted_rows(store):
+    droid, records = history()
+    apply_batch(store, records)
+    n = len(records)
+    apply_batch(store, [log_record(unregister(droid, ["seg1"], ["base"]), n),
+                        log_record(unregister(droid, ["seg2"]), n + 1)])
+
+    assert store.layer(droid, "seg1", "base") is None
+    assert [(x.segment_id, x.layer_name) for x in store.layers(droid)] == [("seg1", "extra")]
+    assert store.segment(droid, "seg2") is None
+    assert [s.segment_id for s in store.segments(droid)] == ["seg1"]
+    assert store.dataset(droid).schema_refs == (SchemaRef(schemas.digest(SCHEMA_Y), 1),)
+    assert parsed(store.dataset(droid).schema).names == ["y"]
+
+
+def test_renamed_dataset_is_found_by_its_new_name_only(store):
+    droid, records = history()
+    apply_batch(store, records)
+    apply_batch(store, [log_record(rename(droid, "droid v2", when=at(40)), len(records))])
+
+    assert store.dataset_by_name("droid") is None
+    renamed = store.dataset_by_name("droid v2")
+    assert (renamed.id, renamed.updated_at, renamed.created_at) == (droid, at(40), at(0.000001))

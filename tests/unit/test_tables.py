@@ -30,7 +30,8 @@ def layer(segment_id: str, name: str, offset: int, *, size: int = 1, properties:
     return Layer(
         dataset_id=DATASET, segment_id=segment_id, layer_name=name,
         storage_url=f"file:///data/{segment_id}/{name}.rrd", size_bytes=size,
-        arrow_schema=schema, properties=properties, registered_at=at(offset),
+        schema_sha256=hashlib.sha256(schema).hexdigest() if schema else "",
+        properties=properties, registered_at=at(offset),
         registered_by=LogPosition(CATALOG_TOPIC, 0, offset), event_id=uuid.uuid4())
 
 

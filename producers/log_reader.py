@@ -1,0 +1,78 @@
+"""Reading strata's topic back with a plain Kafka consumer: its end offsets, and a range of it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from events import TOPICS
+
+
+def _consumer(bootstrap_servers: str, config: Mapping[str, Any] | None) -> Consumer:
+    return Consumer({**(config or {}), "bootstrap.servers": bootstrap_servers,
+                     "group.id": f"strata-reader-{uuid.uuid4()}", "enable.auto.commit": False,
+                     "enable.partition.eof": True, "isolation.level": "read_committed"})
+
+
+def end_offsets(bootstrap_servers: str, *, config: Mapping[str, Any] | None = None,
+                timeout_secs: float = 30.0) -> dict[tuple[str, int], int]:
+    """The next offset to be written, per (topic, partition) of strata's topics."""
+    consumer = _consumer(bootstrap_servers, config)
+    try:
+        offsets = {}
+        metadata = consumer.list_topics(timeout=timeout_secs)
+        for topic in TOPICS:
+            if topic not in metadata.topics:
+                continue
+            for partition in metadata.topics[topic].partitions:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                         timeout=timeout_secs)
+                offsets[(topic, partition)] = high
+        return offsets
+    except KafkaException as exc:
+        raise ConnectionError(f"could not read offsets from Kafka at {bootstrap_servers}: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def read_range(
+    bootstrap_servers: str,
+    start: Mapping[tuple[str, int], int],
+    end: Mapping[tuple[str, int], int],
+    *,
+    config: Mapping[str, Any] | None = None,
+    timeout_secs: float = 60.0,
+) -> list[tuple[str, int, int, bytes | None]]:
+    """Every record from ``start`` (inclusive) to ``end`` (exclusive) per (topic, partition),
+    as (topic, partition, offset, value)."""
+    wanted = {key: (start.get(key, 0), stop) for key, stop in end.items() if start.get(key, 0) < stop}
+    if not wanted:
+        return []
+    consumer = _consumer(bootstrap_servers, config)
+    records = []
+    try:
+        consumer.assign([TopicPartition(t, p, first) for (t, p), (first, _) in wanted.items()])
+        pending = set(wanted)
+        deadline = time.monotonic() + timeout_secs
+        while pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading the log back did not finish within {timeout_secs:g} s; "
+                                   f"still waiting for {sorted(pending)}")
+            for message in consumer.consume(num_messages=10_000, timeout=0.5):
+                key = (message.topic(), message.partition())
+                if message.error() is not None:
+                    if message.error().code() != KafkaError._PARTITION_EOF:
+                        raise ConnectionError(f"reading {key} failed: {message.error()}")
+                    pending.discard(key)  # at the end of the partition: nothing more to read
+                    continue
+                if key in pending and message.offset() < wanted[key][1]:
+                    records.append((*key, message.offset(), message.value()))
+                if key in pending and message.offset() >= wanted[key][1] - 1:
+                    pending.discard(key)
+        return records
+    finally:
+        consumer.close()
