@@ -83,7 +83,8 @@ SCHEMAS = _load_schemas()
 SCHEMA_VERSION = max(SCHEMAS)
 """The version this code writes and reads into."""
 _READER = SCHEMAS[SCHEMA_VERSION]
-_WRITERS_BY_FINGERPRINT = {schema_fingerprint(s): s for s in SCHEMAS.values()}
+_FINGERPRINTS = {version: schema_fingerprint(s) for version, s in SCHEMAS.items()}
+_WRITERS_BY_FINGERPRINT = {_FINGERPRINTS[version]: s for version, s in SCHEMAS.items()}
 _COMMAND_FIELDS = {
     version: {branch["name"].rsplit(".", 1)[-1]: {f["name"] for f in branch["fields"]}
               for branch in next(f for f in schema["fields"] if f["name"] == "command")["type"]}
@@ -118,7 +119,7 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
     }
     out = io.BytesIO()
     out.write(MAGIC)
-    out.write(schema_fingerprint(schema))
+    out.write(_FINGERPRINTS[schema_version])
     fastavro.schemaless_writer(out, schema, record)
     return out.getvalue()
 

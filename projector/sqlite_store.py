@@ -120,6 +120,7 @@ class SqliteStore:
         for name, (columns, pk) in TABLES.items():
             self.db[name].create(columns, pk=pk, if_not_exists=True)
         self.db["datasets"].create_index(["name"], if_not_exists=True)
+        self.db["outcomes"].create_index(["topic", "partition", "offset"], if_not_exists=True)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     def close(self) -> None:
@@ -246,11 +247,13 @@ class SqliteStore:
 
     def outcome(self, event_id: uuid.UUID) -> Outcome | None:
         rows = self._query("select * from outcomes where event_id = ?", (str(event_id),))
-        if not rows:
-            return None
-        r = rows[0]
-        return Outcome(uuid.UUID(r["event_id"]), LogPosition(r["topic"], r["partition"], r["offset"]),
-                       Status(r["status"]), r["reason"])
+        return _outcome(rows[0]) if rows else None
+
+    def outcome_at(self, position: LogPosition) -> Outcome | None:
+        """The outcome of the event at a log position, e.g. one a pipeline producer appended."""
+        rows = self._query("select * from outcomes where topic = ? and partition = ? and offset = ?",
+                           (position.topic, position.partition, position.offset))
+        return _outcome(rows[0]) if rows else None
 
     def datasets(self) -> list[Dataset]:
         """The live datasets (not the deleted ones), oldest first."""
@@ -345,6 +348,11 @@ def _layer(r: dict[str, Any]) -> Layer:
                                   r["registered_offset"]),
         event_id=uuid.UUID(r["event_id"]),
     )
+
+
+def _outcome(r: dict[str, Any]) -> Outcome:
+    return Outcome(uuid.UUID(r["event_id"]), LogPosition(r["topic"], r["partition"], r["offset"]),
+                   Status(r["status"]), r["reason"])
 
 
 def _outcome_row(o: Outcome) -> dict[str, Any]:
