@@ -1,3 +1,4 @@
-from bench.latency import main
+"""``python -m bench``: see ``bench.run``."""
+from bench.run import main
 
 main()

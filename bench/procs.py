@@ -1,0 +1,95 @@
+"""Memory of process trees, read from /proc (Linux): the broker, the projector, rerun's server."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    task_dir = f"/proc/{pid}/task"
+    try:
+        tasks = os.listdir(task_dir)
+    except FileNotFoundError:
+        return []
+    for task in tasks:
+        try:
+            with open(f"{task_dir}/{task}/children") as f:
+                children += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            continue
+    return children
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants still alive."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        if os.path.exists(f"/proc/{current}"):
+            found.append(current)
+            pending += _children(current)
+    return found
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of one process, 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def tree_rss_bytes(roots: Iterable[int]) -> int:
+    """Summed RSS of every process in the trees under ``roots``."""
+    return sum(rss_bytes(pid) for root in roots for pid in tree(root))
+
+
+class PeakRss:
+    """Samples the RSS of process trees in a background thread and keeps the peak.
+
+    >>> with PeakRss([projector.pid]) as peak:  # doctest: +SKIP
+    ...     replay()
+    >>> peak.peak_bytes
+    """
+
+    def __init__(self, roots: Iterable[int], *, interval_secs: float = 0.2) -> None:
+        self.roots = list(roots)
+        self.interval_secs = interval_secs
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.roots))
+            self._stop.wait(self.interval_secs)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def mib(value: int) -> float:
+    return round(value / 2**20, 1)
+
+
+def wait_until(condition, *, timeout_secs: float, interval_secs: float = 0.05, what: str = "") -> float:
+    """Poll ``condition()`` until true; return the seconds it took. Raises ``TimeoutError``."""
+    started = time.perf_counter()
+    while not condition():
+        if time.perf_counter() - started > timeout_secs:
+            raise TimeoutError(f"{what or 'condition'} not reached within {timeout_secs:g} s")
+        time.sleep(interval_secs)
+    return time.perf_counter() - started

@@ -1,0 +1,61 @@
+"""Where a micro-batch's time goes: Spark's ``StreamingQueryProgress.durationMs`` (from the
+progress file ``bench.probe`` writes) and the projector log's own fetch vs fold+commit times."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+DURATION_KEYS = ("triggerExecution", "latestOffset", "queryPlanning", "walCommit", "addBatch",
+                 "commitOffsets", "getBatch")
+BATCH_LINE = re.compile(r"batch (\d+): (\d+) records.*fetch (\d+) ms, fold and commit (\d+) ms")
+
+
+def progress_batches(path: Path) -> list[dict]:
+    """The progress of every micro-batch that read at least one record."""
+    if not path.exists():
+        return []
+    batches = []
+    for line in path.read_text().splitlines():
+        progress = json.loads(line)
+        if progress.get("numInputRows", 0) > 0:
+            batches.append(progress)
+    return batches
+
+
+def summarize_progress(batches: list[dict]) -> dict:
+    """Batch count, rows, and per ``durationMs`` key the median, p90 and total milliseconds."""
+    if not batches:
+        return {"batches": 0}
+    summary = {"batches": len(batches), "rows": sum(b["numInputRows"] for b in batches),
+               "rows_per_batch_median": statistics.median(b["numInputRows"] for b in batches)}
+    for key in DURATION_KEYS:
+        values = [b["durationMs"].get(key) for b in batches if key in b["durationMs"]]
+        if values:
+            values.sort()
+            summary[key] = {"median_ms": statistics.median(values),
+                            "p90_ms": values[min(len(values) - 1, round(0.9 * (len(values) - 1)))],
+                            "total_ms": sum(values)}
+    return summary
+
+
+def summarize_log(path: Path) -> dict:
+    """From the projector log's per-batch lines: medians and totals of fetch and fold+commit."""
+    if not path.exists():
+        return {"batches": 0}
+    rows = [tuple(int(x) for x in m.groups()) for m in BATCH_LINE.finditer(path.read_text())]
+    rows = [r for r in rows if r[1] > 0]
+    if not rows:
+        return {"batches": 0}
+    fetch = [r[2] for r in rows]
+    fold = [r[3] for r in rows]
+    return {"batches": len(rows), "records": sum(r[1] for r in rows),
+            "fetch_median_ms": statistics.median(fetch), "fetch_total_ms": sum(fetch),
+            "fold_commit_median_ms": statistics.median(fold), "fold_commit_total_ms": sum(fold)}
+
+
+def small_batches(batches: list[dict], *, max_rows: int = 2) -> list[dict]:
+    """Batches of one or two records: the read-your-writes path."""
+    return [b for b in batches if b["numInputRows"] <= max_rows]

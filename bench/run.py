@@ -1,0 +1,267 @@
+"""``python -m bench``: strata's embedded stack vs Rerun's OSS catalog server on the same .rrd files.
+
+Scenarios (--only, comma-separated; default all):
+  startup     Server start until the first registration is visible; idle RSS of the stack
+  latency     read-your-writes: one register([uri]).wait() at a time (p50, p90, p99, max)
+  throughput  recordings through the SDK in batches; strata also: events through the producers
+              API (producers.EventProducer) until segment_table() shows them all
+  queries     segment_table() and manifest() .to_arrow_table() at several sizes, 3 layers each
+  replay      strata only: rebuild the projection of the whole topic from offset 0 in a fresh
+              store with the real projector in a subprocess; events/s and peak RSS (/proc)
+
+--scale small finishes in a few minutes; --scale full uses the sizes of issue 4. Every size can
+be overridden. Writes bench/results/<date>-<scale>.{json,md,png} and prints the table.
+Nothing is asserted: the targets are reported next to the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from bench import profile, report, scenarios
+from bench.recordings import LAYERS, RecordingPool
+from bench.report import NOT_APPLICABLE, Row
+from bench.systems import RerunSystem, StrataSystem
+
+SCENARIOS = ("startup", "latency", "throughput", "queries", "replay")
+SCALES = {
+    "small": {"latency_calls": 50, "warmup": 5, "sdk_count": 1_000, "sdk_batch": 250,
+              "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
+              "query_repeats": 3, "replay_caps": "none,5000"},
+    "full": {"latency_calls": 300, "warmup": 20, "sdk_count": 10_000, "sdk_batch": 1_000,
+             "producer_count": 1_000_000, "query_sizes": "1000,10000,100000",
+             "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "none,100000"},
+}
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", choices=sorted(SCALES), default="small",
+                        help="preset sizes (default small); the options below override them")
+    parser.add_argument("--only", default=",".join(SCENARIOS),
+                        help=f"scenarios to run, comma-separated (default: {','.join(SCENARIOS)})")
+    parser.add_argument("--systems", default="strata,rerun", help="strata, rerun or both (default)")
+    parser.add_argument("--latency-calls", type=int, help="measured single registrations (full: 300)")
+    parser.add_argument("--warmup", type=int, help="unmeasured single registrations first (full: 20)")
+    parser.add_argument("--sdk-count", type=int, help="recordings registered through the SDK (full: 10000)")
+    parser.add_argument("--sdk-batch", type=int, help="URIs per register() call (full: 1000)")
+    parser.add_argument("--producer-count", type=int,
+                        help="events sent through producers.EventProducer (full: 1000000)")
+    parser.add_argument("--query-sizes", help="segment counts, comma-separated (full: 1000,10000,100000)")
+    parser.add_argument("--rerun-max-segments", type=int,
+                        help="largest query size registered into rerun (3 .rrd files per segment); "
+                             "larger sizes are reported as not measured (full: 100000)")
+    parser.add_argument("--query-repeats", type=int, help="runs per query, the median is reported")
+    parser.add_argument("--replay-caps", help="maxOffsetsPerTrigger values to replay with, comma-separated; "
+                                              "'none' leaves it unset (full: none,100000)")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
+                        help=f"where to write the results (default {RESULTS_DIR})")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="parent of the temporary directory for recordings and stacks")
+    args = parser.parse_args(argv)
+    for key, value in SCALES[args.scale].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(args.only) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenarios {sorted(unknown)}; choose from {', '.join(SCENARIOS)}")
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    args.query_sizes = [int(x) for x in args.query_sizes.split(",")]
+    args.replay_caps = [None if x.strip() == "none" else int(x) for x in args.replay_caps.split(",")]
+    return args
+
+
+def prepare_recordings(pool: RecordingPool, args: argparse.Namespace) -> None:
+    """Write every .rrd file the run needs before any system starts, so timings exclude it."""
+    base = 1
+    if "latency" in args.only:
+        base = max(base, args.latency_calls + args.warmup)
+    if "throughput" in args.only:
+        base = max(base, args.sdk_count)
+    layered = 1
+    if "queries" in args.only and "rerun" in args.systems:
+        layered = max([s for s in args.query_sizes if s <= args.rerun_max_segments], default=1)
+    print(f"writing .rrd recordings: {max(base, layered):,} base, {layered:,} per other layer", flush=True)
+    pool.ensure(LAYERS[0], max(base, layered))
+    for layer in LAYERS[1:]:
+        pool.ensure(layer, layered)
+
+
+def timed(timings: dict, name: str, function, *args, **kwargs):
+    print(f"== {name}", flush=True)
+    started = time.perf_counter()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        timings[name] = round(time.perf_counter() - started, 1)
+        print(f"== {name}: {timings[name]} s", flush=True)
+
+
+def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
+    system = StrataSystem(work / "strata")
+    results: dict = {}
+    try:
+        results["startup"] = timed(timings, "strata startup", scenarios.startup, system, pool)
+        if "latency" in args.only:
+            results["latency"] = timed(timings, "strata latency", scenarios.latency, system, pool,
+                                       calls=args.latency_calls, warmup=args.warmup)
+            results["latency_profile"] = profile.summarize_progress(
+                profile.small_batches(profile.progress_batches(system.progress_file)))
+        if "throughput" in args.only:
+            results["sdk_throughput"] = timed(timings, "strata sdk throughput", scenarios.sdk_throughput,
+                                              system, pool, count=args.sdk_count, batch=args.sdk_batch)
+            results["producer_throughput"] = timed(timings, "strata producer throughput",
+                                                   scenarios.producer_throughput, system, pool,
+                                                   count=args.producer_count)
+        if "queries" in args.only:
+            results["queries"] = timed(timings, "strata queries", scenarios.queries, system, pool,
+                                       sizes=args.query_sizes, repeats=args.query_repeats)
+        results["live_profile"] = profile.summarize_progress(profile.progress_batches(system.progress_file))
+        results["live_log_profile"] = profile.summarize_log(system.server.projector_log)
+        if "replay" in args.only:
+            system.server.stop_projector()
+            results["replay"] = []
+            for cap in args.replay_caps:
+                directory = work / f"replay-{cap or 'uncapped'}"
+                outcome = timed(timings, f"strata replay (maxOffsetsPerTrigger {cap})", scenarios.replay,
+                                system, directory, max_offsets=cap)
+                outcome["profile"] = profile.summarize_progress(
+                    profile.progress_batches(Path(outcome["progress_file"])))
+                outcome["log_profile"] = profile.summarize_log(directory / "projector.log")
+                results["replay"].append(outcome)
+    finally:
+        system.close()
+    return results
+
+
+def run_rerun(args, pool: RecordingPool, timings: dict) -> dict:
+    system = RerunSystem()
+    results: dict = {}
+    try:
+        results["startup"] = timed(timings, "rerun startup", scenarios.startup, system, pool)
+        if "latency" in args.only:
+            results["latency"] = timed(timings, "rerun latency", scenarios.latency, system, pool,
+                                       calls=args.latency_calls, warmup=args.warmup)
+        if "throughput" in args.only:
+            results["sdk_throughput"] = timed(timings, "rerun sdk throughput", scenarios.sdk_throughput,
+                                              system, pool, count=args.sdk_count, batch=args.sdk_batch)
+        if "queries" in args.only:
+            sizes = [s for s in args.query_sizes if s <= args.rerun_max_segments]
+            results["queries"] = timed(timings, "rerun queries", scenarios.queries, system, pool,
+                                       sizes=sizes, repeats=args.query_repeats)
+    finally:
+        system.close()
+    return results
+
+
+def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
+    """The comparison table; a missing number stays missing, with the reason in the note."""
+    rows: list[Row] = []
+    both = bool(rerun)
+
+    def pick(results: dict, *keys):
+        for key in keys:
+            if not isinstance(results, dict) or key not in results:
+                return None
+            results = results[key]
+        return results
+
+    def other(*keys):
+        return pick(rerun, *keys) if both else None
+
+    if "startup" in strata or "startup" in rerun:
+        rows += [Row("startup", "start() (s)", "lower", pick(strata, "startup", "start_s"),
+                     other("startup", "start_s")),
+                 Row("startup", "until first registration visible (s)", "lower",
+                     pick(strata, "startup", "first_registration_visible_s"),
+                     other("startup", "first_registration_visible_s")),
+                 Row("startup", "idle RSS (MiB)", "lower", pick(strata, "startup", "idle_rss_mib", "total"),
+                     other("startup", "idle_rss_mib", "total"),
+                     note="strata: broker + projector process trees; rerun: its server process")]
+    if "latency" in args.only:
+        for key, target in (("p50_ms", 150), ("p90_ms", None), ("p99_ms", 400), ("max_ms", None)):
+            rows.append(Row("read-your-writes", f"register([uri]).wait() {key[:-3]} (ms)", "lower",
+                            pick(strata, "latency", key), other("latency", key), target,
+                            note=f"{pick(strata, 'latency', 'calls')} calls after warm-up"))
+    if "throughput" in args.only:
+        rows.append(Row("throughput", f"SDK, {args.sdk_count:,} recordings in batches of {args.sdk_batch:,} "
+                        "(events/s)", "higher", pick(strata, "sdk_throughput", "events_per_s"),
+                        other("sdk_throughput", "events_per_s"), note="until segment_table() shows all"))
+        rows.append(Row("throughput", f"producers API, {args.producer_count:,} events (events/s)", "higher",
+                        pick(strata, "producer_throughput", "events_per_s"), NOT_APPLICABLE, 20_000,
+                        note="until segment_table() shows all; rerun has no producers API"))
+        rows.append(Row("throughput", "producers API: until projected, before segment_table() (events/s)",
+                        "higher", pick(strata, "producer_throughput", "projected_events_per_s"),
+                        NOT_APPLICABLE))
+    if "queries" in args.only:
+        for size in args.query_sizes:
+            too_big = size > args.rerun_max_segments
+            note = (f"rerun not measured: above --rerun-max-segments {args.rerun_max_segments:,}"
+                    if too_big else "")
+            targets = (("segment_table_ms", 300 if size == 100_000 else None), ("manifest_ms", None))
+            for query, target in targets:
+                metric = f"{query.removesuffix('_ms')}() at {size:,} segments x 3 layers (ms)"
+                rows.append(Row("queries", metric, "lower", pick(strata, "queries", str(size), query),
+                                None if too_big else other("queries", str(size), query), target, note))
+    for outcome in strata.get("replay", []):
+        cap = outcome["max_offsets_per_trigger"] or "unset"
+        rows.append(Row("replay", f"{outcome['events']:,} events from offset 0, maxOffsetsPerTrigger {cap} "
+                        "(events/s)", "higher", outcome["events_per_s"], NOT_APPLICABLE, 100_000,
+                        note=f"after a {outcome['startup_s']} s projector start; "
+                             f"{outcome['events_per_s_with_startup']:,.0f}/s including it"))
+        rows.append(Row("replay", f"peak RSS, maxOffsetsPerTrigger {cap} (MiB)", "lower",
+                        outcome["peak_rss_mib"], NOT_APPLICABLE, note="projector process tree"))
+    if both is False:
+        for row in rows:
+            if row.rerun is None:
+                row.rerun = NOT_APPLICABLE
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    today = datetime.date.today().isoformat()
+    timings: dict = {}
+    results = {"date": today, "scale": args.scale, "strata": {}, "rerun": {}, "timings_s": timings,
+               "options": {k: v for k, v in vars(args).items() if k not in ("results_dir", "work_dir")},
+               "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                           "platform": platform.platform()}}
+    with tempfile.TemporaryDirectory(prefix="strata-bench-", dir=args.work_dir) as tmp:
+        work = Path(tmp)
+        pool = RecordingPool(work / "recordings")
+        timed(timings, "recordings", prepare_recordings, pool, args)
+        if "strata" in args.systems:
+            results["strata"] = run_strata(args, pool, work, timings)
+        if "rerun" in args.systems:
+            results["rerun"] = run_rerun(args, pool, timings)
+    rows = rows_for(args, results["strata"], results["rerun"])
+    header = (f"strata vs rerun {__import__('rerun').__version__}, scale {args.scale}, {today}, "
+              f"{os.cpu_count()} CPUs (shared machine: compare ratios within a run)")
+    paths = report.write(results, rows, args.results_dir, f"{today}-{args.scale}", header)
+    print()
+    print(report.markdown(rows, header))
+    print_profile(results["strata"])
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+
+
+def print_profile(strata: dict) -> None:
+    """Where strata's micro-batches spend their time, from Spark's progress and the projector log."""
+    for title, key in (("live projector, 1-2 record batches (read-your-writes)", "latency_profile"),
+                       ("live projector, all batches", "live_profile")):
+        if strata.get(key):
+            print(f"profile, {title}: {strata[key]}")
+    if strata.get("live_log_profile"):
+        print(f"profile, live projector log: {strata['live_log_profile']}")
+    for outcome in strata.get("replay", []):
+        print(f"profile, replay maxOffsetsPerTrigger {outcome['max_offsets_per_trigger']}: "
+              f"{outcome['profile']}; log: {outcome['log_profile']}")

@@ -1,0 +1,191 @@
+"""The benchmark scenarios. Each returns plain numbers (seconds, milliseconds, counts) and prints
+progress; none asserts anything."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+from bench import procs
+from bench.recordings import RecordingPool
+from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest
+from events import CATALOG_TOPIC
+from producers import EventProducer
+from projector import SqliteStore
+from sdk._wait import wait_for_positions
+
+WAIT_SECS = 1800
+
+
+def percentiles(values_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(values_ms)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 2)
+
+    return {"calls": len(ordered), "p50_ms": at(0.5), "p90_ms": at(0.9), "p99_ms": at(0.99),
+            "max_ms": round(ordered[-1], 2)}
+
+
+def startup(system, pool: RecordingPool, *, idle_secs: float = 5.0) -> dict:
+    """Start the system, register one recording and wait for it; then the idle memory."""
+    started = time.perf_counter()
+    start_secs = system.start()
+    dataset = system.client.create_dataset("startup")
+    dataset.register(pool.uris("base", 1)).wait()
+    first_visible = time.perf_counter() - started
+    time.sleep(idle_secs)
+    return {"start_s": round(start_secs, 2), "first_registration_visible_s": round(first_visible, 2),
+            "idle_rss_mib": system.memory()}
+
+
+def latency(system, pool: RecordingPool, *, calls: int, warmup: int) -> dict:
+    """One ``register([uri]).wait()`` at a time; the warm-up calls are not measured."""
+    dataset = system.client.create_dataset("latency")
+    measured = []
+    for i, uri in enumerate(pool.uris("base", calls + warmup)):
+        started = time.perf_counter()
+        dataset.register([uri]).wait()
+        if i >= warmup:
+            measured.append((time.perf_counter() - started) * 1000)
+        if (i + 1) % 100 == 0:
+            print(f"  {system.name}: {i + 1}/{calls + warmup} single registrations", flush=True)
+    return {**percentiles(measured), "samples_ms": [round(x, 2) for x in measured]}
+
+
+def sdk_throughput(system, pool: RecordingPool, *, count: int, batch: int) -> dict:
+    """``count`` recordings in calls of ``batch`` URIs, all sent before waiting on any."""
+    dataset = system.client.create_dataset("throughput-sdk")
+    uris = pool.uris("base", count)
+    started = time.perf_counter()
+    operations = [dataset.register(uris[i:i + batch]) for i in range(0, count, batch)]
+    sent = time.perf_counter() - started
+    for operation in operations:
+        operation.wait(timeout_secs=WAIT_SECS)
+    waited = time.perf_counter() - started
+    rows = dataset.segment_table().to_arrow_table().num_rows
+    visible = time.perf_counter() - started
+    print(f"  {system.name}: {count:,} recordings visible after {visible:.1f} s", flush=True)
+    return {"recordings": count, "batch": batch, "rows_visible": rows, "register_calls_s": round(sent, 2),
+            "until_wait_s": round(waited, 2), "until_segment_table_s": round(visible, 2),
+            "events_per_s": round(count / visible, 1)}
+
+
+def producer_throughput(system, pool: RecordingPool, *, count: int) -> dict:
+    """``count`` RegisterLayer events built and sent with ``producers.EventProducer``, as a data
+    pipeline would, then read back through ``segment_table()``."""
+    dataset = system.client.create_dataset("throughput-pipeline")
+    template = layer_templates(pool)["base"]
+    uri_prefix = pool.directory.as_uri()
+    producer = EventProducer(system.server.bootstrap_servers)
+    started = time.perf_counter()
+    try:
+        for start in range(0, count, SEND_CHUNK):
+            events = [layer_event(dataset.id, template, i, f"{uri_prefix}/pipeline/{i}.rrd")
+                      for i in range(start, min(start + SEND_CHUNK, count))]
+            last = producer.send(events)[-1]
+            done = start + len(events)
+            if done % 100_000 < SEND_CHUNK or done == count:
+                print(f"  strata: {done:,}/{count:,} events sent ({time.perf_counter() - started:.0f} s, "
+                      f"store at offset {system.client._store.next_offset(CATALOG_TOPIC, 0):,})", flush=True)
+    finally:
+        producer.close()
+    sent = time.perf_counter() - started
+    wait_for_positions(system.client._store, [last], WAIT_SECS)
+    projected = time.perf_counter() - started
+    table_started = time.perf_counter()
+    rows = dataset.segment_table().to_arrow_table().num_rows
+    visible = time.perf_counter() - started
+    print(f"  strata: {count:,} events projected after {projected:.1f} s, in segment_table() after "
+          f"{visible:.1f} s", flush=True)
+    return {"events": count, "rows_visible": rows, "send_s": round(sent, 2),
+            "send_events_per_s": round(count / sent, 1), "until_projected_s": round(projected, 2),
+            "projected_events_per_s": round(count / projected, 1),
+            "segment_table_s": round(time.perf_counter() - table_started, 2),
+            "until_segment_table_s": round(visible, 2), "events_per_s": round(count / visible, 1)}
+
+
+def queries(system, pool: RecordingPool, *, sizes: list[int], repeats: int) -> dict:
+    """For each size, a dataset of that many segments x 3 layers; then ``segment_table()`` and
+    ``manifest()`` materialised with ``to_arrow_table()``, median of ``repeats`` runs."""
+    results = {}
+    for size in sizes:
+        dataset = system.client.create_dataset(f"queries-{size}")
+        started = time.perf_counter()
+        system.fill(dataset, pool, size)
+        fill_s = time.perf_counter() - started
+        segment_ms, manifest_ms = [], []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            segments = dataset.segment_table().to_arrow_table()
+            segment_ms.append((time.perf_counter() - began) * 1000)
+            began = time.perf_counter()
+            layers = manifest(dataset)
+            manifest_ms.append((time.perf_counter() - began) * 1000)
+        results[str(size)] = {
+            "fill_s": round(fill_s, 2), "segment_rows": segments.num_rows, "manifest_rows": layers.num_rows,
+            "segment_table_ms": round(statistics.median(segment_ms), 1),
+            "manifest_ms": round(statistics.median(manifest_ms), 1)}
+        print(f"  {system.name}: {size:,} segments: {results[str(size)]}", flush=True)
+    return results
+
+
+def topic_end_offset(bootstrap_servers: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "strata-bench"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(CATALOG_TOPIC, 0), timeout=10)[1]
+    finally:
+        consumer.close()
+
+
+def replay(system, directory: Path, *, max_offsets: int | None) -> dict:
+    """Rebuild the projection of the whole topic from offset 0 into a fresh store and checkpoint,
+    with the real projector in a subprocess; peak RSS of its process tree from /proc."""
+    bootstrap = system.server.bootstrap_servers
+    end = topic_end_offset(bootstrap)
+    directory.mkdir(parents=True)
+    store_path, ready = directory / "store.db", directory / "ready"
+    progress = directory / "progress.jsonl"
+    args = [sys.executable, "-m", "bench.probe", "--progress-file", str(progress),
+            "--bootstrap-servers", bootstrap, "--store", str(store_path),
+            "--checkpoint", str(directory / "checkpoint"), "--ready-file", str(ready)]
+    if max_offsets:
+        args += ["--max-offsets-per-trigger", str(max_offsets)]
+    print(f"  strata: replaying {end:,} events (maxOffsetsPerTrigger {max_offsets or 'unset'})", flush=True)
+    with open(directory / "projector.log", "wb") as log:
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    try:
+        with procs.PeakRss([process.pid]) as peak:
+            started = time.perf_counter()
+            startup_s = procs.wait_until(ready.exists, timeout_secs=300, what="projector start")
+            store = SqliteStore(store_path, read_only=True)
+            try:
+                caught_up = procs.wait_until(lambda: _next_offset(store, end), timeout_secs=WAIT_SECS,
+                                             interval_secs=0.2, what="replay end")
+            finally:
+                store.close()
+            total = time.perf_counter() - started
+    finally:
+        process.terminate()
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    print(f"  strata: replayed {end:,} events in {caught_up:.1f} s after a {startup_s:.1f} s start",
+          flush=True)
+    return {"events": end, "max_offsets_per_trigger": max_offsets, "startup_s": round(startup_s, 2),
+            "replay_s": round(caught_up, 2), "events_per_s": round(end / caught_up, 1),
+            "events_per_s_with_startup": round(end / total, 1), "peak_rss_mib": procs.mib(peak.peak_bytes),
+            "progress_file": str(progress)}
+
+
+def _next_offset(store: SqliteStore, end: int) -> bool:
+    return store.next_offset(CATALOG_TOPIC, 0) >= end

@@ -1,0 +1,158 @@
+"""The two catalogs under test behind one small interface: the embedded strata stack and Rerun's
+OSS catalog server. Both clients share the calls the scenarios use: ``create_dataset(name)``,
+``register(uris, layer_name=...).wait()``, ``segment_table()`` and ``manifest()``."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from pathlib import Path
+from unittest import mock
+
+from bench import procs
+from bench.recordings import LAYERS, RecordingPool, segment_id
+from events import Event, RegisterLayer
+from producers import EventProducer
+from sdk import Server, _processes
+from sdk._recordings import read_recording
+from sdk._wait import wait_for_positions
+
+SEND_CHUNK = 20_000
+
+
+class ProbedServer(Server):
+    """The embedded strata stack whose projector also writes Spark's query progress to
+    ``progress_file`` (see ``bench.probe``); everything else is ``sdk.Server``."""
+
+    def __init__(self, data_dir: Path, progress_file: Path) -> None:
+        super().__init__(data_dir)
+        self.progress_file = progress_file
+
+    def start_projector(self) -> None:
+        start = _processes.start
+
+        def start_probe(args, log_path, env=None):
+            at = args.index("spark_streaming")
+            args = [*args[:at], "bench.probe", "--progress-file", str(self.progress_file), *args[at + 1:]]
+            return start(args, log_path, env=env)
+
+        with mock.patch.object(_processes, "start", start_probe):
+            super().start_projector()
+
+    def process_roots(self) -> dict[str, int]:
+        """Pids of the broker and the projector, the roots of the stack's process trees."""
+        return {"broker": self.broker._process.pid, "projector": self._projector.pid}
+
+
+class StrataSystem:
+    """The embedded strata stack under ``directory``."""
+
+    name = "strata"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.progress_file = directory / "progress.jsonl"
+        self.server = ProbedServer(directory / "stack", self.progress_file)
+        self.client = None
+
+    def start(self) -> float:
+        started = time.perf_counter()
+        self.server.start()
+        self.client = self.server.client()
+        return time.perf_counter() - started
+
+    def memory(self) -> dict[str, float]:
+        roots = self.server.process_roots()
+        parts = {name: procs.mib(procs.tree_rss_bytes([pid])) for name, pid in roots.items()}
+        return {**parts, "total": round(sum(parts.values()), 1)}
+
+    def fill(self, dataset, pool: RecordingPool, segments: int) -> None:
+        """Register ``segments`` x 3 layers through the producers API, as a pipeline would: the
+        events carry what the SDK reads from the same files (schema, properties)."""
+        templates = layer_templates(pool)
+        producer = EventProducer(self.server.bootstrap_servers)
+        last = None
+        try:
+            for start in range(0, segments, SEND_CHUNK):
+                events = [layer_event(dataset.id, templates[layer], i, pool.path(layer, i).as_uri())
+                          for i in range(start, min(start + SEND_CHUNK, segments)) for layer in LAYERS]
+                last = producer.send(events)[-1]
+        finally:
+            producer.close()
+        wait_for_positions(self.client._store, [last], timeout_secs=1800)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def layer_templates(pool: RecordingPool) -> dict[str, RegisterLayer]:
+    """Per layer, the RegisterLayer the SDK would produce for the pool's first file of it."""
+    templates = {}
+    for layer in LAYERS:
+        recording = read_recording(pool.uris(layer, 1)[0])
+        templates[layer] = RegisterLayer(
+            segment_id=recording.recording_id, layer_name=layer, storage_url=recording.uri,
+            size_bytes=recording.size_bytes, arrow_schema=recording.schema_bytes(),
+            properties=recording.properties_bytes())
+    return templates
+
+
+def layer_event(dataset_id: uuid.UUID, template: RegisterLayer, index: int, uri: str) -> Event:
+    """``template`` for segment ``index`` stored at ``uri``, as one event."""
+    return Event(dataset_id=dataset_id, producer_id="strata-bench-pipeline",
+                 command=dataclasses.replace(template, segment_id=segment_id(index), storage_url=uri))
+
+
+class RerunSystem:
+    """Rerun's OSS catalog server (rerun-sdk), in a child process."""
+
+    name = "rerun"
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+        self.client = None
+
+    def start(self) -> float:
+        from rerun.catalog import CatalogClient
+
+        started = time.perf_counter()
+        self.process = subprocess.Popen([sys.executable, "-m", "bench.rerun_server"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        url = self.process.stdout.readline().strip()
+        if not url:
+            raise RuntimeError(f"rerun's server exited with code {self.process.wait()}")
+        self.client = CatalogClient(url)
+        return time.perf_counter() - started
+
+    def memory(self) -> dict[str, float]:
+        return {"total": procs.mib(procs.tree_rss_bytes([self.process.pid]))}
+
+    def fill(self, dataset, pool: RecordingPool, segments: int, *, batch: int = 10_000) -> None:
+        """Register ``segments`` x 3 layer files, ``batch`` files per call."""
+        for layer in LAYERS:
+            for start in range(0, segments, batch):
+                count = min(batch, segments - start)
+                dataset.register(pool.uris(layer, count, start=start), layer_name=layer).wait()
+            print(f"  rerun: registered {segments:,} files of layer {layer}", flush=True)
+
+    def close(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.stdin.close()
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def manifest(dataset):
+    """``manifest()`` as an Arrow table; rerun marks it deprecated (debugging use), strata not."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return dataset.manifest().to_arrow_table()
