@@ -4,8 +4,8 @@ goes (``durationMs``: latestOffset, addBatch, walCommit, commitOffsets, ...).
 
     python -m bench.probe --progress-file progress.jsonl --bootstrap-servers B --store S --checkpoint C
 
-``--max-offsets-per-trigger N`` caps each micro-batch at N records (Spark's Kafka source option),
-to measure its effect on replay memory and speed.
+The projector's own ``--max-offsets-per-trigger N`` caps each micro-batch at N records, to measure
+its effect on replay memory and speed.
 """
 
 from __future__ import annotations
@@ -41,33 +41,15 @@ class ProgressToFile(StreamingQueryListener):
         pass
 
 
-def capped_job(max_offsets: int) -> type[job.ProjectorJob]:
-    class CappedProjectorJob(job.ProjectorJob):
-        def source(self):
-            # Rebuilds the real source with one extra option; the columns stay the same.
-            reader = (self.spark.readStream.format("kafka")
-                      .option("kafka.bootstrap.servers", self.bootstrap_servers)
-                      .option("subscribe", ",".join(job.TOPICS))
-                      .option("startingOffsets", "earliest")
-                      .option("maxOffsetsPerTrigger", str(max_offsets)))
-            for key, value in self.kafka_options.items():
-                reader = reader.option(key, value)
-            return reader.load().select("topic", "partition", "offset", "value")
-    return CappedProjectorJob
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.probe", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--progress-file", type=Path, required=True)
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None)
     add_arguments(parser)
     args = parser.parse_args(argv)
     # The job's getOrCreate() returns this session, so the listener sees the real query.
     spark = job.build_session(args.spark_master)
     spark.streams.addListener(ProgressToFile(args.progress_file))
-    if args.max_offsets_per_trigger:
-        job.ProjectorJob = capped_job(args.max_offsets_per_trigger)
     return projector_main.run(args)
 
 
