@@ -6,11 +6,12 @@ microseconds since the Unix epoch (UTC), so they round-trip exactly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from projector.model import (
     Segment,
     Status,
 )
-from projector.store import StaleBatchError
+from projector.store import StaleBatchError, StoreUnavailableError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -96,19 +97,31 @@ class SqliteStore:
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
-        if read_only:
-            uri = f"{self.path.absolute().as_uri()}?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn = conn
         self._lock = threading.Lock()
-        self.db = sqlite_utils.Database(conn)
-        if not read_only:
-            self._create_tables()
+        with self._faults():
+            if read_only:
+                uri = f"{self.path.absolute().as_uri()}?mode=ro"
+                conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn = conn
+            self.db = sqlite_utils.Database(conn)
+            if not read_only:
+                self._create_tables()
+
+    @contextlib.contextmanager
+    def _faults(self) -> Iterator[None]:
+        """SQLite's operational errors (read-only, disk full, cannot open, locked) as
+        ``StoreUnavailableError`` naming this store; any open transaction is rolled back."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailableError(self.path, str(exc)) from exc
+        except OSError as exc:  # creating the store's directory
+            raise StoreUnavailableError(self.path, str(exc)) from exc
 
     def _create_tables(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -127,7 +140,7 @@ class SqliteStore:
         self._conn.close()
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._lock, self._faults():
             return list(self.db.query(sql, params))
 
     # -- the fold's reads ---------------------------------------------------------------------
@@ -186,7 +199,9 @@ class SqliteStore:
             "offsets": [{"topic": t, "partition": p, "next_offset": o}
                         for (t, p), o in changes.next_offsets.items()],
         }
-        with self._lock, self._conn:
+        # The connection's context rolls the transaction back on any error, so a batch that
+        # cannot be written (read-only or full disk) leaves the store exactly as it was.
+        with self._lock, self._faults(), self._conn:
             self._conn.execute("BEGIN IMMEDIATE")
             stored = {(t, p): o for t, p, o in
                       self._conn.execute("select topic, partition, next_offset from offsets")}

@@ -50,6 +50,17 @@ class StaleBatchError(RuntimeError):
     """The store moved on while a batch was being folded; the batch was not committed."""
 
 
+class StoreUnavailableError(RuntimeError):
+    """The store could not be opened, read or written: a read-only or full disk, a missing
+    directory, a lock held too long. Nothing of the batch at hand was committed; once the fault is
+    fixed, a restarted projector resumes from the store's offsets."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"store {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 def apply_batch(store: ProjectionStore, records: Iterable[LogRecord]) -> Changes:
     """Fold the records the store has not seen yet and commit the result atomically.
 

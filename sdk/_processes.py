@@ -56,7 +56,11 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now. Connections left in TIME_WAIT by a process
+    that died (kill -9) do not count: Kafka, like most servers, binds with SO_REUSEADDR, so a
+    restarted broker can take its old port back."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -31,7 +31,8 @@ class Server:
 
     ``bootstrap_servers`` uses an existing Kafka cluster instead of the embedded broker,
     ``spark_master`` an existing Spark master instead of ``local[*]``; ``kafka_options`` (SASL,
-    TLS, ...) are passed to every Kafka client. A second ``Server`` on the same ``data_dir``
+    TLS, ...) are passed to every Kafka client. ``store_path`` puts the SQLite store elsewhere
+    than ``data_dir/store.db`` (another disk, say). A second ``Server`` on the same ``data_dir``
     resumes where the first stopped.
     """
 
@@ -43,9 +44,11 @@ class Server:
         spark_master: str | None = None,
         kafka_options: Mapping[str, str] | None = None,
         broker_port: int | None = None,
+        store_path: str | Path | None = None,
         startup_timeout_secs: float = 240.0,
     ) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_state_dir()
+        self._store_path = Path(store_path) if store_path is not None else None
         self.spark_master = spark_master or os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
         self.kafka_options = dict(kafka_options or {})
         self.startup_timeout_secs = startup_timeout_secs
@@ -61,7 +64,7 @@ class Server:
 
     @property
     def store_path(self) -> Path:
-        return self.data_dir / "store.db"
+        return self._store_path or self.data_dir / "store.db"
 
     @property
     def checkpoint_dir(self) -> Path:

@@ -8,8 +8,10 @@ import signal
 import sys
 
 from py4j.protocol import Py4JError
+from pyspark.errors import StreamingQueryException
 
 from projector import SqliteStore
+from projector.store import StoreUnavailableError
 from spark_streaming.options import add_arguments, parse_key_values
 
 
@@ -26,8 +28,16 @@ def main(argv: list[str] | None = None) -> int:
     return run(parse_args(argv))
 
 
+STORE_FAULT_EXIT_CODE = 2
+"""The exit code when the store cannot be opened or written (read-only, full): fix it, restart."""
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run the projector with parsed ``options.add_arguments`` until SIGTERM or Ctrl-C."""
+    """Run the projector with parsed ``options.add_arguments`` until SIGTERM or Ctrl-C.
+
+    Returns 0 after a requested stop, ``STORE_FAULT_EXIT_CODE`` if the store cannot be opened or
+    a batch cannot be written to it (one line on stderr says what to do), 1 on any other error.
+    """
     from spark_streaming.job import ProjectorJob, build_session
 
     try:
@@ -45,13 +55,18 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
 
-    store = SqliteStore(args.store)
+    log = logging.getLogger("strata.projector")
+    try:
+        store = SqliteStore(args.store)
+    except StoreUnavailableError as exc:
+        log.error("cannot open the projection store, nothing was read: %s. Make %s writable and "
+                  "give it free space, then start the projector again.", exc, args.store.parent)
+        return STORE_FAULT_EXIT_CODE
     spark = build_session(args.spark_master)
     job = ProjectorJob(spark, args.bootstrap_servers, store, args.checkpoint,
                        kafka_options=kafka_options,
                        max_offsets_per_trigger=args.max_offsets_per_trigger)
     query = job.start()
-    log = logging.getLogger("strata.projector")
     log.info(
         "projector running: %s -> %s (checkpoint %s, master %s)",
         args.bootstrap_servers, args.store, args.checkpoint, args.spark_master)
@@ -59,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
         args.ready_file.write_text(str(query.id))
     try:
         while not stop_requested and query.isActive:
-            query.awaitTermination(0.5)
+            try:
+                query.awaitTermination(0.5)
+            except StreamingQueryException:
+                break  # the query failed; query.exception() below says why
         error = query.exception()
         if query.isActive:
             query.stop()
@@ -72,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         error = None
     finally:
         store.close()
+    if job.store_fault is not None:
+        # The batch's Python traceback is in Spark's log above; this is what the operator needs.
+        log.error("projector stopped: %s", job.store_fault)
+        return STORE_FAULT_EXIT_CODE
     if error is not None:
         print(f"projector stopped on an error: {error}", file=sys.stderr)
         return 1

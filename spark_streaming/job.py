@@ -15,6 +15,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from events import TOPICS
 from projector import Changes, LogRecord, ProjectionStore, apply_batch
+from projector.store import StoreUnavailableError
 
 log = logging.getLogger("strata.projector")
 
@@ -65,6 +66,15 @@ def decode_batch(table: pa.Table) -> list[LogRecord]:
     return [LogRecord.from_kafka(*row) for row in zip(*columns, strict=True)]
 
 
+def store_fault_message(exc: StoreUnavailableError, batch_id: int, rows: pa.Table) -> str:
+    """One line for the operator: which batch, which store, why, and what to do next."""
+    offsets = rows.column("offset").to_pylist()
+    span = f"offsets {min(offsets)}..{max(offsets)}" if offsets else "no records"
+    return (f"batch {batch_id} ({span}) was not committed: {exc}. Nothing of it was written. Make "
+            f"{Path(str(exc.path)).parent} writable and give it free space, then restart the "
+            "projector: it resumes from the store's offsets.")
+
+
 class ProjectorJob:
     """Streams the strata topics into a projection store.
 
@@ -92,6 +102,8 @@ class ProjectorJob:
         self.kafka_options = {**DEFAULT_KAFKA_OPTIONS, **{
             key if key.startswith("kafka.") else f"kafka.{key}": value
             for key, value in (kafka_options or {}).items()}}
+        self.store_fault: str | None = None
+        """Set when a batch could not be written to the store: what happened and what to do."""
 
     def source(self) -> DataFrame:
         reader = (
@@ -113,7 +125,14 @@ class ProjectorJob:
         started = time.perf_counter()
         rows = batch.toArrow()
         fetched = time.perf_counter()
-        changes = apply_batch(self.store, decode_batch(rows))
+        try:
+            changes = apply_batch(self.store, decode_batch(rows))
+        except StoreUnavailableError as exc:
+            # Raising fails the micro-batch, so Spark does not mark it done in its checkpoint: a
+            # restarted projector gets the same records again and the store's offsets skip none.
+            self.store_fault = store_fault_message(exc, batch_id, rows)
+            log.error("%s", self.store_fault)
+            raise
         done = time.perf_counter()
         rejected = sum(1 for o in changes.outcomes.values() if o.status == "rejected")
         log.info("batch %d: %d records, %d outcomes (%d rejected), %d rejections; "

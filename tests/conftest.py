@@ -1,13 +1,103 @@
-"""Markers by directory: everything under tests/integration is an integration test."""
+"""Markers by directory, and the real stack shared by the integration and reliability tiers.
 
+Everything under tests/integration is an integration test; everything under tests/reliability
+is a reliability test (slow: crashes, restarts, faults, load). The stack fixtures start a KRaft
+Kafka broker and the Spark projector once per session, on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-INTEGRATION_DIR = Path(__file__).parent / "integration"
+import sdk
+from sdk._server import Server
+
+TESTS_DIR = Path(__file__).parent
+MARKERS_BY_DIRECTORY = {
+    TESTS_DIR / "integration": pytest.mark.integration,
+    TESTS_DIR / "reliability": pytest.mark.reliability,
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if INTEGRATION_DIR in Path(item.fspath).parents:
-            item.add_marker(pytest.mark.integration)
+        parents = Path(item.fspath).parents
+        for directory, marker in MARKERS_BY_DIRECTORY.items():
+            if directory in parents:
+                item.add_marker(marker)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str | None]:
+    """An external broker if the environment names one, a testcontainers broker if asked to use
+    Docker, else None: the stack then starts its own embedded broker."""
+    if os.environ.get("STRATA_TEST_BOOTSTRAP_SERVERS"):
+        yield os.environ["STRATA_TEST_BOOTSTRAP_SERVERS"]
+    elif os.environ.get("STRATA_TEST_DOCKER") == "1":
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer("apache/kafka:4.2.0").with_kraft() as kafka:
+            yield kafka.get_bootstrap_server()
+    else:
+        yield None
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str | None) -> Iterator[Server]:
+    with Server(tmp_path_factory.mktemp("stack"), bootstrap_servers=kafka_bootstrap) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def client(server: Server) -> sdk.CatalogClient:
+    return server.client()
+
+
+@pytest.fixture
+def dataset(client: sdk.CatalogClient, request: pytest.FixtureRequest) -> sdk.DatasetEntry:
+    """A fresh dataset per test, named after it."""
+    return client.create_dataset(f"{request.node.name}-{os.urandom(4).hex()}")
+
+
+RrdMaker = Callable[..., str]
+
+
+@pytest.fixture
+def make_rrd(tmp_path: Path) -> RrdMaker:
+    """Writes a small .rrd with rerun-sdk and returns its file:// URI."""
+    import numpy as np
+    import rerun as rr
+
+    def make(recording_id: str, *, name: str | None = None, properties: dict | None = None,
+             points: int = 3) -> str:
+        path = tmp_path / f"{name or recording_id}.rrd"
+        rec = rr.RecordingStream("strata-test", recording_id=recording_id)
+        rec.save(path)
+        rec.log("points", rr.Points3D(np.arange(points * 3, dtype=np.float32).reshape(points, 3)))
+        for entity, values in (properties or {}).items():
+            rec.send_property(entity, rr.AnyValues(**values))
+        rec.flush()
+        del rec
+        return path.as_uri()
+
+    return make
+
+
+@pytest.fixture
+def make_parquet(tmp_path: Path) -> Callable[..., str]:
+    """Writes a one-row Parquet recording whose columns have exactly the given Arrow types, and
+    returns its file:// URI: the way to give a layer a chosen schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def make(recording_id: str, types: dict[str, pa.DataType], *, name: str | None = None) -> str:
+        schema = pa.schema(list(types.items()), metadata={"recording_id": recording_id})
+        path = tmp_path / f"{name or recording_id}.parquet"
+        pq.write_table(pa.Table.from_pylist([], schema=schema), path)
+        return path.as_uri()
+
+    return make

@@ -1,0 +1,180 @@
+"""Helpers shared by the reliability tests: the log's end, waiting for the projection, crashing
+the projector, and comparing two stores table by table."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+from events import TOPICS, Event, RegisterLayer
+from producers import EventProducer, Position
+from projector.sqlite_store import TABLES
+from sdk._server import Server
+
+Offsets = dict[tuple[str, int], int]
+
+
+def wait_until(condition: Callable[[], bool], timeout_secs: float, what: str,
+               *, poll_secs: float = 0.1) -> None:
+    """Poll ``condition`` until it holds; fail the test naming ``what`` after ``timeout_secs``."""
+    deadline = time.monotonic() + timeout_secs
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_secs:g} s waiting for {what}")
+        time.sleep(poll_secs)
+
+
+def end_offsets(bootstrap_servers: str) -> Offsets:
+    """The log end offset (high watermark) of every partition of strata's topics."""
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "strata-test"})
+    try:
+        offsets = {}
+        for topic in TOPICS:
+            for partition in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+                offsets[(topic, partition)] = high
+        return offsets
+    finally:
+        consumer.close()
+
+
+def store_offsets(store_path: Path) -> Offsets:
+    """The store's next offset per (topic, partition), read on a connection of its own."""
+    with contextlib.closing(sqlite3.connect(f"{store_path.absolute().as_uri()}?mode=ro", uri=True,
+                                            timeout=30)) as conn:
+        return {(t, p): o for t, p, o in conn.execute("select topic, partition, next_offset from offsets")}
+
+
+def wait_caught_up(store_path: Path, bootstrap_servers: str, timeout_secs: float = 300) -> Offsets:
+    """Wait until the store has applied every record in the log; return the offsets."""
+    end = {key: offset for key, offset in end_offsets(bootstrap_servers).items() if offset > 0}
+    wait_until(lambda: store_path.exists() and store_offsets(store_path) == end, timeout_secs,
+               f"the store {store_path} to reach the log end {end}", poll_secs=0.5)
+    return end
+
+
+def table_digests(store_path: Path) -> dict[str, tuple[int, str]]:
+    """Row count and SHA-256 of every projection table, rows in primary-key order: two stores
+    with equal digests hold the same projection."""
+    digests = {}
+    with contextlib.closing(sqlite3.connect(f"{store_path.absolute().as_uri()}?mode=ro", uri=True,
+                                            timeout=30)) as conn:
+        for table, (_, primary_key) in TABLES.items():
+            digest = hashlib.sha256()
+            count = 0
+            for row in conn.execute(f"select * from {table} order by {', '.join(primary_key)}"):
+                digest.update(repr(row).encode())
+                count += 1
+            digests[table] = (count, digest.hexdigest())
+    return digests
+
+
+def layers_per_dataset(store_path: Path) -> dict[str, int]:
+    with contextlib.closing(sqlite3.connect(f"{store_path.absolute().as_uri()}?mode=ro", uri=True,
+                                            timeout=30)) as conn:
+        return dict(conn.execute("select dataset_id, count(*) from layers group by dataset_id"))
+
+
+def _process_group(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # Fields after the command name, which is in parentheses and may hold spaces.
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def kill_projector(server: Server) -> None:
+    """Crash the projector: SIGKILL to its whole process group (the Python driver and Spark's
+    JVM), as a power cut or the OOM killer would; return once every member is gone."""
+    process = server._projector
+    assert process is not None and process.poll() is None, "the projector is not running"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    wait_until(lambda: not _process_group(process.pid), 30, "the projector's JVM to die")
+    server._projector = None
+
+
+@contextlib.contextmanager
+def projector_on(bootstrap_servers: str, data_dir: Path, **kwargs) -> Iterator[Server]:
+    """A projector of its own (store, checkpoint, log under ``data_dir``) on an existing broker."""
+    with Server(data_dir, bootstrap_servers=bootstrap_servers, **kwargs) as server:
+        yield server
+
+
+class PipelineLoad(threading.Thread):
+    """A pipeline producer in the background: ``total`` RegisterLayer events spread round-robin
+    over ``dataset_ids``, sent in chunks paced over ``duration_secs`` with ``producers.EventProducer``.
+
+    ``events`` and ``positions`` hold every acknowledged event and where it landed; ``finish()``
+    re-raises whatever stopped the thread.
+    """
+
+    def __init__(self, bootstrap_servers: str, dataset_ids: list[uuid.UUID], total: int, *,
+                 prefix: str, chunk: int = 500, duration_secs: float = 60.0,
+                 delivery_timeout_secs: float = 120.0) -> None:
+        super().__init__(name=f"load-{prefix}", daemon=True)
+        self.bootstrap_servers = bootstrap_servers
+        self.dataset_ids = dataset_ids
+        self.total = total
+        self.prefix = prefix
+        self.chunk = chunk
+        self.interval_secs = duration_secs / max(1, -(-total // chunk))
+        self.delivery_timeout_secs = delivery_timeout_secs
+        self.events: list[Event] = []
+        self.positions: list[Position] = []
+        self.error: BaseException | None = None
+        self.stopping = threading.Event()
+
+    def event(self, i: int) -> Event:
+        command = RegisterLayer(segment_id=f"{self.prefix}-{i:06d}", layer_name="base",
+                                storage_url=f"file:///data/{self.prefix}/{i:06d}.rrd", size_bytes=i)
+        return Event(self.dataset_ids[i % len(self.dataset_ids)], command, producer_id=self.prefix)
+
+    def run(self) -> None:
+        try:
+            with EventProducer(self.bootstrap_servers,
+                               delivery_timeout_secs=self.delivery_timeout_secs) as producer:
+                started = time.monotonic()
+                for n, first in enumerate(range(0, self.total, self.chunk)):
+                    events = [self.event(i) for i in range(first, min(first + self.chunk, self.total))]
+                    self.positions.extend(producer.send(events))
+                    self.events.extend(events)
+                    pause = started + (n + 1) * self.interval_secs - time.monotonic()
+                    if self.stopping.wait(max(0.0, pause)):
+                        return
+        except BaseException as exc:  # reported by finish() in the test's thread
+            self.error = exc
+
+    @property
+    def sent(self) -> int:
+        return len(self.events)
+
+    def finish(self, timeout_secs: float) -> None:
+        self.join(timeout_secs)
+        assert not self.is_alive(), f"the load did not finish within {timeout_secs:g} s"
+        if self.error is not None:
+            raise self.error
+        assert self.sent == self.total
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(30)

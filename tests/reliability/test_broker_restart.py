@@ -1,0 +1,108 @@
+"""Restarting the Kafka broker under load: the idempotent producers retry, nothing is lost or
+duplicated, and an SDK ``wait()`` that cannot finish in time says how far the projection got."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import sdk
+from events import CATALOG_TOPIC
+from projector import SqliteStore, Status
+from sdk._server import Server
+
+from .stack import PipelineLoad, wait_caught_up, wait_until
+
+PIPELINE_EVENTS = 20_000
+BACKLOG_EVENTS = 5_000
+LOAD_SECS = 40.0
+
+
+def stop_broker(server: Server, *, kill: bool) -> None:
+    """Stop the embedded broker: kill -9, or politely."""
+    if kill:
+        server.broker._process.kill()
+        server.broker._process.wait(30)
+    server.broker.stop()
+
+
+def start_broker_again(server: Server) -> None:
+    """Start the stopped broker at its old address, which every client of the stack still has."""
+    port = server.broker.port
+    server.broker.start()
+    assert server.broker.port == port, "the broker came back at another address"
+
+
+def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd) -> None:
+    with Server(tmp_path / "stack") as stack:
+        client = stack.client(delivery_timeout_secs=120)
+        dataset = client.create_dataset("broker-restart")
+        load = PipelineLoad(stack.bootstrap_servers, [dataset.id], PIPELINE_EVENTS, prefix="load",
+                            duration_secs=LOAD_SECS, delivery_timeout_secs=120)
+        backlog = PipelineLoad(stack.bootstrap_servers, [dataset.id], BACKLOG_EVENTS,
+                               prefix="backlog", chunk=BACKLOG_EVENTS, duration_secs=0)
+        try:
+            load.start()
+            wait_until(lambda: load.sent >= PIPELINE_EVENTS // 4, 120, "a quarter of the load")
+
+            # A registration behind a backlog the projector is still folding, then kill -9 of
+            # the broker: its wait cannot finish in time.
+            backlog.start()
+            backlog.finish(timeout_secs=120)
+            operation = dataset.register([make_rrd("during_restart")])
+            [awaited] = [item.position for item in operation._items]
+            stop_broker(stack, kill=True)
+            started = time.monotonic()
+            with pytest.raises(TimeoutError) as raised:
+                operation.wait(timeout_secs=2)
+            assert time.monotonic() - started < 4
+            reached = raised.value.reached[(CATALOG_TOPIC, 0)]
+            assert reached <= awaited.offset
+            assert re.search(rf"offset {awaited.offset} \(store's next offset: {reached}\)",
+                             str(raised.value)), str(raised.value)
+            start_broker_again(stack)
+
+            # A polite restart while the load goes on.
+            wait_until(lambda: load.sent >= PIPELINE_EVENTS * 3 // 4, 180, "three quarters of the load")
+            stop_broker(stack, kill=False)
+            start_broker_again(stack)
+            load.finish(timeout_secs=300)
+        finally:
+            load.stop()
+            backlog.stop()
+        assert operation.wait(timeout_secs=300).segment_ids == ["during_restart"]
+
+        end = wait_caught_up(stack.store_path, stack.bootstrap_servers)
+        produced = [*load.events, *backlog.events]
+        # Nothing duplicated in the log: one record per event (the create and the SDK's register
+        # besides the loads).
+        assert sum(end.values()) == len(produced) + 2
+        assert len({p.offset for p in [*load.positions, *backlog.positions]}) == len(produced)
+        store = SqliteStore(stack.store_path, read_only=True)
+        try:
+            outcomes = [store.outcome(event.event_id) for event in produced]
+            assert all(o is not None for o in outcomes), "an acknowledged event has no outcome"
+            accepted = {e.event_id for e, o in zip(produced, outcomes, strict=True)
+                        if o.status is Status.ACCEPTED}
+            assert len(accepted) == len(produced)
+            assert store.db["layers"].count == len(accepted) + 1
+            assert store.db["outcomes"].count == len(produced) + 2
+        finally:
+            store.close()
+        print(f"broker restarts: 2 (one kill -9), {len(produced) + 2} events checked")
+
+
+def test_producer_reports_an_unreachable_broker(tmp_path) -> None:
+    from sdk._processes import free_port
+
+    client = sdk.CatalogClient(f"127.0.0.1:{free_port()}", tmp_path / "store.db",
+                               delivery_timeout_secs=2)
+    started = time.monotonic()
+    with pytest.raises(sdk.DeliveryError, match="did not acknowledge"):
+        client.create_dataset("unreachable")
+    assert time.monotonic() - started < 15
+    client.close()
+
