@@ -93,8 +93,8 @@ KINDS: dict[str, tuple[Callable[[random.Random], bytes], str]] = {
     "random bytes": (random_bytes, r"."),
     "truncated": (truncated, r"corrupt or truncated Avro body"),
     "unknown event type": (unknown_event_type, r"unknown event type 'PurgeDataset'"),
-    "unknown dataset": (unknown_dataset, r"unknown dataset id"),
-    "oversized name": (oversized_name, rf"dataset name must have 1 to {MAX_NAME_LENGTH} characters"),
+    "unknown dataset": (unknown_dataset, r"dataset [0-9a-f-]+ does not exist"),
+    "oversized name": (oversized_name, rf"a dataset name has at most {MAX_NAME_LENGTH} characters"),
     "future schema": (future_schema, r"unknown writer schema fingerprint"),
 }
 
