@@ -186,6 +186,11 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
     if len(command.properties) > MAX_PROPERTIES_BYTES:
         raise InvalidCommand(f"properties have {len(command.properties)} bytes; at most "
                              f"{MAX_PROPERTIES_BYTES} are allowed")
+    if command.arrow_schema:
+        try:
+            schemas.parse(command.arrow_schema)
+        except schemas.SchemaConflict as exc:  # not a schema at all: bad input, not a conflict
+            raise InvalidCommand(str(exc)) from None
     dataset = _live_dataset(state, event)
 
     existing = state.layer(dataset.id, command.segment_id, command.layer_name)

@@ -54,7 +54,7 @@ class Dataset:
     created_at: datetime
     updated_at: datetime
     deleted: bool = False
-    """Deleted datasets stay as tombstones so their id is never reused; they have no name."""
+    """Deleted datasets stay as tombstones so their id is never reused; their name is free again."""
     schema: bytes = b""
     """The merged Arrow schema of its layers (an IPC schema message); empty when none has one."""
     schema_refs: tuple[SchemaRef, ...] = ()

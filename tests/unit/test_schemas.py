@@ -244,11 +244,12 @@ def test_replace_may_not_change_a_type_another_layer_still_has(catalog, log, dro
     assert catalog.dataset(droid).schema_refs == (SchemaRef(schemas.digest(shared), 2),)
 
 
-def test_a_layer_schema_that_is_not_arrow_is_refused(catalog, log, droid):
+def test_a_layer_schema_that_is_not_arrow_is_invalid_and_a_rejection(catalog, log, droid):
     record = log.append(register(droid, "s1", schema=b"\x00 not an arrow schema"))
     fold_into(catalog, [record])
     outcome = catalog.outcomes[record.event.event_id]
-    assert outcome.status is not Status.ACCEPTED
+    assert outcome.status is Status.INVALID
     assert "Arrow IPC schema" in outcome.reason
+    assert [r.event_id for r in catalog.rejections] == [record.event.event_id]
     assert catalog.layer(droid, "s1", "base") is None and catalog.schemas == {}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 
 import pyarrow as pa
@@ -21,6 +20,7 @@ from projector import (
     schemas,
 )
 from projector.sqlite_store import TABLES
+from projector.store import StoreUnavailableError
 
 from .conftest import (
     Log,
@@ -156,7 +156,7 @@ def test_the_store_reopened_read_only_sees_the_same(store, tmp_path):
     try:
         assert reader.next_offsets() == store.next_offsets()
         assert reader.layers(droid) == store.layers(droid)
-        with pytest.raises(sqlite3.OperationalError):
+        with pytest.raises(StoreUnavailableError, match="readonly"):
             reader.commit(Changes(next_offsets={(CATALOG_TOPIC, 0): 99}),
                           expected_offsets=reader.next_offsets())
     finally:

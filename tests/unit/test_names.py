@@ -1,0 +1,63 @@
+"""Which names and identifiers the catalog accepts (events/names.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from events.names import (
+    MAX_ID_LENGTH,
+    MAX_NAME_LENGTH,
+    check_dataset_name,
+    check_id,
+    check_layer_name,
+)
+
+
+@pytest.mark.parametrize("name", [
+    "droid", "DROID_raw-2024.v1", "droid:raw (2024)", "a b", "[x]{y}(z)", "0", "n" * MAX_NAME_LENGTH])
+def test_valid_dataset_names_are_returned_unchanged(name):
+    assert check_dataset_name(name) == name
+
+
+@pytest.mark.parametrize("bad", ["/", "\\", "é", "ü", "🤖", "\t", "\n", "#", "*", "?", ",", "'", '"', "@",
+                                 "|", "<", "\x00", "=", "+", "~", "!", "%", "&", ";"])
+def test_each_bad_character_is_named_with_its_position(bad):
+    name = f"ok {bad}x"
+    with pytest.raises(ValueError) as info:
+        check_dataset_name(name)
+    message = str(info.value)
+    assert f"invalid character {bad!r} at position 3" in message
+    assert "ASCII letters" in message
+
+
+def test_the_first_bad_character_is_the_one_named():
+    with pytest.raises(ValueError, match="'/' at position 1"):
+        check_dataset_name("a/b#c")
+
+
+@pytest.mark.parametrize("name, words", [
+    ("", "must not be empty"),
+    ("n" * (MAX_NAME_LENGTH + 1), f"at most {MAX_NAME_LENGTH} characters, got {MAX_NAME_LENGTH + 1}"),
+    (None, "must be a string, got NoneType"),
+    (b"droid", "must be a string, got bytes"),
+])
+def test_empty_too_long_or_not_a_string(name, words):
+    with pytest.raises(ValueError) as info:
+        check_dataset_name(name)
+    assert words in str(info.value)
+
+
+def test_layer_names_allow_any_character_but_not_empty_or_too_long():
+    assert check_layer_name("base/é 🤖") == "base/é 🤖"
+    assert check_layer_name("n" * MAX_NAME_LENGTH) == "n" * MAX_NAME_LENGTH
+    for bad in ("", None, "n" * (MAX_NAME_LENGTH + 1)):
+        with pytest.raises(ValueError, match="layer name"):
+            check_layer_name(bad)
+
+
+def test_ids_and_urls_up_to_the_limit():
+    assert check_id("segment_id", "s" * MAX_ID_LENGTH) == "s" * MAX_ID_LENGTH
+    with pytest.raises(ValueError, match=f"storage_url has at most {MAX_ID_LENGTH} characters"):
+        check_id("storage_url", "u" * (MAX_ID_LENGTH + 1))
+    with pytest.raises(ValueError, match="blueprint_id must be a non-empty string"):
+        check_id("blueprint_id", "")
