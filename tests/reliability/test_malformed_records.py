@@ -57,14 +57,14 @@ def unknown_event_type(rng: random.Random) -> bytes:
 
 
 def future_schema(rng: random.Random) -> bytes:
-    """An event from a newer release: a schema with a RenameDataset command, under its own
+    """An event from a newer release: a schema with an ArchiveDataset command, under its own
     (unknown) fingerprint."""
     schema = envelope_schema()
     command_field = next(f for f in schema["fields"] if f["name"] == "command")
-    command_field["type"].append({"type": "record", "name": "RenameDataset",
-                                  "fields": [{"name": "new_name", "type": "string"}]})
-    body = avro_body(schema, "RenameDataset", uuid.uuid4(),
-                     ("strata.events.RenameDataset", {"new_name": f"renamed-{rng.random()}"}))
+    command_field["type"].append({"type": "record", "name": "ArchiveDataset",
+                                  "fields": [{"name": "until", "type": "string"}]})
+    body = avro_body(schema, "ArchiveDataset", uuid.uuid4(),
+                     ("strata.events.ArchiveDataset", {"until": f"archive-{rng.random()}"}))
     return MAGIC + schema_fingerprint(fastavro.parse_schema(schema)) + body
 
 

@@ -50,7 +50,10 @@ class SdkRegistrations(threading.Thread):
         reader = SqliteStore(self.store_path, read_only=True)
         try:
             for segment_id, uri in self.uris.items():
-                if self.stopping.wait(1.0):
+                # Behind the pipeline's backlog each wait() is slow while the kills happen; once
+                # asked to stop, go on until enough registrations were checked.
+                done = len(self.visible) + len(self.not_visible)
+                if self.stopping.wait(1.0) and done >= MIN_SDK_REGISTRATIONS:
                     return
                 self.dataset.register([uri]).wait(timeout_secs=300)
                 found = reader.layer(self.dataset.id, segment_id, "base") is not None
