@@ -118,9 +118,7 @@ class SqliteStore:
         ``StoreUnavailableError`` naming this store; any open transaction is rolled back."""
         try:
             yield
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailableError(self.path, str(exc)) from exc
-        except OSError as exc:  # creating the store's directory
+        except (sqlite3.OperationalError, OSError) as exc:  # OSError: creating the directory
             raise StoreUnavailableError(self.path, str(exc)) from exc
 
     def _create_tables(self) -> None:

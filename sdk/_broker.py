@@ -48,6 +48,16 @@ def java() -> str:
     return found
 
 
+def random_cluster_id() -> str:
+    """A random KRaft cluster id (a URL-safe base64 UUID). Like Kafka's own ``Uuid.randomUuid``,
+    never one that starts with "-", which the storage tool would take for an option: otherwise
+    one first start in 64 fails."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class EmbeddedBroker:
     """Kafka with its log, configuration and ports under ``directory``.
 
@@ -117,7 +127,7 @@ class EmbeddedBroker:
                      f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
                      "-cp", broker_classpath()]
         if not (self.directory / "data" / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = random_cluster_id()
             formatted = subprocess.run(
                 [*java_args, "kafka.tools.StorageTool", "format", "-t", cluster_id,
                  "-c", str(config)], capture_output=True, text=True)

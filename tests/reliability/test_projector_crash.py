@@ -22,6 +22,7 @@ from .stack import (
     store_offsets,
     table_digests,
     wait_caught_up,
+    wait_until,
 )
 
 PIPELINE_EVENTS = 50_000
@@ -29,7 +30,7 @@ DATASETS = 4
 KILLS = 5
 SDK_FILES = 40
 MIN_SDK_REGISTRATIONS = 10
-LOAD_SECS = 60.0
+LOAD_SECS = 120.0
 
 
 class SdkRegistrations(threading.Thread):
@@ -77,16 +78,25 @@ def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd) 
         try:
             load.start()
             registrations.start()
-            for _ in range(KILLS):
-                # A random moment while the projector runs: mid-batch, between batches, or while
-                # it still replays the backlog its predecessor left.
-                time.sleep(rng.uniform(0.5, 4.0))
+            for kill in range(KILLS):
+                if kill % 2:
+                    # Once the restarted projector has committed a batch, so the store moves on
+                    # between kills and SDK waits can return.
+                    restarted_at = sum(store_offsets(stack.store_path).values())
+                    wait_until(lambda at=restarted_at: sum(store_offsets(stack.store_path).values()) > at,
+                               300, "the restarted projector to commit a batch")
+                # A random moment: mid-batch, between batches, or while the projector still
+                # folds the backlog its predecessor left.
+                time.sleep(rng.uniform(0.2, 3.0))
                 if sum(store_offsets(stack.store_path).values()) < sum(
                         end_offsets(stack.bootstrap_servers).values()):
                     kills_with_work_in_flight += 1
                 kill_projector(stack)
                 stack.start_projector()
+            waits_during_kills = len(registrations.visible)
             load.finish(timeout_secs=300)
+            wait_until(lambda: len(registrations.visible) >= MIN_SDK_REGISTRATIONS
+                       or not registrations.is_alive(), 300, "SDK registrations after the kills")
             registrations.stopping.set()
             registrations.join(330)
             assert not registrations.is_alive(), "an SDK wait() did not return"
@@ -120,4 +130,5 @@ def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd) 
         for table, digest in digests.items():
             assert replayed[table] == digest, f"table {table} differs from the replay"
         print(f"projector crash: {KILLS} kills ({kills_with_work_in_flight} with work in flight), "
-              f"{records} events checked, {sdk_registrations} SDK waits seen visible")
+              f"{records} events checked, {sdk_registrations} SDK waits seen visible "
+              f"({waits_during_kills} while the kills went on)")
