@@ -259,14 +259,14 @@ def _with(refs: tuple[SchemaRef, ...], digest: str) -> tuple[SchemaRef, ...]:
     if not digest:
         return refs
     if any(ref.digest == digest for ref in refs):
-        return tuple(replace(r, layers=r.layers + 1) if r.digest == digest else r for r in refs)
+        return tuple(SchemaRef(digest, r.layers + 1) if r.digest == digest else r for r in refs)
     return (*refs, SchemaRef(digest, 1))
 
 
 def _without(refs: tuple[SchemaRef, ...], digest: str) -> tuple[SchemaRef, ...]:
     if not digest:
         return refs
-    return tuple(replace(r, layers=r.layers - 1) if r.digest == digest else r
+    return tuple(SchemaRef(digest, r.layers - 1) if r.digest == digest else r
                  for r in refs if r.digest != digest or r.layers > 1)
 
 

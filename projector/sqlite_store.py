@@ -11,19 +11,22 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from events import RegisterLayer
+from projector.fold import CatalogView
 from projector.model import (
     Blueprint,
     Changes,
     Dataset,
     Layer,
     LogPosition,
+    LogRecord,
     Outcome,
     Rejection,
     SchemaRef,
@@ -139,7 +142,42 @@ class SqliteStore:
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with self._lock, self._faults():
-            return list(self.db.query(sql, params))
+            cursor = self._conn.execute(sql, params)
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def _query_in(self, sql: str, fixed: tuple[Any, ...], values: list[Any]) -> list[dict[str, Any]]:
+        """``sql`` ending in ``in ({})`` run for ``values`` in chunks SQLite accepts."""
+        rows = []
+        for start in range(0, len(values), _IN_CHUNK):
+            chunk = values[start:start + _IN_CHUNK]
+            rows += self._query(sql.format(", ".join("?" * len(chunk))), (*fixed, *chunk))
+        return rows
+
+    def batch_view(self, records: Sequence[LogRecord]) -> CatalogView:
+        """A view for folding ``records``: the outcomes, segments and layers they will look up
+        are read in a few bulk queries instead of one query per record."""
+        event_ids = sorted({str(r.event.event_id) for r in records if r.event is not None})
+        decided = {uuid.UUID(row["event_id"]) for row in self._query_in(
+            "select event_id from outcomes where event_id in ({})", (), event_ids)}
+        wanted: dict[uuid.UUID, set[str]] = {}
+        for record in records:
+            if record.event is not None and isinstance(record.event.command, RegisterLayer):
+                wanted.setdefault(record.event.dataset_id, set()).add(record.event.command.segment_id)
+        segments: dict[tuple[uuid.UUID, str], Segment] = {}
+        layers: dict[tuple[uuid.UUID, str, str], Layer] = {}
+        for dataset_id, segment_ids in wanted.items():
+            ids = sorted(segment_ids)
+            for row in self._query_in("select * from segments where dataset_id = ? and segment_id in ({})",
+                                      (str(dataset_id),), ids):
+                segment = _segment(row)
+                segments[(segment.dataset_id, segment.segment_id)] = segment
+            for row in self._query_in("select * from layers where dataset_id = ? and segment_id in ({})",
+                                      (str(dataset_id),), ids):
+                layer = _layer(row)
+                layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = layer
+        covered = {(d, s) for d, ids in wanted.items() for s in ids}
+        return _BatchView(self, frozenset(map(uuid.UUID, event_ids)), decided, covered, segments, layers)
 
     # -- the fold's reads ---------------------------------------------------------------------
 
@@ -298,6 +336,42 @@ class SqliteStore:
         return [Rejection(LogPosition(r["topic"], r["partition"], r["offset"]), r["raw"],
                           r["reason"], uuid.UUID(r["event_id"]) if r["event_id"] else None)
                 for r in rows]
+
+
+_IN_CHUNK = 500
+
+
+class _BatchView:
+    """The store as the fold sees it for one batch, with its point lookups read ahead."""
+
+    def __init__(self, store: SqliteStore, event_ids: frozenset[uuid.UUID], decided: set[uuid.UUID],
+                 covered: set[tuple[uuid.UUID, str]], segments: dict, layers: dict) -> None:
+        self._store = store
+        self._event_ids = event_ids
+        self._decided = decided
+        self._covered = covered
+        self._segments = segments
+        self._layers = layers
+        self.dataset = store.dataset
+        self.dataset_by_name = store.dataset_by_name
+        self.layers = store.layers
+        self.blueprint = store.blueprint
+        self.schema = store.schema
+
+    def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
+        if (dataset_id, segment_id) in self._covered:
+            return self._segments.get((dataset_id, segment_id))
+        return self._store.segment(dataset_id, segment_id)
+
+    def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None:
+        if (dataset_id, segment_id) in self._covered:
+            return self._layers.get((dataset_id, segment_id, layer_name))
+        return self._store.layer(dataset_id, segment_id, layer_name)
+
+    def has_outcome(self, event_id: uuid.UUID) -> bool:
+        if event_id in self._event_ids:
+            return event_id in self._decided
+        return self._store.has_outcome(event_id)
 
 
 def _dataset_row(d: Dataset) -> dict[str, Any]:

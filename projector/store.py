@@ -13,6 +13,10 @@ from projector.model import Blueprint, Changes, Dataset, Layer, LogRecord, Outco
 class ProjectionStore(CatalogView, Protocol):
     """A projection store: the fold's reads, one atomic commit per batch, and the SDK's reads."""
 
+    def batch_view(self, records: Sequence[LogRecord]) -> CatalogView:
+        """The view to fold ``records`` over; a store may read what they need in bulk."""
+        ...
+
     def next_offsets(self) -> dict[tuple[str, int], int]:
         """The offset after the last applied record, per (topic, partition)."""
         ...
@@ -72,7 +76,7 @@ def apply_batch(store: ProjectionStore, records: Iterable[LogRecord]) -> Changes
         r for r in records
         if r.position.offset >= offsets.get((r.position.topic, r.position.partition), 0)
     ]
-    changes = fold(store, fresh)
+    changes = fold(store.batch_view(fresh), fresh)
     if fresh:
         store.commit(changes, expected_offsets=offsets)
     return changes
