@@ -325,6 +325,18 @@ class SqliteStore:
             (str(dataset_id),))
         return [_layer(r) for r in rows]
 
+    def layer_rows(self, dataset_id: uuid.UUID) -> list[tuple]:
+        """``layers`` as plain tuples (segment_id, layer_name, storage_url, size_bytes,
+        registered_at in microseconds, schema_sha256, properties), for building tables fast."""
+        with self._lock, self._faults():
+            return self._conn.execute(
+                "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, "
+                "l.schema_sha256, coalesce(l.properties, x'') from layers l "
+                "join segments s using (dataset_id, segment_id) where l.dataset_id = ? "
+                "order by s.created_topic, s.created_partition, s.created_offset, "
+                "l.registered_topic, l.registered_partition, l.registered_offset",
+                (str(dataset_id),)).fetchall()
+
     def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
         rows = self._query("select * from blueprints where dataset_id = ? order by "
                            "registered_topic, registered_partition, registered_offset",

@@ -379,14 +379,14 @@ class DatasetEntry:
 
     def info(self) -> DatasetInfo:
         """Segments, bytes, segments per layer, property columns and schema width."""
-        layers = self._client._store.layers(self._id)
-        table = self._segment_arrow(layers)
+        layers = self._layer_table()
+        table = _tables.segment_table(layers)
         return DatasetInfo(
             dataset_name=self._current().name,
             num_segments=table.num_rows,
-            size_bytes=sum(x.size_bytes for x in layers),
+            size_bytes=sum(layers.column("size_bytes").to_pylist()),
             layers=frozenset(LayerInfo(name, count) for name, count in
-                             Counter(x.layer_name for x in layers).items()),
+                             Counter(layers.column("layer_name").to_pylist()).items()),
             property_columns=frozenset(n for n in table.column_names if n.startswith("property:")),
             num_component_columns=len(self.schema()),
         )
@@ -395,16 +395,16 @@ class DatasetEntry:
         """One row per segment: ``rerun_segment_id``, ``rerun_layer_names`` (registration order),
         ``rerun_storage_urls``, ``rerun_last_updated_at``, ``rerun_size_bytes``, and one
         ``property:<entity>:<field>`` column per property (the latest layer with a value wins)."""
-        return self._client._dataframe(self._segment_arrow(self._client._store.layers(self._id)))
+        return self._client._dataframe(_tables.segment_table(self._layer_table()))
 
-    def _segment_arrow(self, layers: list) -> pa.Table:
-        return _tables.segment_table(self._client._store.segments(self._id), layers)
+    def _layer_table(self) -> pa.Table:
+        return _tables.layer_table(self._client._store.layer_rows(self._id))
 
     def manifest(self) -> datafusion.DataFrame:
         """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,
         ``rerun_storage_url``, ``rerun_registration_time``, ``rerun_last_updated_at``,
         ``rerun_size_bytes``, ``rerun_schema_sha256``, and each layer's own properties."""
-        return self._client._dataframe(_tables.manifest_table(self._client._store.layers(self._id)))
+        return self._client._dataframe(_tables.manifest_table(self._layer_table()))
 
 
 def _per_uri(name: str, value: Any, count: int, single: type) -> list[Any]:

@@ -11,7 +11,7 @@ import pytest
 from events import CATALOG_TOPIC, OnDuplicate
 from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch
 from sdk._recordings import Recording
-from sdk._tables import manifest_table, segment_table
+from sdk._tables import layer_rows, layer_table, manifest_table, segment_table
 
 from .conftest import Log, at, create, register
 
@@ -33,6 +33,10 @@ def layer(segment_id: str, name: str, offset: int, *, size: int = 1, properties:
         schema_sha256=hashlib.sha256(schema).hexdigest() if schema else "",
         properties=properties, registered_at=at(offset),
         registered_by=LogPosition(CATALOG_TOPIC, 0, offset), event_id=uuid.uuid4())
+
+
+def table_of(layers: list[Layer]) -> pa.Table:
+    return layer_table(layer_rows(layers))
 
 
 def segment(segment_id: str, offset: int) -> Segment:
@@ -59,7 +63,7 @@ def catalog():
 
 
 def test_segment_table_columns(catalog):
-    table = segment_table(*catalog)
+    table = segment_table(table_of(catalog[1]))
 
     for name in ("rerun_segment_id", "rerun_layer_names", "rerun_storage_urls",
                  "rerun_last_updated_at", "rerun_size_bytes"):
@@ -75,7 +79,7 @@ def test_segment_table_columns(catalog):
 
 
 def test_segment_table_property_merge_latest_non_null_wins_per_column(catalog):
-    table = segment_table(*catalog)
+    table = segment_table(table_of(catalog[1]))
 
     assert [n for n in table.column_names if n.startswith("property:")] == sorted([X, Y, GOOD])
     assert table.column(X).to_pylist() == [2, None]  # alpha, registered after zeta
@@ -86,21 +90,21 @@ def test_segment_table_property_merge_latest_non_null_wins_per_column(catalog):
 
 
 def test_segment_table_without_properties_has_no_property_columns():
-    table = segment_table([segment("A", 0)], [layer("A", "base", 0), layer("A", "more", 1)])
+    table = segment_table(table_of([layer("A", "base", 0), layer("A", "more", 1)]))
     assert table.column_names == ["rerun_segment_id", "rerun_layer_names", "rerun_storage_urls",
                                   "rerun_last_updated_at", "rerun_size_bytes"]
     assert table.num_rows == 1
 
 
 def test_empty_dataset_tables():
-    assert segment_table([], []).num_rows == 0
-    assert manifest_table([]).num_rows == 0
-    assert "rerun_segment_id" in manifest_table([]).column_names
+    assert segment_table(table_of([])).num_rows == 0
+    assert manifest_table(table_of([])).num_rows == 0
+    assert "rerun_segment_id" in manifest_table(table_of([])).column_names
 
 
 def test_manifest_has_one_row_per_layer_with_its_own_properties(catalog):
     _, layers = catalog
-    table = manifest_table(layers)
+    table = manifest_table(table_of(layers))
 
     rows = list(zip(table.column("rerun_segment_id").to_pylist(),
                     table.column("rerun_layer_name").to_pylist(), strict=True))
@@ -130,8 +134,8 @@ def test_replaced_layer_moves_last_and_wins_the_merge(tmp_path):
     store = SqliteStore(tmp_path / "store.db")
     try:
         apply_batch(store, records)
-        table = segment_table(store.segments(DATASET), store.layers(DATASET))
-        manifest = manifest_table(store.layers(DATASET))
+        table = segment_table(layer_table(store.layer_rows(DATASET)))
+        manifest = manifest_table(layer_table(store.layer_rows(DATASET)))
     finally:
         store.close()
 
