@@ -14,10 +14,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
-
-from events import TOPICS, Event, RegisterLayer
-from producers import EventProducer, Position
+from events import Event, RegisterLayer
+from producers import EventProducer, Position, end_offsets
 from projector.sqlite_store import TABLES
 from sdk._server import Server
 
@@ -32,20 +30,6 @@ def wait_until(condition: Callable[[], bool], timeout_secs: float, what: str,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_secs:g} s waiting for {what}")
         time.sleep(poll_secs)
-
-
-def end_offsets(bootstrap_servers: str) -> Offsets:
-    """The log end offset (high watermark) of every partition of strata's topics."""
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "strata-test"})
-    try:
-        offsets = {}
-        for topic in TOPICS:
-            for partition in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
-                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-                offsets[(topic, partition)] = high
-        return offsets
-    finally:
-        consumer.close()
 
 
 def store_offsets(store_path: Path) -> Offsets:

@@ -20,10 +20,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import sdk
+from producers import end_offsets
 from projector.fold import MAX_NAME_LENGTH
 from sdk._server import Server
-
-from .stack import end_offsets
 
 # rerun warns about every cut file it opens; the test checks the error instead.
 pytestmark = pytest.mark.filterwarnings("ignore:RRD file has no footer")

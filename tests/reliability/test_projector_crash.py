@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import sdk
+from producers import end_offsets
 from projector import SqliteStore
 from sdk._server import Server
 
 from .stack import (
     PipelineLoad,
-    end_offsets,
     kill_projector,
     layers_per_dataset,
     projector_on,
