@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from events import TOPICS
-from projector import Changes, LogRecord, ProjectionStore, apply_batch
+from projector import Changes, LogRecord, ProjectionStore, Status, apply_batch
 from projector.store import StoreUnavailableError
 
 log = logging.getLogger("strata.projector")
@@ -134,10 +134,10 @@ class ProjectorJob:
             log.error("%s", self.store_fault)
             raise
         done = time.perf_counter()
-        rejected = sum(1 for o in changes.outcomes.values() if o.status == "rejected")
-        log.info("batch %d: %d records, %d outcomes (%d rejected), %d rejections; "
+        refused = sum(1 for o in changes.outcomes.values() if o.status is not Status.ACCEPTED)
+        log.info("batch %d: %d records, %d outcomes (%d not accepted), %d rejections; "
                  "fetch %.0f ms, fold and commit %.0f ms", batch_id, rows.num_rows,
-                 len(changes.outcomes), rejected, len(changes.rejections),
+                 len(changes.outcomes), refused, len(changes.rejections),
                  (fetched - started) * 1000, (done - fetched) * 1000)
         if self.on_batch is not None:
             self.on_batch(changes)
