@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import shutil
 import sys
 import time
@@ -10,10 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from producers import end_offsets, read_range
-from projector import Changes, LogRecord, SqliteStore, apply_batch
-
-log = logging.getLogger("strata.replay")
-
+from projector import LogRecord, SqliteStore, apply_batch
 
 
 class Progress:
@@ -24,7 +20,7 @@ class Progress:
         self.done = 0
         self.started = time.monotonic()
 
-    def advance(self, changes: Changes, store: SqliteStore) -> None:
+    def advance(self, store: SqliteStore) -> None:
         self.done = sum(store.next_offsets().values())
         self.show()
 
@@ -58,7 +54,7 @@ def rebuild(
     try:
         job = ProjectorJob(spark, bootstrap_servers, store, directory / "checkpoint",
                            kafka_options=kafka_options, max_offsets_per_trigger=max_offsets_per_trigger,
-                           on_batch=lambda changes: progress.advance(changes, store))
+                           on_batch=lambda changes: progress.advance(store))
         query = job.start(available_now=True)
         query.awaitTermination()
         if query.exception() is not None:
