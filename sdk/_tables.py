@@ -8,14 +8,10 @@ Python work per layer; only layers that have properties are parsed.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
-
-from projector import Layer
 
 TIMESTAMP = pa.timestamp("ns", tz=None)
 LAYER_COLUMNS = pa.schema([
@@ -31,14 +27,6 @@ def layer_table(rows: list[tuple]) -> pa.Table:
     """The layer table of rows in ``LAYER_COLUMNS`` order, as ``SqliteStore.layer_rows`` gives."""
     columns = list(zip(*rows, strict=True)) if rows else [[] for _ in LAYER_COLUMNS]
     return pa.table(columns, schema=LAYER_COLUMNS)
-
-
-def layer_rows(layers: list[Layer]) -> list[tuple]:
-    """``Layer`` values as layer-table rows."""
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    return [(x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
-             (x.registered_at - epoch) // timedelta(microseconds=1), x.schema_sha256, x.properties)
-            for x in layers]
 
 
 def _timestamps(micros: pa.ChunkedArray | pa.Array) -> pa.Array:

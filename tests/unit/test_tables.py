@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from events import CATALOG_TOPIC, OnDuplicate
 from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch
 from sdk._recordings import Recording
-from sdk._tables import layer_rows, layer_table, manifest_table, segment_table
+from sdk._tables import layer_table, manifest_table, segment_table
 
 from .conftest import Log, at, create, register
 
@@ -36,7 +37,11 @@ def layer(segment_id: str, name: str, offset: int, *, size: int = 1, properties:
 
 
 def table_of(layers: list[Layer]) -> pa.Table:
-    return layer_table(layer_rows(layers))
+    """``Layer`` values as the layer table ``SqliteStore.layer_rows`` would give."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    return layer_table([(x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
+                         (x.registered_at - epoch) // timedelta(microseconds=1), x.schema_sha256,
+                         x.properties) for x in layers])
 
 
 def segment(segment_id: str, offset: int) -> Segment:
