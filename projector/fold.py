@@ -224,8 +224,9 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
     ))
     segment = state.segment(dataset.id, command.segment_id)
     if segment is None:
-        segment = Segment(dataset.id, command.segment_id, record.position, event.produced_at)
-    state.put_segment(replace(segment, updated_at=max(segment.updated_at, event.produced_at)))
+        state.put_segment(Segment(dataset.id, command.segment_id, record.position, event.produced_at))
+    elif event.produced_at > segment.updated_at:
+        state.put_segment(replace(segment, updated_at=event.produced_at))
     _touch(state, dataset, event, schema=merged, schema_refs=_with(refs, digest))
 
 

@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import NamedTuple
 
 from events import DecodeError, Event, decode
 
@@ -39,8 +40,7 @@ class LogRecord:
             return cls(position, raw, decode_error=exc.reason)
 
 
-@dataclass(frozen=True)
-class SchemaRef:
+class SchemaRef(NamedTuple):
     """One distinct layer schema of a dataset and how many of its current layers have it."""
 
     digest: str

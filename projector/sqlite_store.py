@@ -86,10 +86,6 @@ def _datetime(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
 
 
-def _row_values(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(row[column] for column in TABLES[table][0])
-
-
 class SqliteStore:
     """``ProjectionStore`` on a SQLite file.
 
@@ -225,15 +221,14 @@ class SqliteStore:
 
     def commit(self, changes: Changes, *, expected_offsets: dict[tuple[str, int], int]) -> None:
         rows = {
-            "datasets": [_dataset_row(d) for d in changes.datasets.values()],
-            "segments": [_segment_row(s) for s in changes.segments.values() if s is not None],
-            "layers": [_layer_row(x) for x in changes.layers.values() if x is not None],
-            "blueprints": [_blueprint_row(b) for b in changes.blueprints.values()],
-            "schemas": [{"digest": d, "arrow_schema": b} for d, b in changes.schemas.items()],
-            "outcomes": [_outcome_row(o) for o in changes.outcomes.values()],
-            "rejections": [_rejection_row(r) for r in changes.rejections],
-            "offsets": [{"topic": t, "partition": p, "next_offset": o}
-                        for (t, p), o in changes.next_offsets.items()],
+            "datasets": [_dataset_values(d) for d in changes.datasets.values()],
+            "segments": [_segment_values(s) for s in changes.segments.values() if s is not None],
+            "layers": [_layer_values(x) for x in changes.layers.values() if x is not None],
+            "blueprints": [_blueprint_values(b) for b in changes.blueprints.values()],
+            "schemas": list(changes.schemas.items()),
+            "outcomes": [_outcome_values(o) for o in changes.outcomes.values()],
+            "rejections": [_rejection_values(r) for r in changes.rejections],
+            "offsets": [(t, p, o) for (t, p), o in changes.next_offsets.items()],
         }
         # The connection's context rolls the transaction back on any error, so a batch that
         # cannot be written (read-only or full disk) leaves the store exactly as it was.
@@ -253,15 +248,12 @@ class SqliteStore:
             self._conn.executemany(
                 "delete from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
                 [(str(d), s, n) for (d, s, n), layer in changes.layers.items() if layer is None])
-            for table, table_rows in rows.items():
-                if not table_rows:
-                    continue
-                columns = list(TABLES[table][0])
-                self._conn.executemany(
-                    f"insert or replace into {table} ({', '.join(columns)}) "
-                    f"values ({', '.join('?' for _ in columns)})",
-                    [_row_values(table, row) for row in table_rows],
-                )
+            for table, values in rows.items():
+                if values:
+                    columns = TABLES[table][0]
+                    self._conn.executemany(
+                        f"insert or replace into {table} ({', '.join(columns)}) "
+                        f"values ({', '.join('?' for _ in columns)})", values)
 
     def replace_contents(
         self, source: str | Path, catch_up: Callable[[dict[tuple[str, int], int]], None]
@@ -386,11 +378,12 @@ class _BatchView:
         return self._store.has_outcome(event_id)
 
 
-def _dataset_row(d: Dataset) -> dict[str, Any]:
-    return {"id": str(d.id), "name": d.name, "created_at": _micros(d.created_at),
-            "updated_at": _micros(d.updated_at), "deleted": int(d.deleted), "schema": d.schema,
-            "schema_refs": json.dumps([[r.digest, r.layers] for r in d.schema_refs]),
-            "default_blueprint": d.default_blueprint}
+# The _*_values functions give a row in the column order of TABLES.
+
+
+def _dataset_values(d: Dataset) -> tuple[Any, ...]:
+    return (str(d.id), d.name, _micros(d.created_at), _micros(d.updated_at), int(d.deleted), d.schema,
+            json.dumps([[r.digest, r.layers] for r in d.schema_refs]), d.default_blueprint)
 
 
 def _dataset(r: dict[str, Any]) -> Dataset:
@@ -400,12 +393,9 @@ def _dataset(r: dict[str, Any]) -> Dataset:
                    default_blueprint=r["default_blueprint"])
 
 
-def _blueprint_row(b: Blueprint) -> dict[str, Any]:
-    return {"dataset_id": str(b.dataset_id), "blueprint_id": b.blueprint_id,
-            "storage_url": b.storage_url, "registered_at": _micros(b.registered_at),
-            "registered_topic": b.registered_by.topic,
-            "registered_partition": b.registered_by.partition,
-            "registered_offset": b.registered_by.offset}
+def _blueprint_values(b: Blueprint) -> tuple[Any, ...]:
+    return (str(b.dataset_id), b.blueprint_id, b.storage_url, _micros(b.registered_at),
+            b.registered_by.topic, b.registered_by.partition, b.registered_by.offset)
 
 
 def _blueprint(r: dict[str, Any]) -> Blueprint:
@@ -415,10 +405,9 @@ def _blueprint(r: dict[str, Any]) -> Blueprint:
                                  r["registered_offset"]))
 
 
-def _segment_row(s: Segment) -> dict[str, Any]:
-    return {"dataset_id": str(s.dataset_id), "segment_id": s.segment_id,
-            "created_topic": s.created_by.topic, "created_partition": s.created_by.partition,
-            "created_offset": s.created_by.offset, "updated_at": _micros(s.updated_at)}
+def _segment_values(s: Segment) -> tuple[Any, ...]:
+    return (str(s.dataset_id), s.segment_id, s.created_by.topic, s.created_by.partition,
+            s.created_by.offset, _micros(s.updated_at))
 
 
 def _segment(r: dict[str, Any]) -> Segment:
@@ -427,14 +416,10 @@ def _segment(r: dict[str, Any]) -> Segment:
                    _datetime(r["updated_at"]))
 
 
-def _layer_row(x: Layer) -> dict[str, Any]:
-    return {"dataset_id": str(x.dataset_id), "segment_id": x.segment_id,
-            "layer_name": x.layer_name, "storage_url": x.storage_url,
-            "size_bytes": x.size_bytes, "schema_sha256": x.schema_sha256,
-            "properties": x.properties, "registered_at": _micros(x.registered_at),
-            "registered_topic": x.registered_by.topic,
-            "registered_partition": x.registered_by.partition,
-            "registered_offset": x.registered_by.offset, "event_id": str(x.event_id)}
+def _layer_values(x: Layer) -> tuple[Any, ...]:
+    return (str(x.dataset_id), x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
+            x.schema_sha256, x.properties, _micros(x.registered_at), x.registered_by.topic,
+            x.registered_by.partition, x.registered_by.offset, str(x.event_id))
 
 
 def _layer(r: dict[str, Any]) -> Layer:
@@ -454,13 +439,11 @@ def _outcome(r: dict[str, Any]) -> Outcome:
                    Status(r["status"]), r["reason"])
 
 
-def _outcome_row(o: Outcome) -> dict[str, Any]:
-    return {"event_id": str(o.event_id), "topic": o.position.topic,
-            "partition": o.position.partition, "offset": o.position.offset,
-            "status": str(o.status), "reason": o.reason}
+def _outcome_values(o: Outcome) -> tuple[Any, ...]:
+    return (str(o.event_id), o.position.topic, o.position.partition, o.position.offset, str(o.status),
+            o.reason)
 
 
-def _rejection_row(r: Rejection) -> dict[str, Any]:
-    return {"topic": r.position.topic, "partition": r.position.partition,
-            "offset": r.position.offset, "raw": r.raw, "reason": r.reason,
-            "event_id": str(r.event_id) if r.event_id else None}
+def _rejection_values(r: Rejection) -> tuple[Any, ...]:
+    return (r.position.topic, r.position.partition, r.position.offset, r.raw, r.reason,
+            str(r.event_id) if r.event_id else None)
