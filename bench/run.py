@@ -8,6 +8,8 @@ Scenarios (--only, comma-separated; default all):
   queries     segment_table() and manifest() .to_arrow_table() at several sizes, 3 layers each
   replay      strata only: rebuild the projection of the whole topic from offset 0 in a fresh
               store with the real projector in a subprocess; events/s and peak RSS (/proc)
+  stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
+              Python stages (decode, batch_view, fold, commit) on register events
 
 --scale small finishes in a few minutes; --scale full uses the sizes of issue 4. Every size can
 be overridden. Writes bench/results/<date>-<scale>.{json,md,png} and prints the table.
@@ -29,14 +31,16 @@ from bench.recordings import LAYERS, RecordingPool
 from bench.report import NOT_APPLICABLE, Row
 from bench.systems import RerunSystem, StrataSystem
 
-SCENARIOS = ("startup", "latency", "throughput", "queries", "replay")
+SCENARIOS = ("startup", "latency", "throughput", "queries", "replay", "stages")
 SCALES = {
     "small": {"latency_calls": 50, "warmup": 5, "sdk_count": 1_000, "sdk_batch": 250,
               "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
-              "query_repeats": 3, "replay_caps": "none,5000"},
+              "query_repeats": 3, "replay_caps": "none,5000",
+              "stage_events": 30_000, "stage_batch": 10_000},
     "full": {"latency_calls": 300, "warmup": 20, "sdk_count": 10_000, "sdk_batch": 1_000,
              "producer_count": 1_000_000, "query_sizes": "1000,10000,100000",
-             "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "none,100000"},
+             "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "none,100000",
+             "stage_events": 300_000, "stage_batch": 100_000},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -62,6 +66,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--query-repeats", type=int, help="runs per query, the median is reported")
     parser.add_argument("--replay-caps", help="maxOffsetsPerTrigger values to replay with, comma-separated; "
                                               "'none' leaves it unset (full: none,100000)")
+    parser.add_argument("--stage-events", type=int,
+                        help="register events for the stages scenario (full: 300000)")
+    parser.add_argument("--stage-batch", type=int,
+                        help="events per batch in the stages scenario (full: 100000)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
                         help=f"where to write the results (default {RESULTS_DIR})")
     parser.add_argument("--work-dir", type=Path, default=None,
@@ -110,6 +118,9 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
     system = StrataSystem(work / "strata")
     results: dict = {}
     try:
+        if "stages" in args.only:  # first, while nothing else runs
+            results["stages"] = timed(timings, "strata stages", scenarios.stages, pool, work / "stages",
+                                      events=args.stage_events, batch=args.stage_batch)
         results["startup"] = timed(timings, "strata startup", scenarios.startup, system, pool)
         if "latency" in args.only:
             results["latency"] = timed(timings, "strata latency", scenarios.latency, system, pool,
@@ -220,6 +231,14 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                              f"{outcome['events_per_s_with_startup']:,.0f}/s including it"))
         rows.append(Row("replay", f"peak RSS, maxOffsetsPerTrigger {cap} (MiB)", "lower",
                         outcome["peak_rss_mib"], NOT_APPLICABLE, note="projector process tree"))
+    if "stages" in strata:
+        stages = strata["stages"]
+        note = f"{stages['events']:,} events in batches of {stages['batch']:,}"
+        for stage in scenarios.STAGES:
+            rows.append(Row("projector stages", f"{stage} (CPU us per event)", "lower",
+                            stages["us_per_event"][stage], NOT_APPLICABLE, note=note))
+        rows.append(Row("projector stages", "decode + fold + commit, no Spark (events/s)", "higher",
+                        stages["events_per_s"], NOT_APPLICABLE, note="what replay could reach without Spark"))
     if both is False:
         for row in rows:
             if row.rerun is None:
@@ -235,6 +254,8 @@ def main(argv: list[str] | None = None) -> None:
                "options": {k: v for k, v in vars(args).items() if k not in ("results_dir", "work_dir")},
                "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                            "platform": platform.platform()}}
+    if args.work_dir:
+        args.work_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="strata-bench-", dir=args.work_dir) as tmp:
         work = Path(tmp)
         pool = RecordingPool(work / "recordings")

@@ -8,16 +8,17 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
 from bench import procs
-from bench.recordings import RecordingPool
+from bench.recordings import LAYERS, RecordingPool
 from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest
-from events import CATALOG_TOPIC
+from events import CATALOG_TOPIC, CreateDataset, Event, encode
 from producers import EventProducer
-from projector import SqliteStore
+from projector import LogRecord, SqliteStore, fold
 from sdk._wait import wait_for_positions
 
 WAIT_SECS = 1800
@@ -189,3 +190,48 @@ def replay(system, directory: Path, *, max_offsets: int | None) -> dict:
 
 def _next_offset(store: SqliteStore, end: int) -> bool:
     return store.next_offset(CATALOG_TOPIC, 0) >= end
+
+
+STAGES = ("decode", "batch_view", "fold", "commit")
+
+
+def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> dict:
+    """The projector's Python work per event, stage by stage, without Spark or Kafka: ``events``
+    register events shaped like the pool's files (3 layers per segment, real schemas and
+    properties) are encoded, then decoded, folded and committed into a fresh SQLite store in
+    batches of ``batch``, as ``ProjectorJob.process`` does after its fetch. CPU time of this
+    process (``time.process_time``), so other load on the machine counts less."""
+    templates = layer_templates(pool)
+    dataset_id = uuid.uuid4()
+    records = [encode(Event(dataset_id, CreateDataset("stages")))]
+    records += [encode(layer_event(dataset_id, templates[LAYERS[i % 3]], i // 3, f"file:///stages/{i}.rrd"))
+                for i in range(events)]
+    directory.mkdir(parents=True)
+    store = SqliteStore(directory / "store.db")
+    spent = dict.fromkeys(STAGES, 0.0)
+    try:
+        for start in range(0, len(records), batch):
+            began = time.process_time()
+            decoded = [LogRecord.from_kafka(CATALOG_TOPIC, 0, offset, value)
+                       for offset, value in enumerate(records[start:start + batch], start)]
+            decoded_at = time.process_time()
+            offsets = store.next_offsets()
+            view = store.batch_view(decoded)
+            viewed_at = time.process_time()
+            changes = fold(view, decoded)
+            folded_at = time.process_time()
+            store.commit(changes, expected_offsets=offsets)
+            committed_at = time.process_time()
+            for stage, seconds in zip(STAGES, (decoded_at - began, viewed_at - decoded_at,
+                                               folded_at - viewed_at, committed_at - folded_at),
+                                      strict=True):
+                spent[stage] += seconds
+    finally:
+        store.close()
+    per_event = {stage: round(seconds / len(records) * 1e6, 1) for stage, seconds in spent.items()}
+    total = sum(spent.values())
+    result = {"events": len(records), "batch": batch, "us_per_event": per_event,
+              "total_us_per_event": round(total / len(records) * 1e6, 1),
+              "events_per_s": round(len(records) / total, 1)}
+    print(f"  strata: {result}", flush=True)
+    return result
