@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -28,31 +27,16 @@ from events import (
     SetDefaultBlueprint,
     UnregisterLayers,
 )
-from producers import EventProducer, end_offsets
-from projector.sqlite_store import TABLES
+from producers import EventProducer
 from sdk._server import Server
+from stack import wait_caught_up
+from stores import dump
 
 SCHEMAS = [pa.schema(fields).serialize().to_pybytes() for fields in (
     [("/x", pa.int32())], [("/x", pa.int64())], [("/y", pa.struct([("a", pa.float32())]))],
     [("/y", pa.struct([("a", pa.float32()), ("b", pa.float32())]))], [("/x", pa.null())])]
 SEGMENTS = ["s1", "s2", "s3"]
 LAYERS = ["base", "extra"]
-
-
-def dump(path: Path) -> dict[str, list[tuple]]:
-    """Every table of a store, rows sorted."""
-    with sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True) as conn:
-        return {table: sorted(conn.execute(f"select * from {table}").fetchall(), key=repr)
-                for table in TABLES}
-
-
-def wait_until_caught_up(server: Server, timeout_secs: float = 120) -> None:
-    target = end_offsets(server.bootstrap_servers)
-    store = server.client()._store
-    deadline = time.monotonic() + timeout_secs
-    while any(store.next_offset(t, p) < o for (t, p), o in target.items()):
-        assert time.monotonic() < deadline, f"the live projector did not reach {target}"
-        time.sleep(0.1)
 
 
 def strata_replay(server: Server, into: Path, *args: str) -> str:
@@ -103,7 +87,7 @@ def test_random_histories_rebuild_to_identical_tables(server: Server, tmp_path_f
         for chunk in chunks:  # pauses between chunks give the live projector other batches
             producer.send(chunk)
             time.sleep(0.3)
-    wait_until_caught_up(server)
+    wait_caught_up(server.store_path, server.bootstrap_servers, timeout_secs=120)
     into = tmp_path_factory.mktemp("rebuild")
     output = strata_replay(server, into, "--max-offsets-per-trigger", str(replay_batch))
     assert "records" in output
@@ -132,7 +116,7 @@ def test_replay_swap_loses_nothing_that_arrives_meanwhile(server: Server, client
         stop.set()
         writer.join()
     assert "swapped into" in output
-    wait_until_caught_up(server)
+    wait_caught_up(server.store_path, server.bootstrap_servers, timeout_secs=120)
     assert registered and set(registered) <= set(dataset.segment_ids())
     check = tmp_path / "check"
     strata_replay(server, check)

@@ -1,1 +1,2 @@
-"""The reliability tier: a package, so its modules share the helpers in ``stack.py``."""
+"""The reliability tier. Its helpers are shared with the other tiers: ``tests/stack.py`` and
+``tests/stores.py``."""

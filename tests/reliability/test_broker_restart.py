@@ -13,8 +13,7 @@ import sdk
 from events import CATALOG_TOPIC
 from projector import SqliteStore, Status
 from sdk._server import Server
-
-from .stack import PipelineLoad, wait_caught_up, wait_until
+from stack import PipelineLoad, wait_caught_up, wait_until
 
 PIPELINE_EVENTS = 20_000
 BACKLOG_EVENTS = 5_000

@@ -11,8 +11,7 @@ import pytest
 import sdk
 from events import CATALOG_TOPIC
 from sdk._server import Server
-
-from .stack import store_offsets
+from stores import store_offsets
 
 
 def test_wait_times_out_while_the_projector_is_down_then_applies_once(

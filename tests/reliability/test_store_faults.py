@@ -28,8 +28,8 @@ from producers import EventProducer
 from projector import SqliteStore, Status
 from sdk._server import Server
 from spark_streaming.__main__ import STORE_FAULT_EXIT_CODE
-
-from .stack import projector_on, store_offsets, wait_caught_up, wait_until
+from stack import projector_on, wait_caught_up, wait_until
+from stores import store_offsets
 
 
 @dataclass

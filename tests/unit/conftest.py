@@ -1,16 +1,14 @@
 """Shared helpers for the unit tier: an in-memory ``CatalogView``, builders of events and log
-records, Arrow schemas for layers and a dump of every table of a SQLite store.
+records, and Arrow schemas for layers.
 
 Everything here is plain Python: no Kafka, no Spark.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -39,7 +37,6 @@ from projector import (
     Segment,
     fold,
 )
-from projector.sqlite_store import TABLES
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 """A fixed clock for events, with microseconds so exact round trips are tested."""
@@ -146,16 +143,6 @@ def fold_into(catalog: MemoryCatalog, records: list[LogRecord]) -> Changes:
     changes = fold(catalog, records)
     catalog.apply(changes)
     return changes
-
-
-def dump(path: str | Path) -> dict[str, list[tuple]]:
-    """Every row of every store table, sorted by primary key, read through a separate connection."""
-    conn = sqlite3.connect(path)
-    try:
-        return {table: conn.execute(f"select * from {table} order by {', '.join(pk)}").fetchall()
-                for table, (_, pk) in TABLES.items()}
-    finally:
-        conn.close()
 
 
 # -- log records ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from events import DecodeError, Event, OnDuplicate, decode, encode
 from projector import Changes, LogPosition, LogRecord, SqliteStore, Status, apply_batch, fold
 from projector.sqlite_store import TABLES
+from stores import dump
 
 from .conftest import (
     MemoryCatalog,
@@ -21,7 +22,6 @@ from .conftest import (
     at,
     create,
     delete,
-    dump,
     fold_into,
     register,
     register_blueprint,

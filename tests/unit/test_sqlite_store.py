@@ -21,6 +21,7 @@ from projector import (
 )
 from projector.sqlite_store import TABLES
 from projector.store import StoreUnavailableError
+from stores import dump
 
 from .conftest import (
     Log,
@@ -29,7 +30,6 @@ from .conftest import (
     at,
     create,
     delete,
-    dump,
     log_record,
     parsed,
     register,

@@ -1,13 +1,11 @@
-"""Helpers shared by the reliability tests: the log's end, waiting for the projection, crashing
-the projector, and comparing two stores table by table."""
+"""Helpers for the tests on the real stack (integration and reliability tiers): waiting until the
+store has reached the log's end, crashing the projector, a background pipeline load."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import signal
-import sqlite3
 import threading
 import time
 import uuid
@@ -16,10 +14,8 @@ from pathlib import Path
 
 from events import Event, RegisterLayer
 from producers import EventProducer, Position, end_offsets
-from projector.sqlite_store import TABLES
 from sdk._server import Server
-
-Offsets = dict[tuple[str, int], int]
+from stores import Offsets, store_offsets
 
 
 def wait_until(condition: Callable[[], bool], timeout_secs: float, what: str,
@@ -32,41 +28,12 @@ def wait_until(condition: Callable[[], bool], timeout_secs: float, what: str,
         time.sleep(poll_secs)
 
 
-def store_offsets(store_path: Path) -> Offsets:
-    """The store's next offset per (topic, partition), read on a connection of its own."""
-    with contextlib.closing(sqlite3.connect(f"{store_path.absolute().as_uri()}?mode=ro", uri=True,
-                                            timeout=30)) as conn:
-        return {(t, p): o for t, p, o in conn.execute("select topic, partition, next_offset from offsets")}
-
-
 def wait_caught_up(store_path: Path, bootstrap_servers: str, timeout_secs: float = 300) -> Offsets:
     """Wait until the store has applied every record in the log; return the offsets."""
     end = {key: offset for key, offset in end_offsets(bootstrap_servers).items() if offset > 0}
     wait_until(lambda: store_path.exists() and store_offsets(store_path) == end, timeout_secs,
                f"the store {store_path} to reach the log end {end}", poll_secs=0.5)
     return end
-
-
-def table_digests(store_path: Path) -> dict[str, tuple[int, str]]:
-    """Row count and SHA-256 of every projection table, rows in primary-key order: two stores
-    with equal digests hold the same projection."""
-    digests = {}
-    with contextlib.closing(sqlite3.connect(f"{store_path.absolute().as_uri()}?mode=ro", uri=True,
-                                            timeout=30)) as conn:
-        for table, (_, primary_key) in TABLES.items():
-            digest = hashlib.sha256()
-            count = 0
-            for row in conn.execute(f"select * from {table} order by {', '.join(primary_key)}"):
-                digest.update(repr(row).encode())
-                count += 1
-            digests[table] = (count, digest.hexdigest())
-    return digests
-
-
-def layers_per_dataset(store_path: Path) -> dict[str, int]:
-    with contextlib.closing(sqlite3.connect(f"{store_path.absolute().as_uri()}?mode=ro", uri=True,
-                                            timeout=30)) as conn:
-        return dict(conn.execute("select dataset_id, count(*) from layers group by dataset_id"))
 
 
 def _process_group(pgid: int) -> list[int]:
