@@ -35,11 +35,11 @@ SCENARIOS = ("startup", "latency", "throughput", "queries", "replay", "stages")
 SCALES = {
     "small": {"latency_calls": 50, "warmup": 5, "sdk_count": 1_000, "sdk_batch": 250,
               "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
-              "query_repeats": 3, "replay_caps": "none,5000",
+              "query_repeats": 3, "replay_caps": "20000,5000",
               "stage_events": 30_000, "stage_batch": 10_000},
     "full": {"latency_calls": 300, "warmup": 20, "sdk_count": 10_000, "sdk_batch": 1_000,
              "producer_count": 1_000_000, "query_sizes": "1000,10000,100000",
-             "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "none,100000",
+             "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "20000,50000",
              "stage_events": 300_000, "stage_batch": 100_000},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -65,16 +65,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "larger sizes are reported as not measured (full: 100000)")
     parser.add_argument("--query-repeats", type=int, help="runs per query, the median is reported")
     parser.add_argument("--replay-caps", help="maxOffsetsPerTrigger values to replay with, comma-separated; "
-                                              "'none' leaves it unset (full: none,100000)")
+                                              "0 for no limit (full: 20000,50000)")
     parser.add_argument("--stage-events", type=int,
                         help="register events for the stages scenario (full: 300000)")
     parser.add_argument("--stage-batch", type=int,
                         help="events per batch in the stages scenario (full: 100000)")
+    parser.add_argument("--label", help="names the results <date>-<label> (default: the scale); "
+                                         "use one when overriding sizes")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
                         help=f"where to write the results (default {RESULTS_DIR})")
     parser.add_argument("--work-dir", type=Path, default=None,
                         help="parent of the temporary directory for recordings and stacks")
     args = parser.parse_args(argv)
+    args.label = args.label or args.scale
     for key, value in SCALES[args.scale].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -84,7 +87,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"unknown scenarios {sorted(unknown)}; choose from {', '.join(SCENARIOS)}")
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     args.query_sizes = [int(x) for x in args.query_sizes.split(",")]
-    args.replay_caps = [None if x.strip() == "none" else int(x) for x in args.replay_caps.split(",")]
+    args.replay_caps = [int(x) for x in args.replay_caps.split(",")]
     return args
 
 
@@ -224,7 +227,7 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                 rows.append(Row("queries", metric, "lower", pick(strata, "queries", str(size), query),
                                 None if too_big else other("queries", str(size), query), target, note))
     for outcome in strata.get("replay", []):
-        cap = outcome["max_offsets_per_trigger"] or "unset"
+        cap = outcome["max_offsets_per_trigger"] or "no limit"
         rows.append(Row("replay", f"{outcome['events']:,} events from offset 0, maxOffsetsPerTrigger {cap} "
                         "(events/s)", "higher", outcome["events_per_s"], NOT_APPLICABLE, 100_000,
                         note=f"after a {outcome['startup_s']} s projector start; "
@@ -265,9 +268,9 @@ def main(argv: list[str] | None = None) -> None:
         if "rerun" in args.systems:
             results["rerun"] = run_rerun(args, pool, timings)
     rows = rows_for(args, results["strata"], results["rerun"])
-    header = (f"strata vs rerun {__import__('rerun').__version__}, scale {args.scale}, {today}, "
+    header = (f"strata vs rerun {__import__('rerun').__version__}, {args.label}, {today}, "
               f"{os.cpu_count()} CPUs (shared machine: compare ratios within a run)")
-    paths = report.write(results, rows, args.results_dir, f"{today}-{args.scale}", header)
+    paths = report.write(results, rows, args.results_dir, f"{today}-{args.label}", header)
     print()
     print(report.markdown(rows, header))
     print_profile(results["strata"])

@@ -145,7 +145,7 @@ def topic_end_offset(bootstrap_servers: str) -> int:
         consumer.close()
 
 
-def replay(system, directory: Path, *, max_offsets: int | None) -> dict:
+def replay(system, directory: Path, *, max_offsets: int) -> dict:
     """Rebuild the projection of the whole topic from offset 0 into a fresh store and checkpoint,
     with the real projector in a subprocess; peak RSS of its process tree from /proc."""
     bootstrap = system.server.bootstrap_servers
@@ -155,10 +155,10 @@ def replay(system, directory: Path, *, max_offsets: int | None) -> dict:
     progress = directory / "progress.jsonl"
     args = [sys.executable, "-m", "bench.probe", "--progress-file", str(progress),
             "--bootstrap-servers", bootstrap, "--store", str(store_path),
-            "--checkpoint", str(directory / "checkpoint"), "--ready-file", str(ready)]
-    if max_offsets:
-        args += ["--max-offsets-per-trigger", str(max_offsets)]
-    print(f"  strata: replaying {end:,} events (maxOffsetsPerTrigger {max_offsets or 'unset'})", flush=True)
+            "--checkpoint", str(directory / "checkpoint"), "--ready-file", str(ready),
+            "--max-offsets-per-trigger", str(max_offsets)]
+    print(f"  strata: replaying {end:,} events (maxOffsetsPerTrigger {max_offsets or 'no limit'})",
+          flush=True)
     with open(directory / "projector.log", "wb") as log:
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
                                    env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
@@ -168,8 +168,8 @@ def replay(system, directory: Path, *, max_offsets: int | None) -> dict:
             startup_s = procs.wait_until(ready.exists, timeout_secs=300, what="projector start")
             store = SqliteStore(store_path, read_only=True)
             try:
-                caught_up = procs.wait_until(lambda: _next_offset(store, end), timeout_secs=WAIT_SECS,
-                                             interval_secs=0.2, what="replay end")
+                caught_up = procs.wait_until(lambda: _replayed(process, store, end, directory),
+                                             timeout_secs=WAIT_SECS, interval_secs=0.2, what="replay end")
             finally:
                 store.close()
             total = time.perf_counter() - started
@@ -188,7 +188,10 @@ def replay(system, directory: Path, *, max_offsets: int | None) -> dict:
             "progress_file": str(progress)}
 
 
-def _next_offset(store: SqliteStore, end: int) -> bool:
+def _replayed(process: subprocess.Popen, store: SqliteStore, end: int, directory: Path) -> bool:
+    if process.poll() is not None:
+        raise RuntimeError(f"the replaying projector exited with code {process.returncode} at offset "
+                           f"{store.next_offset(CATALOG_TOPIC, 0):,}; see {directory / 'projector.log'}")
     return store.next_offset(CATALOG_TOPIC, 0) >= end
 
 

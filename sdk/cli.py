@@ -16,8 +16,6 @@ from spark_streaming.options import (
     parse_key_values,
 )
 
-DEFAULT_MAX_OFFSETS_PER_TRIGGER = 100_000
-
 ENV_HELP = """\
 environment:
   STRATA_HOME                 state directory (default ./.strata)
@@ -202,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory for the rebuilt store and its checkpoint (emptied first)")
     replay.add_argument("--swap", action="store_true",
                         help="make the live store (DATA_DIR/store.db) a copy of the rebuilt one")
-    add_max_offsets_option(replay, default=DEFAULT_MAX_OFFSETS_PER_TRIGGER)
+    add_max_offsets_option(replay)
     replay.set_defaults(func=cmd_replay)
 
     rej = commands.add_parser(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -16,6 +17,7 @@ from pyspark.sql.streaming import StreamingQuery
 from events import TOPICS
 from projector import Changes, LogRecord, ProjectionStore, Status, apply_batch
 from projector.store import StoreUnavailableError
+from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 log = logging.getLogger("strata.projector")
 
@@ -66,6 +68,15 @@ def decode_batch(table: pa.Table) -> list[LogRecord]:
     return [LogRecord.from_kafka(*row) for row in zip(*columns, strict=True)]
 
 
+def starting_offsets(next_offsets: Mapping[tuple[str, int], int]) -> str:
+    """Where a query without a checkpoint starts reading: the store's next offsets when it has one
+    for each topic (strata's topics have one partition), else the beginning of the log. A lost or
+    deleted checkpoint then costs no re-reading of what the store already holds."""
+    if set(next_offsets) != {(topic, 0) for topic in TOPICS}:
+        return "earliest"
+    return json.dumps({topic: {"0": next_offsets[(topic, 0)]} for topic in TOPICS})
+
+
 def store_fault_message(exc: StoreUnavailableError, batch_id: int, rows: pa.Table) -> str:
     """One line for the operator: which batch, which store, why, and what to do next."""
     offsets = rows.column("offset").to_pylist()
@@ -90,7 +101,7 @@ class ProjectorJob:
         checkpoint_dir: str | Path,
         *,
         kafka_options: Mapping[str, str] | None = None,
-        max_offsets_per_trigger: int | None = None,
+        max_offsets_per_trigger: int | None = MAX_OFFSETS_PER_TRIGGER,
         on_batch: Callable[[Changes], None] | None = None,
     ) -> None:
         self.max_offsets_per_trigger = max_offsets_per_trigger
@@ -110,11 +121,12 @@ class ProjectorJob:
             self.spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap_servers)
             .option("subscribe", ",".join(TOPICS))
-            .option("startingOffsets", "earliest")
+            .option("startingOffsets", starting_offsets(self.store.next_offsets()))
         )
         if self.max_offsets_per_trigger:
             # Safe for ordering: every command is in one partition, and the fold does not depend
-            # on where batches end. Bounds each batch's memory, e.g. when replaying a long log.
+            # on where batches end. Bounds each batch's memory: a burst or a replay comes in
+            # batches of this many records.
             reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) go to Spark's consumer with a kafka. prefix.

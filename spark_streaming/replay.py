@@ -10,6 +10,7 @@ from pathlib import Path
 
 from producers import end_offsets, read_range
 from projector import LogRecord, SqliteStore, apply_batch
+from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 
 class Progress:
@@ -38,7 +39,7 @@ def rebuild(
     *,
     spark_master: str = "local[*]",
     kafka_options: Mapping[str, str] | None = None,
-    max_offsets_per_trigger: int = 100_000,
+    max_offsets_per_trigger: int = MAX_OFFSETS_PER_TRIGGER,
 ) -> Path:
     """Fold the whole log, from offset 0 to its current end, into ``directory/store.db`` (with
     its Spark checkpoint beside it); ``directory`` is emptied first. Returns the store's path."""

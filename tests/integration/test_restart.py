@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import signal
 
 import pyarrow as pa
@@ -43,3 +45,21 @@ def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd) -> None:
         assert table.column("rerun_layer_names").to_pylist() == [["base"]] * 30
         offsets = client._store.next_offsets()
         assert sum(offsets.values()) == 31
+
+
+def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd) -> None:
+    data_dir = tmp_path / "stack"
+    uris = [make_rrd(f"lost_{i}") for i in range(6)]
+    with Server(data_dir) as first:
+        first.client().create_dataset("lost").register(uris[:3]).wait()
+    shutil.rmtree(first.checkpoint_dir)
+    earlier_log = first.projector_log.read_text()
+
+    with Server(data_dir) as second:
+        dataset = second.client().get_dataset(name="lost")
+        dataset.register(uris[3:]).wait(timeout_secs=120)
+        assert dataset.segment_ids() == [f"lost_{i}" for i in range(6)]
+        assert sum(second.client()._store.next_offsets().values()) == 7
+        log = second.projector_log.read_text().removeprefix(earlier_log)
+    # Only the 3 new registrations were read, not the 4 records the store already held.
+    assert sum(int(n) for n in re.findall(r"batch \d+: (\d+) records", log)) == 3
