@@ -24,6 +24,7 @@ import os
 import platform
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 from bench import profile, report, scenarios
@@ -117,6 +118,12 @@ def timed(timings: dict, name: str, function, *args, **kwargs):
         print(f"== {name}: {timings[name]} s", flush=True)
 
 
+def failed(system: str, exc: Exception) -> str:
+    traceback.print_exc()
+    print(f"== {system} stopped early: {exc}", flush=True)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
     system = StrataSystem(work / "strata")
     results: dict = {}
@@ -152,6 +159,8 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
                     profile.progress_batches(Path(outcome["progress_file"])))
                 outcome["log_profile"] = profile.summarize_log(directory / "projector.log")
                 results["replay"].append(outcome)
+    except Exception as exc:  # keep what was measured; the table shows the rest as missing
+        results["error"] = failed("strata", exc)
     finally:
         system.close()
     return results
@@ -172,6 +181,8 @@ def run_rerun(args, pool: RecordingPool, timings: dict) -> dict:
             sizes = [s for s in args.query_sizes if s <= args.rerun_max_segments]
             results["queries"] = timed(timings, "rerun queries", scenarios.queries, system, pool,
                                        sizes=sizes, repeats=args.query_repeats)
+    except Exception as exc:
+        results["error"] = failed("rerun", exc)
     finally:
         system.close()
     return results
@@ -274,6 +285,9 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(report.markdown(rows, header))
     print_profile(results["strata"])
+    for system in ("strata", "rerun"):
+        if results[system].get("error"):
+            print(f"{system} stopped early, its later scenarios are missing: {results[system]['error']}")
     for kind, path in paths.items():
         print(f"{kind}: {path}")
 

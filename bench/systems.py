@@ -131,8 +131,9 @@ class RerunSystem:
     def memory(self) -> dict[str, float]:
         return {"total": procs.mib(procs.tree_rss_bytes([self.process.pid]))}
 
-    def fill(self, dataset, pool: RecordingPool, segments: int, *, batch: int = 10_000) -> None:
-        """Register ``segments`` x 3 layer files, ``batch`` files per call."""
+    def fill(self, dataset, pool: RecordingPool, segments: int, *, batch: int = 2_000) -> None:
+        """Register ``segments`` x 3 layer files, ``batch`` files per call (rerun's server keeps
+        every file of a call open: 10,000 per call ran out of 20,000 file descriptors)."""
         for layer in LAYERS:
             for start in range(0, segments, batch):
                 count = min(batch, segments - start)
