@@ -30,8 +30,18 @@ of heap): 80,000 register events of 2.5 KB each ran it out of memory, 20,000 lea
 costs a burst one Spark micro-batch (about 0.2 s) per 20,000 records."""
 
 
+def _record_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of records (0 for no limit), got {text!r}")
+    return count
+
+
 def add_max_offsets_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=MAX_OFFSETS_PER_TRIGGER,
+    parser.add_argument("--max-offsets-per-trigger", type=_record_count, default=MAX_OFFSETS_PER_TRIGGER,
                         metavar="N", help=f"at most N records per micro-batch (default: "
                                           f"{MAX_OFFSETS_PER_TRIGGER}; 0: no limit). Bounds a "
                                           "batch's memory: lower it if events carry large "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
+
 from events import CATALOG_TOPIC
 from spark_streaming.job import starting_offsets
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, add_max_offsets_option
@@ -28,3 +30,12 @@ def test_batches_are_bounded_unless_told_otherwise() -> None:
     add_max_offsets_option(parser)
     assert parser.parse_args([]).max_offsets_per_trigger == MAX_OFFSETS_PER_TRIGGER
     assert parser.parse_args(["--max-offsets-per-trigger", "0"]).max_offsets_per_trigger == 0
+
+
+@pytest.mark.parametrize("value", ["-5", "many"])
+def test_a_batch_size_that_is_not_a_count_is_refused(value: str, capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_max_offsets_option(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--max-offsets-per-trigger", value])
+    assert f"expected a number of records (0 for no limit), got '{value}'" in capsys.readouterr().err
