@@ -1,5 +1,5 @@
 """Where a micro-batch's time goes: Spark's ``StreamingQueryProgress.durationMs`` (from the
-progress file ``bench.probe`` writes) and the projector log's own fetch vs fold+commit times."""
+event log ``bench.probe`` has Spark write) and the projector log's own fetch vs fold+commit times."""
 
 from __future__ import annotations
 
@@ -10,18 +10,27 @@ from pathlib import Path
 
 DURATION_KEYS = ("triggerExecution", "latestOffset", "queryPlanning", "walCommit", "addBatch",
                  "commitOffsets", "getBatch")
+PROGRESS_EVENT = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
 BATCH_LINE = re.compile(r"batch (\d+): (\d+) records.*fetch (\d+) ms, fold and commit (\d+) ms")
 
 
-def progress_batches(path: Path) -> list[dict]:
-    """The progress of every micro-batch that read at least one record."""
-    if not path.exists():
-        return []
+def progress_batches(event_log_dir: Path) -> list[dict]:
+    """The progress of every micro-batch that read at least one record, from the event logs of
+    every projector run in ``event_log_dir``, in the order the runs started."""
     batches = []
-    for line in path.read_text().splitlines():
-        progress = json.loads(line)
-        if progress.get("numInputRows", 0) > 0:
-            batches.append(progress)
+    logs = sorted(event_log_dir.glob("*"), key=lambda p: p.stat().st_mtime) if event_log_dir.exists() else []
+    for log in logs:
+        for line in log.read_text().splitlines():
+            if PROGRESS_EVENT not in line:
+                continue
+            try:
+                progress = json.loads(line)["progress"]
+            except (ValueError, KeyError):  # the last line of a log still being written
+                continue
+            # The event log leaves out the total that StreamingQueryProgress.json computes.
+            progress["numInputRows"] = sum(source["numInputRows"] for source in progress["sources"])
+            if progress["numInputRows"] > 0:
+                batches.append(progress)
     return batches
 
 

@@ -135,8 +135,6 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
         if "latency" in args.only:
             results["latency"] = timed(timings, "strata latency", scenarios.latency, system, pool,
                                        calls=args.latency_calls, warmup=args.warmup)
-            results["latency_profile"] = profile.summarize_progress(
-                profile.small_batches(profile.progress_batches(system.progress_file)))
         if "throughput" in args.only:
             results["sdk_throughput"] = timed(timings, "strata sdk throughput", scenarios.sdk_throughput,
                                               system, pool, count=args.sdk_count, batch=args.sdk_batch)
@@ -146,17 +144,20 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
         if "queries" in args.only:
             results["queries"] = timed(timings, "strata queries", scenarios.queries, system, pool,
                                        sizes=args.query_sizes, repeats=args.query_repeats)
-        results["live_profile"] = profile.summarize_progress(profile.progress_batches(system.progress_file))
+        system.server.stop_projector()  # Spark completes its event log as it stops
+        live = profile.progress_batches(system.event_log_dir)
+        if "latency" in args.only:
+            results["latency_profile"] = profile.summarize_progress(profile.small_batches(live))
+        results["live_profile"] = profile.summarize_progress(live)
         results["live_log_profile"] = profile.summarize_log(system.server.projector_log)
         if "replay" in args.only:
-            system.server.stop_projector()
             results["replay"] = []
             for cap in args.replay_caps:
                 directory = work / f"replay-{cap or 'uncapped'}"
                 outcome = timed(timings, f"strata replay (maxOffsetsPerTrigger {cap})", scenarios.replay,
                                 system, directory, max_offsets=cap)
                 outcome["profile"] = profile.summarize_progress(
-                    profile.progress_batches(Path(outcome["progress_file"])))
+                    profile.progress_batches(Path(outcome["event_log_dir"])))
                 outcome["log_profile"] = profile.summarize_log(directory / "projector.log")
                 results["replay"].append(outcome)
     except Exception as exc:  # keep what was measured; the table shows the rest as missing

@@ -152,8 +152,8 @@ def replay(system, directory: Path, *, max_offsets: int) -> dict:
     end = topic_end_offset(bootstrap)
     directory.mkdir(parents=True)
     store_path, ready = directory / "store.db", directory / "ready"
-    progress = directory / "progress.jsonl"
-    args = [sys.executable, "-m", "bench.probe", "--progress-file", str(progress),
+    event_log = directory / "spark-events"
+    args = [sys.executable, "-m", "bench.probe", "--event-log-dir", str(event_log),
             "--bootstrap-servers", bootstrap, "--store", str(store_path),
             "--checkpoint", str(directory / "checkpoint"), "--ready-file", str(ready),
             "--max-offsets-per-trigger", str(max_offsets)]
@@ -185,7 +185,7 @@ def replay(system, directory: Path, *, max_offsets: int) -> dict:
     return {"events": end, "max_offsets_per_trigger": max_offsets, "startup_s": round(startup_s, 2),
             "replay_s": round(caught_up, 2), "events_per_s": round(end / caught_up, 1),
             "events_per_s_with_startup": round(end / total, 1), "peak_rss_mib": procs.mib(peak.peak_bytes),
-            "progress_file": str(progress)}
+            "event_log_dir": str(event_log)}
 
 
 def _replayed(process: subprocess.Popen, store: SqliteStore, end: int, directory: Path) -> bool:

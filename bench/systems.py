@@ -25,19 +25,19 @@ SEND_CHUNK = 20_000
 
 
 class ProbedServer(Server):
-    """The embedded strata stack whose projector also writes Spark's query progress to
-    ``progress_file`` (see ``bench.probe``); everything else is ``sdk.Server``."""
+    """The embedded strata stack whose projector also writes Spark's event log to
+    ``event_log_dir`` (see ``bench.probe``); everything else is ``sdk.Server``."""
 
-    def __init__(self, data_dir: Path, progress_file: Path) -> None:
+    def __init__(self, data_dir: Path, event_log_dir: Path) -> None:
         super().__init__(data_dir)
-        self.progress_file = progress_file
+        self.event_log_dir = event_log_dir
 
     def start_projector(self) -> None:
         start = _processes.start
 
         def start_probe(args, log_path, env=None):
             at = args.index("spark_streaming")
-            args = [*args[:at], "bench.probe", "--progress-file", str(self.progress_file), *args[at + 1:]]
+            args = [*args[:at], "bench.probe", "--event-log-dir", str(self.event_log_dir), *args[at + 1:]]
             return start(args, log_path, env=env)
 
         with mock.patch.object(_processes, "start", start_probe):
@@ -55,8 +55,8 @@ class StrataSystem:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.progress_file = directory / "progress.jsonl"
-        self.server = ProbedServer(directory / "stack", self.progress_file)
+        self.event_log_dir = directory / "spark-events"
+        self.server = ProbedServer(directory / "stack", self.event_log_dir)
         self.client = None
 
     def start(self) -> float:

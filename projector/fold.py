@@ -223,11 +223,14 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
         event_id=event.event_id,
     ))
     segment = state.segment(dataset.id, command.segment_id)
+    created = dataset.segments_created
     if segment is None:
-        state.put_segment(Segment(dataset.id, command.segment_id, record.position, event.produced_at))
+        state.put_segment(Segment(dataset.id, command.segment_id, record.position, event.produced_at,
+                                  position=created))
+        created += 1
     elif event.produced_at > segment.updated_at:
         state.put_segment(replace(segment, updated_at=event.produced_at))
-    _touch(state, dataset, event, schema=merged, schema_refs=_with(refs, digest))
+    _touch(state, dataset, event, schema=merged, schema_refs=_with(refs, digest), segments_created=created)
 
 
 def _unregister_layers(

@@ -60,6 +60,8 @@ class Dataset:
     schema_refs: tuple[SchemaRef, ...] = ()
     """The distinct schemas of its current layers, in order of first registration."""
     default_blueprint: str | None = None
+    segments_created: int = 0
+    """How many segments were ever created in it: the position of the next new segment."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class Segment:
     created_by: LogPosition
     """The event that registered the segment's first layer: segments are listed in this order."""
     updated_at: datetime
+    position: int
+    """Its place in the dataset's registration order: 0, 1, 2, ...; a removed segment leaves a gap."""
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import sqlite_utils
 
 from events import RegisterLayer
+from projector import layer_table as _layer_table
 from projector.fold import CatalogView
 from projector.model import (
     Blueprint,
@@ -37,18 +39,18 @@ from projector.store import StaleBatchError, StoreUnavailableError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
     "datasets": (
         {"id": str, "name": str, "created_at": int, "updated_at": int, "deleted": int,
-         "schema": bytes, "schema_refs": str, "default_blueprint": str},
+         "schema": bytes, "schema_refs": str, "default_blueprint": str, "segments_created": int},
         ("id",),
     ),
     "segments": (
         {"dataset_id": str, "segment_id": str, "created_topic": str, "created_partition": int,
-         "created_offset": int, "updated_at": int},
+         "created_offset": int, "updated_at": int, "position": int},
         ("dataset_id", "segment_id"),
     ),
     "layers": (
@@ -75,7 +77,16 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
         ("topic", "partition", "offset"),
     ),
     "offsets": ({"topic": str, "partition": int, "next_offset": int}, ("topic", "partition")),
+    "layer_chunks": ({"dataset_id": str, "chunk": int, "layers": bytes}, ("dataset_id", "chunk")),
 }
+"""``layer_chunks`` is derived: each dataset's layer table (see ``projector.layer_table``) in
+chunks of consecutive segment positions, rewritten with the rows they are made of."""
+
+_CHUNK_LAYERS = (
+    "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
+    "coalesce(l.properties, x'') from segments s join layers l using (dataset_id, segment_id) "
+    "where s.dataset_id = ? and s.position >= ? and s.position < ? "
+    "order by s.position, l.registered_topic, l.registered_partition, l.registered_offset")
 
 
 def _micros(value: datetime) -> int:
@@ -131,6 +142,7 @@ class SqliteStore:
             self.db[name].create(columns, pk=pk, if_not_exists=True)
         self.db["datasets"].create_index(["name"], if_not_exists=True)
         self.db["outcomes"].create_index(["topic", "partition", "offset"], if_not_exists=True)
+        self.db["segments"].create_index(["dataset_id", "position"], if_not_exists=True)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     def close(self) -> None:
@@ -239,8 +251,9 @@ class SqliteStore:
             if stored != expected_offsets:
                 raise StaleBatchError(
                     f"store offsets moved from {expected_offsets} to {stored} during the batch")
+            chunks = self._touched_chunks(changes)
             purged = [(str(dataset_id),) for dataset_id in changes.purged]
-            for table in ("segments", "layers", "blueprints"):
+            for table in ("segments", "layers", "blueprints", "layer_chunks"):
                 self._conn.executemany(f"delete from {table} where dataset_id = ?", purged)
             self._conn.executemany(
                 "delete from segments where dataset_id = ? and segment_id = ?",
@@ -254,6 +267,39 @@ class SqliteStore:
                     self._conn.executemany(
                         f"insert or replace into {table} ({', '.join(columns)}) "
                         f"values ({', '.join('?' for _ in columns)})", values)
+            self._rewrite_chunks(chunks)
+
+    def _touched_chunks(self, changes: Changes) -> set[tuple[str, int]]:
+        """The (dataset id, chunk) of every segment the batch adds, changes or removes: where it
+        is now and where it will be. Runs inside ``commit``'s transaction, before its writes."""
+        chunks = {(str(s.dataset_id), s.position // _layer_table.CHUNK_SEGMENTS)
+                  for s in changes.segments.values() if s is not None}
+        touched: dict[str, set[str]] = {}
+        for dataset_id, segment_id, *_ in (*changes.segments, *changes.layers):
+            if dataset_id not in changes.purged:
+                touched.setdefault(str(dataset_id), set()).add(segment_id)
+        for dataset_id, segment_ids in touched.items():
+            ids = sorted(segment_ids)
+            for start in range(0, len(ids), _IN_CHUNK):
+                part = ids[start:start + _IN_CHUNK]
+                rows = self._conn.execute(
+                    f"select position from segments where dataset_id = ? and segment_id in "
+                    f"({', '.join('?' * len(part))})", (dataset_id, *part))
+                chunks.update((dataset_id, position // _layer_table.CHUNK_SEGMENTS) for (position,) in rows)
+        return chunks
+
+    def _rewrite_chunks(self, chunks: set[tuple[str, int]]) -> None:
+        size = _layer_table.CHUNK_SEGMENTS
+        for dataset_id, chunk in sorted(chunks):
+            start = chunk * size
+            rows = self._conn.execute(_CHUNK_LAYERS, (dataset_id, start, start + size)).fetchall()
+            if rows:
+                self._conn.execute(
+                    "insert or replace into layer_chunks (dataset_id, chunk, layers) values (?, ?, ?)",
+                    (dataset_id, chunk, _layer_table.to_ipc(_layer_table.from_rows(rows))))
+            else:
+                self._conn.execute("delete from layer_chunks where dataset_id = ? and chunk = ?",
+                                   (dataset_id, chunk))
 
     def replace_contents(
         self, source: str | Path, catch_up: Callable[[dict[tuple[str, int], int]], None]
@@ -317,17 +363,13 @@ class SqliteStore:
             (str(dataset_id),))
         return [_layer(r) for r in rows]
 
-    def layer_rows(self, dataset_id: uuid.UUID) -> list[tuple]:
-        """``layers`` as plain tuples (segment_id, layer_name, storage_url, size_bytes,
-        registered_at in microseconds, schema_sha256, properties), for building tables fast."""
+    def layer_table(self, dataset_id: uuid.UUID) -> pa.Table:
+        """``layers`` as one Arrow table (``projector.layer_table.LAYER_COLUMNS``), read from the
+        dataset's chunks without converting its rows to Python values."""
         with self._lock, self._faults():
-            return self._conn.execute(
-                "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, "
-                "l.schema_sha256, coalesce(l.properties, x'') from layers l "
-                "join segments s using (dataset_id, segment_id) where l.dataset_id = ? "
-                "order by s.created_topic, s.created_partition, s.created_offset, "
-                "l.registered_topic, l.registered_partition, l.registered_offset",
-                (str(dataset_id),)).fetchall()
+            blobs = [blob for (blob,) in self._conn.execute(
+                "select layers from layer_chunks where dataset_id = ? order by chunk", (str(dataset_id),))]
+        return _layer_table.from_ipc(blobs)
 
     def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
         rows = self._query("select * from blueprints where dataset_id = ? order by "
@@ -383,14 +425,15 @@ class _BatchView:
 
 def _dataset_values(d: Dataset) -> tuple[Any, ...]:
     return (str(d.id), d.name, _micros(d.created_at), _micros(d.updated_at), int(d.deleted), d.schema,
-            json.dumps([[r.digest, r.layers] for r in d.schema_refs]), d.default_blueprint)
+            json.dumps([[r.digest, r.layers] for r in d.schema_refs]), d.default_blueprint,
+            d.segments_created)
 
 
 def _dataset(r: dict[str, Any]) -> Dataset:
     return Dataset(uuid.UUID(r["id"]), r["name"], _datetime(r["created_at"]),
                    _datetime(r["updated_at"]), deleted=bool(r["deleted"]), schema=r["schema"] or b"",
                    schema_refs=tuple(SchemaRef(d, n) for d, n in json.loads(r["schema_refs"])),
-                   default_blueprint=r["default_blueprint"])
+                   default_blueprint=r["default_blueprint"], segments_created=r["segments_created"])
 
 
 def _blueprint_values(b: Blueprint) -> tuple[Any, ...]:
@@ -407,13 +450,13 @@ def _blueprint(r: dict[str, Any]) -> Blueprint:
 
 def _segment_values(s: Segment) -> tuple[Any, ...]:
     return (str(s.dataset_id), s.segment_id, s.created_by.topic, s.created_by.partition,
-            s.created_by.offset, _micros(s.updated_at))
+            s.created_by.offset, _micros(s.updated_at), s.position)
 
 
 def _segment(r: dict[str, Any]) -> Segment:
     return Segment(uuid.UUID(r["dataset_id"]), r["segment_id"],
                    LogPosition(r["created_topic"], r["created_partition"], r["created_offset"]),
-                   _datetime(r["updated_at"]))
+                   _datetime(r["updated_at"]), r["position"])
 
 
 def _layer_values(x: Layer) -> tuple[Any, ...]:

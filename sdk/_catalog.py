@@ -398,7 +398,7 @@ class DatasetEntry:
         return self._client._dataframe(_tables.segment_table(self._layer_table()))
 
     def _layer_table(self) -> pa.Table:
-        return _tables.layer_table(self._client._store.layer_rows(self._id))
+        return self._client._store.layer_table(self._id)
 
     def manifest(self) -> datafusion.DataFrame:
         """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,

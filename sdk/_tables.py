@@ -1,9 +1,9 @@
 """The segment table and the manifest, built as Arrow tables from the projection's layers.
 
 Column names follow Rerun's catalog: ``rerun_segment_id``, ``rerun_layer_names``, ... and one
-``property:<entity>:<field>`` column per property. Both are computed column-wise from one
-``layer table`` (see ``LAYER_COLUMNS``), so their cost grows with the number of layers, not with
-Python work per layer; only layers that have properties are parsed.
+``property:<entity>:<field>`` column per property. Both are computed column-wise from the store's
+layer table (``projector.layer_table``), so their cost grows with the number of layers, not with
+Python work per layer; each distinct properties value is parsed once.
 """
 
 from __future__ import annotations
@@ -14,19 +14,6 @@ import pyarrow.compute as pc
 import pyarrow.ipc
 
 TIMESTAMP = pa.timestamp("ns", tz=None)
-LAYER_COLUMNS = pa.schema([
-    ("segment_id", pa.string()), ("layer_name", pa.string()), ("storage_url", pa.string()),
-    ("size_bytes", pa.int64()), ("registered_at", pa.int64()), ("schema_sha256", pa.string()),
-    ("properties", pa.binary()),
-])
-"""One row per layer, grouped by segment (segments in registration order), each segment's layers
-in registration order; ``registered_at`` in microseconds since the epoch (UTC)."""
-
-
-def layer_table(rows: list[tuple]) -> pa.Table:
-    """The layer table of rows in ``LAYER_COLUMNS`` order, as ``SqliteStore.layer_rows`` gives."""
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in LAYER_COLUMNS]
-    return pa.table(columns, schema=LAYER_COLUMNS)
 
 
 def _timestamps(micros: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -35,21 +22,17 @@ def _timestamps(micros: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 def _properties(layers: pa.Table) -> pa.Table:
     """One row per layer, one column per property any layer has (null where it has none)."""
-    positions: dict[bytes, int] = {}
-    distinct: list[pa.Table] = []
-    index: list[int | None] = []
-    for blob in layers.column("properties").to_pylist():
-        if not blob:
-            index.append(None)
-            continue
-        position = positions.get(blob)
-        if position is None:
-            position = positions[blob] = len(distinct)
-            distinct.append(pa.ipc.open_stream(blob).read_all())
-        index.append(position)
+    encoded = pc.dictionary_encode(layers.column("properties")).combine_chunks()
+    values = encoded.dictionary.to_pylist()
+    distinct = [pa.ipc.open_stream(blob).read_all() for blob in values if blob]
     if not distinct:
         return pa.table({})
-    table = pa.concat_tables(distinct, promote_options="permissive").take(pa.array(index, pa.int64()))
+    # Dictionary entries that are empty (no properties) take no row of the concatenated table.
+    rows = np.cumsum([bool(blob) for blob in values]) - 1
+    rows[[not blob for blob in values]] = -1
+    index = rows[encoded.indices.to_numpy(zero_copy_only=False)]
+    table = pa.concat_tables(distinct, promote_options="permissive").take(
+        pa.array(index, pa.int64(), mask=index < 0))
     return table.select(sorted(table.column_names))
 
 
@@ -59,7 +42,6 @@ def manifest_table(layers: pa.Table) -> pa.Table:
     order = pc.sort_indices(pa.table({"rank": rank, "name": layers.column("layer_name")}),
                             sort_keys=[("rank", "ascending"), ("name", "ascending")])
     layers = layers.take(order)
-    digests = [bytes.fromhex(d) if d else None for d in layers.column("schema_sha256").to_pylist()]
     base = pa.table({
         "rerun_segment_id": layers.column("segment_id"),
         "rerun_layer_name": layers.column("layer_name"),
@@ -67,7 +49,7 @@ def manifest_table(layers: pa.Table) -> pa.Table:
         "rerun_registration_time": _timestamps(layers.column("registered_at")),
         "rerun_last_updated_at": _timestamps(layers.column("registered_at")),
         "rerun_size_bytes": pc.cast(layers.column("size_bytes"), pa.uint64()),
-        "rerun_schema_sha256": pa.array(digests, pa.binary(32)),
+        "rerun_schema_sha256": layers.column("schema_sha256"),
     })
     return _append_columns(base, _properties(layers))
 

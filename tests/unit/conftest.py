@@ -36,6 +36,7 @@ from projector import (
     Rejection,
     Segment,
     fold,
+    layer_table,
 )
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
@@ -265,3 +266,11 @@ def catalog() -> MemoryCatalog:
 @pytest.fixture
 def log() -> Log:
     return Log()
+
+
+def table_of(layers: list[Layer]) -> pa.Table:
+    """``Layer`` values, in this order, as the layer table ``SqliteStore.layer_table`` gives."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    return layer_table.from_rows([(x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
+                                   (x.registered_at - epoch) // timedelta(microseconds=1),
+                                   x.schema_sha256, x.properties) for x in layers])

@@ -5,6 +5,7 @@ replayed overlaps, as after a crash), and the store answers the fold exactly lik
 from __future__ import annotations
 
 import uuid
+from unittest import mock
 
 import pyarrow as pa
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from events import DecodeError, Event, OnDuplicate, decode, encode
-from projector import Changes, LogPosition, LogRecord, SqliteStore, Status, apply_batch, fold
+from projector import Changes, LogPosition, LogRecord, SqliteStore, Status, apply_batch, fold, layer_table
 from projector.sqlite_store import TABLES
 from stores import dump
 
@@ -27,6 +28,7 @@ from .conftest import (
     register_blueprint,
     rename,
     set_default_blueprint,
+    table_of,
     unregister,
 )
 
@@ -139,8 +141,11 @@ def fold_in_memory(records: list[LogRecord], batches: list[list[LogRecord]]) -> 
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=histories_and_batches())
 def test_batch_boundaries_never_change_the_tables(tmp_path_factory, case):
-    records, batches = case
-    directory = tmp_path_factory.mktemp("history")
+    with mock.patch.object(layer_table, "CHUNK_SEGMENTS", 2):  # chunks of two segment positions
+        check_batch_boundaries(tmp_path_factory.mktemp("history"), *case)
+
+
+def check_batch_boundaries(directory, records: list[LogRecord], batches: list[tuple[int, int, int]]) -> None:
 
     whole = SqliteStore(directory / "whole.db")
     apply_batch(whole, records)
@@ -156,6 +161,9 @@ def test_batch_boundaries_never_change_the_tables(tmp_path_factory, case):
             memory.apply(from_memory)
             # Replayed records change nothing, and the store answers like the in-memory view.
             assert from_store == from_memory
+        # The layer chunks hold exactly the layer rows.
+        for dataset_id in DATASET_IDS:
+            assert in_batches.layer_table(dataset_id) == table_of(in_batches.layers(dataset_id))
     finally:
         in_batches.close()
 

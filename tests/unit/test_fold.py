@@ -32,6 +32,7 @@ from .conftest import (
     register,
     split,
     undecodable,
+    unregister,
 )
 
 ERROR, SKIP, REPLACE = OnDuplicate.ERROR, OnDuplicate.SKIP, OnDuplicate.REPLACE
@@ -204,6 +205,16 @@ def test_layers_of_a_segment_are_in_registration_order(with_dataset, log, datase
     assert layer.registered_by == records[2].position
     assert layer.storage_url == "file:///data/seg.alpha.rrd"
     assert all(o.status is Status.ACCEPTED for o in with_dataset.outcomes.values())
+
+
+def test_segments_take_the_next_position_of_their_dataset(with_dataset, log, dataset_id):
+    fold_into(with_dataset, [log.append(register(dataset_id, "s1")), log.append(register(dataset_id, "s2")),
+                             log.append(register(dataset_id, "s1", "extra"))])
+    fold_into(with_dataset, [log.append(unregister(dataset_id, ["s1"])),
+                             log.append(register(dataset_id, "s1"))])  # created again: a new position
+
+    assert [with_dataset.segment(dataset_id, s).position for s in ("s1", "s2")] == [2, 1]
+    assert with_dataset.dataset(dataset_id).segments_created == 3
 
 
 @pytest.mark.parametrize("same_batch", [True, False], ids=["same-batch", "across-batches"])

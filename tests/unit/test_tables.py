@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pytest
@@ -12,9 +11,9 @@ import pytest
 from events import CATALOG_TOPIC, OnDuplicate
 from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch
 from sdk._recordings import Recording
-from sdk._tables import layer_table, manifest_table, segment_table
+from sdk._tables import manifest_table, segment_table
 
-from .conftest import Log, at, create, register
+from .conftest import Log, at, create, register, table_of
 
 DATASET = uuid.uuid4()
 X, Y, GOOD = "property:q:x", "property:q:y", "property:quality:tracking_good"
@@ -36,16 +35,8 @@ def layer(segment_id: str, name: str, offset: int, *, size: int = 1, properties:
         registered_by=LogPosition(CATALOG_TOPIC, 0, offset), event_id=uuid.uuid4())
 
 
-def table_of(layers: list[Layer]) -> pa.Table:
-    """``Layer`` values as the layer table ``SqliteStore.layer_rows`` would give."""
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    return layer_table([(x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
-                         (x.registered_at - epoch) // timedelta(microseconds=1), x.schema_sha256,
-                         x.properties) for x in layers])
-
-
 def segment(segment_id: str, offset: int) -> Segment:
-    return Segment(DATASET, segment_id, LogPosition(CATALOG_TOPIC, 0, offset), at(offset))
+    return Segment(DATASET, segment_id, LogPosition(CATALOG_TOPIC, 0, offset), at(offset), position=offset)
 
 
 def naive(offset: float):
@@ -139,8 +130,8 @@ def test_replaced_layer_moves_last_and_wins_the_merge(tmp_path):
     store = SqliteStore(tmp_path / "store.db")
     try:
         apply_batch(store, records)
-        table = segment_table(layer_table(store.layer_rows(DATASET)))
-        manifest = manifest_table(layer_table(store.layer_rows(DATASET)))
+        table = segment_table(store.layer_table(DATASET))
+        manifest = manifest_table(store.layer_table(DATASET))
     finally:
         store.close()
 

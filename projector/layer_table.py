@@ -1,0 +1,48 @@
+"""A dataset's layers as one Arrow table, the input of its segment table and manifest.
+
+The store keeps this table in chunks of ``CHUNK_SEGMENTS`` consecutive segment positions, each an
+Arrow IPC stream rewritten in the transaction that changes one of its segments, so a reader gets
+every layer of a dataset by concatenating blobs instead of converting its rows one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.ipc
+
+CHUNK_SEGMENTS = 256
+"""Segment positions per chunk: a one-record batch rewrites one chunk (the layers of up to this
+many segments, about 5 ms at 3 layers each); a dataset of 100k segments is read as about 400 blobs."""
+
+LAYER_COLUMNS = pa.schema([
+    ("segment_id", pa.string()), ("layer_name", pa.string()), ("storage_url", pa.string()),
+    ("size_bytes", pa.int64()), ("registered_at", pa.int64()), ("schema_sha256", pa.binary(32)),
+    ("properties", pa.binary()),
+])
+"""One row per layer: segments in registration order, each segment's layers in registration order.
+``registered_at`` is in microseconds since the epoch (UTC); ``schema_sha256`` is null when the
+layer's schema is unknown; ``properties`` is the layer's one-row Arrow IPC stream, empty if none."""
+
+
+def from_rows(rows: Sequence[tuple]) -> pa.Table:
+    """The layer table of ``rows`` in ``LAYER_COLUMNS`` order, ``schema_sha256`` as hex text
+    (empty when unknown)."""
+    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in LAYER_COLUMNS]
+    digests = LAYER_COLUMNS.get_field_index("schema_sha256")
+    columns[digests] = [bytes.fromhex(d) if d else None for d in columns[digests]]
+    return pa.table(columns, schema=LAYER_COLUMNS)
+
+
+def to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(blobs: Iterable[bytes]) -> pa.Table:
+    """The chunks' tables, concatenated in order."""
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
+    return pa.concat_tables(tables) if tables else LAYER_COLUMNS.empty_table()
