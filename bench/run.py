@@ -124,6 +124,27 @@ def failed(system: str, exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def run_common(args, system, pool: RecordingPool, timings: dict, results: dict, *,
+               query_sizes: list[int], producers: bool = False) -> None:
+    """The scenarios both systems run, in order, into ``results``; ``producers``: also events
+    through the producers API (strata only)."""
+    name = system.name
+    results["startup"] = timed(timings, f"{name} startup", scenarios.startup, system, pool)
+    if "latency" in args.only:
+        results["latency"] = timed(timings, f"{name} latency", scenarios.latency, system, pool,
+                                   calls=args.latency_calls, warmup=args.warmup)
+    if "throughput" in args.only:
+        results["sdk_throughput"] = timed(timings, f"{name} sdk throughput", scenarios.sdk_throughput,
+                                          system, pool, count=args.sdk_count, batch=args.sdk_batch)
+        if producers:
+            results["producer_throughput"] = timed(timings, f"{name} producer throughput",
+                                                   scenarios.producer_throughput, system, pool,
+                                                   count=args.producer_count)
+    if "queries" in args.only:
+        results["queries"] = timed(timings, f"{name} queries", scenarios.queries, system, pool,
+                                   sizes=query_sizes, repeats=args.query_repeats)
+
+
 def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
     system = StrataSystem(work / "strata")
     results: dict = {}
@@ -131,19 +152,7 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
         if "stages" in args.only:  # first, while nothing else runs
             results["stages"] = timed(timings, "strata stages", scenarios.stages, pool, work / "stages",
                                       events=args.stage_events, batch=args.stage_batch)
-        results["startup"] = timed(timings, "strata startup", scenarios.startup, system, pool)
-        if "latency" in args.only:
-            results["latency"] = timed(timings, "strata latency", scenarios.latency, system, pool,
-                                       calls=args.latency_calls, warmup=args.warmup)
-        if "throughput" in args.only:
-            results["sdk_throughput"] = timed(timings, "strata sdk throughput", scenarios.sdk_throughput,
-                                              system, pool, count=args.sdk_count, batch=args.sdk_batch)
-            results["producer_throughput"] = timed(timings, "strata producer throughput",
-                                                   scenarios.producer_throughput, system, pool,
-                                                   count=args.producer_count)
-        if "queries" in args.only:
-            results["queries"] = timed(timings, "strata queries", scenarios.queries, system, pool,
-                                       sizes=args.query_sizes, repeats=args.query_repeats)
+        run_common(args, system, pool, timings, results, query_sizes=args.query_sizes, producers=True)
         system.server.stop_projector()  # Spark completes its event log as it stops
         live = profile.progress_batches(system.event_log_dir)
         if "latency" in args.only:
@@ -171,17 +180,8 @@ def run_rerun(args, pool: RecordingPool, timings: dict) -> dict:
     system = RerunSystem()
     results: dict = {}
     try:
-        results["startup"] = timed(timings, "rerun startup", scenarios.startup, system, pool)
-        if "latency" in args.only:
-            results["latency"] = timed(timings, "rerun latency", scenarios.latency, system, pool,
-                                       calls=args.latency_calls, warmup=args.warmup)
-        if "throughput" in args.only:
-            results["sdk_throughput"] = timed(timings, "rerun sdk throughput", scenarios.sdk_throughput,
-                                              system, pool, count=args.sdk_count, batch=args.sdk_batch)
-        if "queries" in args.only:
-            sizes = [s for s in args.query_sizes if s <= args.rerun_max_segments]
-            results["queries"] = timed(timings, "rerun queries", scenarios.queries, system, pool,
-                                       sizes=sizes, repeats=args.query_repeats)
+        sizes = [s for s in args.query_sizes if s <= args.rerun_max_segments]
+        run_common(args, system, pool, timings, results, query_sizes=sizes)
     except Exception as exc:
         results["error"] = failed("rerun", exc)
     finally:
