@@ -7,7 +7,8 @@ Scenarios (--only, comma-separated; default all):
               API (producers.EventProducer) until segment_table() shows them all
   queries     segment_table() and manifest() .to_arrow_table() at several sizes, 3 layers each
   replay      strata only: rebuild the projection of the whole topic from offset 0 in a fresh
-              store with the real projector in a subprocess; events/s and peak RSS (/proc)
+              store with the real projector in a subprocess; events/s and peak RSS (/proc); and
+              Spark's Kafka source alone reading the same topic (replay's ceiling)
   stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
               Python stages (decode, batch_view, fold, commit) on register events
 
@@ -31,6 +32,7 @@ from bench import profile, report, scenarios
 from bench.recordings import LAYERS, RecordingPool
 from bench.report import NOT_APPLICABLE, Row
 from bench.systems import RerunSystem, StrataSystem
+from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 SCENARIOS = ("startup", "latency", "throughput", "queries", "replay", "stages")
 SCALES = {
@@ -169,6 +171,8 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
                     profile.progress_batches(Path(outcome["event_log_dir"])))
                 outcome["log_profile"] = profile.summarize_log(directory / "projector.log")
                 results["replay"].append(outcome)
+            results["kafka_read"] = timed(timings, "strata kafka read", scenarios.kafka_read, system,
+                                          batch=args.replay_caps[0] or MAX_OFFSETS_PER_TRIGGER)
     except Exception as exc:  # keep what was measured; the table shows the rest as missing
         results["error"] = failed("strata", exc)
     finally:
@@ -246,6 +250,14 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                              f"{outcome['events_per_s_with_startup']:,.0f}/s including it"))
         rows.append(Row("replay", f"peak RSS, maxOffsetsPerTrigger {cap} (MiB)", "lower",
                         outcome["peak_rss_mib"], NOT_APPLICABLE, note="projector process tree"))
+    if "kafka_read" in strata:
+        read = strata["kafka_read"]
+        note = (f"{read['events']:,} events of {read['mean_record_bytes']:,} bytes on average, batches of "
+                f"{read['batch']:,}: replay's ceiling without any Python work")
+        rows.append(Row("replay", "Spark's Kafka source alone, counted in the JVM (events/s)", "higher",
+                        read["count_events_per_s"], NOT_APPLICABLE, note=note))
+        rows.append(Row("replay", "Spark's Kafka source alone, handed to Python as Arrow (events/s)",
+                        "higher", read["arrow_events_per_s"], NOT_APPLICABLE, note=note))
     if "stages" in strata:
         stages = strata["stages"]
         note = f"{stages['events']:,} events in batches of {stages['batch']:,}"

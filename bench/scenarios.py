@@ -195,6 +195,50 @@ def _replayed(process: subprocess.Popen, store: SqliteStore, end: int, directory
     return store.next_offset(CATALOG_TOPIC, 0) >= end
 
 
+def kafka_read(system, *, batch: int) -> dict:
+    """Spark's Kafka source alone, with no Python work: the whole topic, from offset 0, in batch
+    queries of ``batch`` offsets with the projector's Kafka options, as a replay's micro-batches
+    read it. Read twice: counted in the JVM, then handed to Python as Arrow (``toArrow()``, what
+    ``ProjectorJob.process`` does before decoding). The ceiling of replay's rate on this machine."""
+    from pyspark.sql import functions as F
+
+    from spark_streaming.job import DEFAULT_KAFKA_OPTIONS, build_session
+
+    bootstrap = system.server.bootstrap_servers
+    end = topic_end_offset(bootstrap)
+    spark = build_session(app_name="strata-bench-kafka-read")
+
+    def between(start: int):
+        reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                  .option("assign", f'{{"{CATALOG_TOPIC}": [0]}}')
+                  .option("startingOffsets", f'{{"{CATALOG_TOPIC}": {{"0": {start}}}}}')
+                  .option("endingOffsets", f'{{"{CATALOG_TOPIC}": {{"0": {min(start + batch, end)}}}}}'))
+        for key, value in DEFAULT_KAFKA_OPTIONS.items():
+            reader = reader.option(key, value)
+        return reader.load()
+
+    try:
+        between(0).agg(F.count("*")).first()  # untimed: the JVM's first query plans and compiles
+        between(0).select("topic", "partition", "offset", "value").toArrow()
+        print(f"  strata: Spark reads {end:,} events in batches of {batch:,}, counting in the JVM",
+              flush=True)
+        started, records, value_bytes = time.perf_counter(), 0, 0
+        for start in range(0, end, batch):
+            row = between(start).agg(F.count("*"), F.sum(F.length("value"))).first()
+            records, value_bytes = records + row[0], value_bytes + row[1]
+        counted_s = time.perf_counter() - started
+        print("  strata: ... and again, handed to Python as Arrow", flush=True)
+        started = time.perf_counter()
+        for start in range(0, end, batch):
+            between(start).select("topic", "partition", "offset", "value").toArrow()
+        arrow_s = time.perf_counter() - started
+    finally:
+        spark.stop()
+    return {"events": records, "batch": batch, "mean_record_bytes": round(value_bytes / records),
+            "count_events_per_s": round(records / counted_s, 1),
+            "arrow_events_per_s": round(records / arrow_s, 1)}
+
+
 STAGES = ("decode", "batch_view", "fold", "commit")
 
 
