@@ -1,8 +1,14 @@
 """The strata SDK: a Rerun-style catalog client, the embedded server and the ``strata`` CLI.
 
-Owns the public surface (``CatalogClient``, ``DatasetEntry``, ``Server``, the errors). Writes go
-through ``producers``, reads come from the ``projector`` store; no domain rule lives here.
+Owns the public surface (``CatalogClient``, ``DatasetEntry``, ``DatasetSelection``, ``Server``,
+the errors). Writes go through ``producers``, catalog reads come from the ``projector`` store, and
+the recordings' data is read with rerun-sdk's query engine; no domain rule lives here. Rerun's
+names are importable where strata has the same thing (``OnDuplicateSegmentLayer``,
+``DatasetView``), so a notebook written for ``rerun.catalog`` needs only its imports and its
+connection line changed.
 """
+
+from rerun.catalog import ContentFilter
 
 from events import OnDuplicate
 from sdk._catalog import (
@@ -15,26 +21,38 @@ from sdk._catalog import (
     RegistrationResult,
     SegmentRegistrationResult,
 )
+from sdk._selection import DatasetSelection
 from sdk._server import Server
 from sdk.errors import (
     AlreadyExistsError,
     DeliveryError,
     NotFoundError,
     ProjectionTimeoutError,
+    RecordingChangedError,
     StrataError,
 )
+
+OnDuplicateSegmentLayer = OnDuplicate
+"""Rerun's name for ``OnDuplicate``."""
+DatasetView = DatasetSelection
+"""Rerun's former name for ``DatasetSelection``."""
 
 __all__ = [
     "AlreadyExistsError",
     "CatalogClient",
+    "ContentFilter",
     "DatasetEntry",
     "DatasetInfo",
+    "DatasetSelection",
+    "DatasetView",
     "DeliveryError",
     "LayerInfo",
     "NotFoundError",
     "OnDuplicate",
+    "OnDuplicateSegmentLayer",
     "Operation",
     "ProjectionTimeoutError",
+    "RecordingChangedError",
     "RegistrationOperation",
     "RegistrationResult",
     "SegmentRegistrationResult",

@@ -37,7 +37,9 @@ from producers import EventProducer, Position
 from projector import Dataset, Outcome, SqliteStore, Status
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _tables
+from sdk._contents import Contents
 from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
+from sdk._selection import DatasetSelection
 from sdk._wait import wait_for_positions
 from sdk.errors import AlreadyExistsError, NotFoundError
 
@@ -391,11 +393,25 @@ class DatasetEntry:
             num_component_columns=len(self.schema()),
         )
 
-    def segment_table(self) -> datafusion.DataFrame:
+    def segment_table(self, join_meta: datafusion.DataFrame | None = None,
+                      join_key: str = "rerun_segment_id") -> datafusion.DataFrame:
         """One row per segment: ``rerun_segment_id``, ``rerun_layer_names`` (registration order),
         ``rerun_storage_urls``, ``rerun_last_updated_at``, ``rerun_size_bytes``, and one
-        ``property:<entity>:<field>`` column per property (the latest layer with a value wins)."""
-        return self._client._dataframe(_tables.segment_table(self._layer_table()))
+        ``property:<entity>:<field>`` column per property (the latest layer with a value wins).
+
+        ``join_meta`` (a DataFrame with a ``join_key`` column) is left-joined on ``join_key``, as
+        in Rerun. Raises ``ValueError`` if either side lacks ``join_key``.
+        """
+        table = self._client._dataframe(_tables.segment_table(self._layer_table()))
+        if join_meta is None:
+            return table
+        if join_key not in table.schema().names:
+            raise ValueError(f"Dataset segment table must contain join_key column '{join_key}'.")
+        if join_key not in join_meta.schema().names:
+            raise ValueError(f"join_meta must contain join_key column '{join_key}'.")
+        renamed = f"{join_key}_meta"
+        return table.join(join_meta.with_column_renamed(join_key, renamed), left_on=join_key,
+                          right_on=renamed, how="left").drop(renamed)
 
     def _layer_table(self) -> pa.Table:
         return self._client._store.layer_table(self._id)
@@ -405,6 +421,40 @@ class DatasetEntry:
         ``rerun_storage_url``, ``rerun_registration_time``, ``rerun_last_updated_at``,
         ``rerun_size_bytes``, ``rerun_schema_sha256``, and each layer's own properties."""
         return self._client._dataframe(_tables.manifest_table(self._layer_table()))
+
+    # -- data ---------------------------------------------------------------------------------
+
+    def filter_segments(self, segment_ids: str | Sequence[str] | datafusion.DataFrame) -> DatasetSelection:
+        """A selection of these segments (see ``DatasetSelection.filter_segments``)."""
+        return DatasetSelection(self).filter_segments(segment_ids)
+
+    def filter_contents(self, exprs: Contents) -> DatasetSelection:
+        """A selection of the entities the expressions select (see
+        ``DatasetSelection.filter_contents``)."""
+        return DatasetSelection(self).filter_contents(exprs)
+
+    def reader(
+        self,
+        index: str | None,
+        *,
+        include_semantically_empty_columns: bool = False,
+        include_tombstone_columns: bool = False,
+        fill_latest_at: bool = False,
+        using_index_values: Any = None,
+    ) -> datafusion.DataFrame:
+        """Every segment's data as a DataFusion DataFrame (see ``DatasetSelection.reader``).
+
+        >>> dataset.reader(index="real_time").select("rerun_segment_id", "real_time")  # doctest: +SKIP
+        """
+        return DatasetSelection(self).reader(
+            index, include_semantically_empty_columns=include_semantically_empty_columns,
+            include_tombstone_columns=include_tombstone_columns, fill_latest_at=fill_latest_at,
+            using_index_values=using_index_values)
+
+    def get_index_ranges(self) -> datafusion.DataFrame:
+        """The first and last value of every index, per segment (see
+        ``DatasetSelection.get_index_ranges``)."""
+        return DatasetSelection(self).get_index_ranges()
 
 
 def _per_uri(name: str, value: Any, count: int, single: type) -> list[Any]:
@@ -460,6 +510,13 @@ class CatalogClient:
                                     f"'strata up --data-dir {directory}' first")
         info = json.loads(path.read_text())
         return cls(info["bootstrap_servers"], info["store"], **kwargs)
+
+    @property
+    def ctx(self) -> datafusion.SessionContext:
+        """The DataFusion session of this client: every DataFrame it returns belongs to it. To
+        query a dataset with SQL, register a ``reader()`` DataFrame with ``ctx.register_view()``,
+        as in Rerun."""
+        return self._ctx
 
     def __repr__(self) -> str:
         return f"CatalogClient(bootstrap_servers={self.bootstrap_servers!r}, store={str(self.store_path)!r})"

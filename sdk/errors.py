@@ -4,6 +4,8 @@
     ├── AlreadyExistsError      a dataset name is taken
     ├── NotFoundError (LookupError)
     │                           no dataset with that id, or no file at a registered URI
+    ├── RecordingChangedError (ValueError)
+    │                           a registered recording's file changed since its registration
     └── ProjectionTimeoutError (TimeoutError)
                                 the projection did not reach an event's offset in time
     DeliveryError (ConnectionError, from producers)
@@ -30,6 +32,11 @@ class NotFoundError(StrataError, LookupError):
     """Raised when the requested resource is not found."""
 
 
+class RecordingChangedError(StrataError, ValueError):
+    """A registered recording no longer has the size it was registered with: layers are immutable,
+    so its rows would not be the ones the catalog describes."""
+
+
 class ProjectionTimeoutError(StrataError, TimeoutError):
     """The projection did not pass the awaited offsets before the deadline.
 
@@ -49,5 +56,6 @@ __all__ = [
     "DeliveryError",
     "NotFoundError",
     "ProjectionTimeoutError",
+    "RecordingChangedError",
     "StrataError",
 ]

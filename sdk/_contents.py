@@ -1,0 +1,93 @@
+"""Rerun's entity path filter expressions, evaluated on entity paths.
+
+``filter_contents`` passes its expressions to rerun-sdk's query engine for the data itself; this
+module decides which *columns* a selection has, so that every segment of a dataset is read into
+the same schema. The rules are Rerun's: ``/path`` matches that entity, ``/path/**`` it and its
+subtree; ``-`` excludes, ``+`` (or nothing) includes; the most specific matching rule wins (the
+longer path, then an exact path over a subtree), and of equal rules the last one. ``/__properties``
+is left out unless a rule names it or a path under it. Several ``filter_contents`` calls keep an
+entity only if every call's rules select it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rerun.catalog import ContentFilter
+
+PROPERTIES_ENTITY = "/__properties"
+
+Contents = ContentFilter | str | Sequence[str]
+"""What ``filter_contents`` takes: a ``ContentFilter``, one expression, or a list of them."""
+
+
+def expressions(contents: Contents) -> tuple[str, ...]:
+    """The filter expressions of ``contents``, checked. Raises ``ValueError`` for a malformed one."""
+    if isinstance(contents, ContentFilter):
+        exprs = contents.to_exprs()
+    elif isinstance(contents, str):
+        exprs = [contents]
+    else:
+        exprs = list(contents)
+    for expr in exprs:
+        _Rule.parse(expr)
+    return tuple(exprs)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    include: bool
+    path: tuple[str, ...]
+    subtree: bool
+
+    @classmethod
+    def parse(cls, expr: object) -> _Rule:
+        if not isinstance(expr, str):
+            raise ValueError(f"an entity path expression is a string, got {type(expr).__name__}: {expr!r}")
+        text = expr.strip()
+        include = not text.startswith("-")
+        text = text[1:].strip() if text[:1] in "+-" and text else text
+        if not text.startswith("/"):
+            raise ValueError(f"entity path expression {expr!r} must start with '/' (after an optional "
+                             "'+' or '-'), e.g. '/points/**' or '-/text/**'")
+        subtree = text == "/**" or text.endswith("/**")
+        if subtree:
+            text = text[:-3]
+        return cls(include, _parts(text), subtree)
+
+    def matches(self, entity: tuple[str, ...]) -> bool:
+        if self.subtree:
+            return entity[:len(self.path)] == self.path
+        return entity == self.path
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(part for part in path.split("/") if part)
+
+
+def _selects(rules: Sequence[_Rule], entity: tuple[str, ...]) -> bool:
+    best: _Rule | None = None
+    for rule in rules:
+        if not rule.matches(entity):
+            continue
+        if best is None or (len(rule.path), not rule.subtree) >= (len(best.path), not best.subtree):
+            best = rule
+    if best is None or not best.include:
+        return False
+    if entity[:1] == _parts(PROPERTIES_ENTITY):
+        return best.path[:1] == _parts(PROPERTIES_ENTITY)
+    return True
+
+
+def selects(groups: Sequence[Sequence[str]], entity_path: str) -> bool:
+    """Whether every group of expressions (one group per ``filter_contents`` call) selects the entity.
+
+    >>> selects([["/**", "-/text/**"]], "/points")
+    True
+    >>> selects([["/**"]], "/__properties/episode")
+    False
+    """
+    entity = _parts(entity_path)
+    return all(_selects([_Rule.parse(e) for e in group], entity) for group in groups)
+

@@ -1,0 +1,275 @@
+"""Reading the recordings a dataset points to, segment by segment, with rerun-sdk's query engine.
+
+A segment is the union of its layers: the chunks of every layer's ``.rrd`` file go into one
+``rerun.chunk.ChunkStore``, whose ``reader()`` gives the rows Rerun's own server would give for
+that segment. Every segment is conformed to one schema, the dataset's (all its index columns, the
+component columns the contents select), so the segments stack into one table.
+
+The table DataFusion sees is a ``pyarrow`` dataset with one fragment per segment, each fragment a
+virtual Arrow IPC file that is only produced when DataFusion scans it. A fragment carries its
+segment id as its partition expression, so a filter on ``rerun_segment_id`` prunes the other
+segments before any of their files is opened, and the dataset is streamed a segment at a time,
+never loaded whole.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import datafusion
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+import pyarrow.ipc
+
+from sdk._contents import PROPERTIES_ENTITY, selects
+from sdk._recordings import local_path
+from sdk.errors import NotFoundError, RecordingChangedError
+
+SEGMENT_ID = "rerun_segment_id"
+_KIND = b"rerun:kind"
+_ENTITY_PATH = b"rerun:entity_path"
+_IS_STATIC = b"rerun:is_static"
+
+
+@dataclass(frozen=True)
+class LayerFile:
+    """One registered layer of a segment: where its recording is and how big it was."""
+
+    segment_id: str
+    layer_name: str
+    storage_url: str
+    size_bytes: int
+
+    def path(self):
+        """The local file, checked against what was registered.
+
+        Raises ``NotFoundError`` if it is gone and ``RecordingChangedError`` if its size changed,
+        each naming the segment, the layer and the URL.
+        """
+        path = local_path(self.storage_url)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise NotFoundError(
+                f'segment "{self.segment_id}", layer "{self.layer_name}": the recording at '
+                f"{self.storage_url} no longer exists; register it again or unregister the layer"
+            ) from None
+        if size != self.size_bytes:
+            raise RecordingChangedError(
+                f'segment "{self.segment_id}", layer "{self.layer_name}": the recording at '
+                f"{self.storage_url} has {size} bytes, but {self.size_bytes} were registered; "
+                "layers are immutable, so register the new file (on_duplicate='replace')")
+        return path
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What ``reader()`` was asked for; the same for every segment."""
+
+    index: str | None
+    content_groups: tuple[tuple[str, ...], ...]
+    """One group of filter expressions per ``filter_contents`` call; an entity must pass all."""
+    include_semantically_empty_columns: bool = False
+    include_tombstone_columns: bool = False
+    fill_latest_at: bool = False
+
+
+def index_names(dataset_schema: pa.Schema) -> list[str]:
+    """The dataset's timelines, in schema order."""
+    return [f.name for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index"]
+
+
+def output_schema(dataset_schema: pa.Schema, options: ReadOptions) -> pa.Schema:
+    """The reader's columns: the segment id, every index column of the dataset, and the component
+    columns the contents select (only static ones for the static view), plain ones by name, then
+    properties by name, as Rerun orders them.
+
+    Raises ``ValueError`` for an index the dataset does not have, listing the ones it has.
+    """
+    indexes = [f for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index"]
+    if options.index is not None and options.index not in [f.name for f in indexes]:
+        known = ", ".join(repr(f.name) for f in indexes) or "none (the dataset has no temporal data)"
+        raise ValueError(f"Index {options.index!r} does not exist in the dataset; its timelines "
+                         f"are: {known}")
+    data = []
+    for field in dataset_schema:
+        metadata = field.metadata or {}
+        if metadata.get(_KIND) != b"data":
+            continue
+        if options.index is None and metadata.get(_IS_STATIC) != b"true":
+            continue
+        if selects(options.content_groups, metadata.get(_ENTITY_PATH, b"").decode()):
+            data.append(field)
+    data.sort(key=lambda f: (f.metadata[_ENTITY_PATH].decode().startswith(PROPERTIES_ENTITY), f.name))
+    return pa.schema([pa.field(SEGMENT_ID, pa.string(), nullable=False), *indexes, *data])
+
+
+_local = threading.local()
+
+
+def _context() -> datafusion.SessionContext:
+    """A DataFusion context per thread for the per-segment queries (fragments are read in parallel)."""
+    if not hasattr(_local, "ctx"):
+        _local.ctx = datafusion.SessionContext()
+    return _local.ctx
+
+
+def read_segment(segment_id: str, layers: Sequence[LayerFile], options: ReadOptions,
+                 schema: pa.Schema, index_values: Any = None) -> pa.Table:
+    """The rows of one segment (all its layers as one recording) in ``schema``.
+
+    Chunks of entities the contents exclude are dropped while the files are streamed, so a query
+    of joint positions never decodes camera frames.
+    """
+    from rerun.chunk import LazyChunkStream, RrdReader
+
+    streams = [RrdReader(layer.path()).stream() for layer in layers]
+    stream = streams[0] if len(streams) == 1 else LazyChunkStream.merge(*streams)
+    for group in options.content_groups:
+        stream = stream.filter(content=list(group))
+    store = stream.collect()
+    try:
+        result = store.reader(
+            options.index, contents=list(options.content_groups[-1]),
+            include_semantically_empty_columns=options.include_semantically_empty_columns,
+            include_tombstone_columns=options.include_tombstone_columns,
+            fill_latest_at=options.fill_latest_at, using_index_values=index_values,
+            ctx=_context()).to_arrow_table()
+    except ValueError as exc:
+        if "does not exist in the chunk store" in str(exc):
+            return schema.empty_table()  # this segment has no data on the index
+        raise
+    present = [f.name for f in schema if f.name != SEGMENT_ID and f.name in result.column_names
+               and (f.metadata or {}).get(_KIND) == b"data"]
+    if options.index is None and not present:
+        return schema.empty_table()  # no static data in this segment: no row, as in Rerun
+    rows = result.num_rows
+    columns = []
+    for field in schema:
+        if field.name == SEGMENT_ID:
+            columns.append(pa.array([segment_id] * rows, pa.string()))
+        elif field.name in result.column_names:
+            column = result.column(field.name).combine_chunks()
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            columns.append(pa.nulls(rows, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+_workers = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="strata-segment")
+"""Segments are read on these threads: pyarrow calls the file system from DataFusion's tokio
+workers, where rerun's engine (a tokio runtime of its own) must not block."""
+
+
+class _SegmentFiles(pafs.FileSystemHandler):
+    """A read-only file system of virtual Arrow IPC files, one per segment, made on first open."""
+
+    CACHED = 4
+    """Segments kept after being made: pyarrow opens a fragment twice (inspect, then scan)."""
+
+    def __init__(self, make: Mapping[str, Any]) -> None:
+        self._make = make
+        self._cache: collections.OrderedDict[str, pa.Buffer] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def _buffer(self, path: str) -> pa.Buffer:
+        with self._lock:
+            if path in self._cache:
+                self._cache.move_to_end(path)
+                return self._cache[path]
+        table = _workers.submit(self._make[path]).result()
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        buffer = sink.getvalue()
+        with self._lock:
+            self._cache[path] = buffer
+            while len(self._cache) > self.CACHED:
+                self._cache.popitem(last=False)
+        return buffer
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        return pa.BufferReader(self._buffer(path))
+
+    def open_input_stream(self, path: str) -> pa.NativeFile:
+        return self.open_input_file(path)
+
+    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
+        return [pafs.FileInfo(p, pafs.FileType.File if p in self._make else pafs.FileType.NotFound)
+                for p in paths]
+
+    def get_type_name(self) -> str:
+        return "strata-segments"
+
+    def normalize_path(self, path: str) -> str:
+        return path
+
+    def equals(self, other: object) -> bool:
+        return self is other
+
+    def _read_only(self, *args: object) -> None:
+        raise OSError("the segments of a dataset reader are read-only")
+
+    get_file_info_selector = create_dir = delete_dir = delete_dir_contents = _read_only
+    delete_root_dir_contents = delete_file = move = copy_file = _read_only
+    open_output_stream = open_append_stream = _read_only
+
+
+def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadOptions,
+                     schema: pa.Schema, index_values: Mapping[str, Any] | None = None) -> pads.Dataset:
+    """A pyarrow dataset of the segments, in segment id order, one fragment each, read lazily."""
+    makers = {}
+    fragments = []
+    format = pads.IpcFileFormat()
+    for number, segment_id in enumerate(sorted(segments)):
+        path = f"{number}.arrow"
+        values = None if index_values is None else index_values[segment_id]
+        makers[path] = (lambda s=segment_id, v=values:
+                        read_segment(s, segments[s], options, schema, v))
+        fragments.append((path, pads.field(SEGMENT_ID) == segment_id))
+    filesystem = pafs.PyFileSystem(_SegmentFiles(makers))
+    return pads.FileSystemDataset(
+        [format.make_fragment(path, filesystem, partition_expression=expr) for path, expr in fragments],
+        schema, format, filesystem)
+
+
+def index_ranges(segments: Mapping[str, Sequence[LayerFile]], dataset_schema: pa.Schema) -> pa.Table:
+    """``rerun_segment_id`` and ``<index>:start`` / ``<index>:end`` for every index of the dataset,
+    from the files' chunk manifests (no chunk data is read). A segment without data on an index
+    has nulls there."""
+    from rerun.chunk import RrdReader
+
+    indexes = [f for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index"]
+    starts: dict[str, list] = {f.name: [] for f in indexes}
+    ends: dict[str, list] = {f.name: [] for f in indexes}
+    ids = sorted(segments)
+    for segment_id in ids:
+        lows: dict[str, Any] = {}
+        highs: dict[str, Any] = {}
+        for layer in segments[segment_id]:
+            manifest = RrdReader(layer.path()).store()._chunk_index().to_arrow()
+            for field in indexes:
+                for bounds, pick in ((lows, np.min), (highs, np.max)):
+                    name = f"{field.name}:{'start' if bounds is lows else 'end'}"
+                    if name not in manifest.column_names:
+                        continue
+                    values = manifest.column(name).drop_null()
+                    if len(values):
+                        value = pick(values.cast(pa.int64()).to_numpy())
+                        bounds[field.name] = value if field.name not in bounds else pick(
+                            [bounds[field.name], value])
+        for field in indexes:
+            starts[field.name].append(lows.get(field.name))
+            ends[field.name].append(highs.get(field.name))
+    columns = {SEGMENT_ID: pa.array(ids, pa.string())}
+    for field in indexes:
+        columns[f"{field.name}:start"] = pa.array(starts[field.name], pa.int64()).cast(field.type)
+        columns[f"{field.name}:end"] = pa.array(ends[field.name], pa.int64()).cast(field.type)
+    return pa.table(columns)

@@ -1,0 +1,224 @@
+"""A dataset narrowed to some segments and some contents, as ``rerun.catalog.DatasetSelection``.
+
+``DatasetEntry.filter_segments()`` and ``filter_contents()`` return one; either call narrows it
+again. Nothing is read until ``reader()``'s DataFrame is executed (see ``sdk._reader``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import datafusion
+import numpy as np
+import pyarrow as pa
+from datafusion import col, lit
+from datafusion import functions as F
+
+from sdk import _reader
+from sdk._contents import Contents, expressions
+from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions
+
+if TYPE_CHECKING:
+    from sdk._catalog import DatasetEntry
+
+EVERYTHING = ("/**",)
+"""The contents of an unfiltered selection: every entity but the properties, as in Rerun."""
+
+
+class DatasetSelection:
+    """A dataset plus segment and content filters; ``reader()`` reads what they select.
+
+    >>> joints = dataset.filter_contents(["/action/**", "/observation/**"])  # doctest: +SKIP
+    >>> joints.filter_segments(["ep_1"]).reader(index="real_time")  # doctest: +SKIP
+    """
+
+    def __init__(self, dataset: DatasetEntry, segment_ids: frozenset[str] | None = None,
+                 content_groups: tuple[tuple[str, ...], ...] = ()) -> None:
+        self._dataset = dataset
+        self._segment_ids = segment_ids
+        self._content_groups = content_groups
+
+    def __repr__(self) -> str:
+        segments = "all segments" if self._segment_ids is None else f"{len(self._segment_ids)} segments"
+        contents = (f"content_filters={[list(g) for g in self._content_groups]!r}"
+                    if self._content_groups else "no content filter")
+        return f"DatasetSelection({self._dataset!r}, {segments}, {contents})"
+
+    @property
+    def dataset(self) -> DatasetEntry:
+        return self._dataset
+
+    # -- narrowing ----------------------------------------------------------------------------
+
+    def filter_segments(self, segment_ids: str | Sequence[str] | datafusion.DataFrame) -> DatasetSelection:
+        """Keep only these segments: an id, a list of ids, or a DataFrame with a
+        ``rerun_segment_id`` column (other columns are ignored). Unknown ids select nothing, as
+        in Rerun. Raises ``ValueError`` for a DataFrame without that column."""
+        if isinstance(segment_ids, datafusion.DataFrame):
+            if SEGMENT_ID not in segment_ids.schema().names:
+                raise ValueError(f"filter_segments() needs a DataFrame with a {SEGMENT_ID!r} column; "
+                                 f"this one has {segment_ids.schema().names}")
+            ids = pa.table(segment_ids.select(SEGMENT_ID)).column(SEGMENT_ID).to_pylist()
+        elif isinstance(segment_ids, str):
+            ids = [segment_ids]
+        else:
+            ids = list(segment_ids)
+        if not all(isinstance(i, str) for i in ids):
+            raise ValueError(f"segment ids are strings, got {ids!r}")
+        wanted = frozenset(ids)
+        if self._segment_ids is not None:
+            wanted &= self._segment_ids
+        return DatasetSelection(self._dataset, wanted, self._content_groups)
+
+    def filter_contents(self, exprs: Contents) -> DatasetSelection:
+        """Keep only the entities the expressions select (Rerun's entity path filter syntax:
+        ``/points/**``, ``-/text/**``, exact paths, or a ``ContentFilter``). A second call narrows
+        further: an entity must pass both. ``[]`` selects nothing. Raises ``ValueError`` for an
+        expression that does not start with ``/``."""
+        return DatasetSelection(self._dataset, self._segment_ids,
+                                (*self._content_groups, expressions(exprs)))
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def segment_ids(self) -> list[str]:
+        """The selected segments' ids, in registration order."""
+        ids = self._dataset.segment_ids()
+        return ids if self._segment_ids is None else [s for s in ids if s in self._segment_ids]
+
+    def schema(self) -> pa.Schema:
+        """The index columns and the component columns the content filters select."""
+        full = _reader.output_schema(self._dataset.schema(), self._options(None, static=False))
+        return pa.schema([f for f in full if f.name != SEGMENT_ID])
+
+    def arrow_schema(self) -> pa.Schema:
+        return self.schema()
+
+    def segment_table(self, join_meta: datafusion.DataFrame | None = None,
+                      join_key: str = SEGMENT_ID) -> datafusion.DataFrame:
+        """The dataset's segment table, only the selected segments (see
+        ``DatasetEntry.segment_table``)."""
+        table = self._dataset.segment_table(join_meta, join_key)
+        if self._segment_ids is None:
+            return table
+        return table.filter(F.in_list(col(SEGMENT_ID), [lit(s) for s in sorted(self._segment_ids)]))
+
+    def get_index_ranges(self) -> datafusion.DataFrame:
+        """One row per selected segment: ``rerun_segment_id``, ``<index>:start`` and
+        ``<index>:end`` for each timeline of the dataset (null where a segment has no data)."""
+        ranges = _reader.index_ranges(self._layer_files(), self._dataset.schema())
+        return self._dataset._client.ctx.from_arrow(ranges)
+
+    def reader(
+        self,
+        index: str | None,
+        *,
+        include_semantically_empty_columns: bool = False,
+        include_tombstone_columns: bool = False,
+        fill_latest_at: bool = False,
+        using_index_values: Any = None,
+    ) -> datafusion.DataFrame:
+        """The selected data as a DataFusion DataFrame: ``rerun_segment_id``, every index column,
+        one column per selected component (``/entity:Archetype:field``, with Rerun's field
+        metadata); one row per index value of each segment, all layers of a segment read as one
+        recording. ``index=None`` reads static data, a row per segment that has some.
+        Properties appear only if the contents include ``/__properties/**``.
+
+        ``using_index_values`` resamples at given index values: an array (for every segment whose
+        index range covers each value), a dict ``{segment_id: values}`` or a DataFrame with
+        ``rerun_segment_id`` and the index column; unknown segment ids are ignored.
+
+        Filters on ``rerun_segment_id`` reach the reader: a query of one segment opens only that
+        segment's files. Nothing is read before the DataFrame is executed, and then one segment
+        at a time.
+
+        Raises ``ValueError`` for an index the dataset does not have (listing its timelines),
+        ``NotFoundError`` or ``RecordingChangedError`` naming the segment, layer and URL if a
+        registered file is gone or changed.
+
+        >>> dataset.reader(index="real_time").filter(col("rerun_segment_id") == "ep_1")  # doctest: +SKIP
+        """
+        dataset_schema = self._dataset.schema()
+        options = self._options(index, static=index is None,
+                                include_semantically_empty_columns=include_semantically_empty_columns,
+                                include_tombstone_columns=include_tombstone_columns,
+                                fill_latest_at=fill_latest_at)
+        schema = _reader.output_schema(dataset_schema, options)
+        segments = self._layer_files()
+        values = None
+        if using_index_values is not None:
+            values = self._index_values(index, using_index_values, segments, dataset_schema)
+            segments = {s: segments[s] for s in values if s in segments}
+        for layers in segments.values():
+            for layer in layers:
+                layer.path()
+        return self._dataset._client.ctx.read_table(
+            _reader.segments_dataset(segments, options, schema, values))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _options(self, index: str | None, *, static: bool, **flags: bool) -> ReadOptions:
+        return ReadOptions(index if not static else None, self._content_groups or (EVERYTHING,), **flags)
+
+    def _layer_files(self) -> dict[str, list[LayerFile]]:
+        """The selected segments' layers, by segment id."""
+        layers = self._dataset._layer_table()
+        segments: dict[str, list[LayerFile]] = {}
+        for segment_id, layer_name, url, size in zip(
+                *(layers.column(n).to_pylist() for n in ("segment_id", "layer_name", "storage_url",
+                                                         "size_bytes")), strict=True):
+            if self._segment_ids is None or segment_id in self._segment_ids:
+                segments.setdefault(segment_id, []).append(LayerFile(segment_id, layer_name, url, size))
+        return segments
+
+    def _index_values(self, index: str | None, values: Any, segments: Mapping[str, list[LayerFile]],
+                      dataset_schema: pa.Schema) -> dict[str, Any]:
+        """``using_index_values`` as ``{segment_id: values}``, in each of Rerun's three forms."""
+        if index is None:
+            raise ValueError("index must be provided when using_index_values is specified")
+        if isinstance(values, Mapping):
+            return dict(values)
+        if isinstance(values, datafusion.DataFrame):
+            names = values.schema().names
+            if SEGMENT_ID not in names:
+                raise ValueError(f"using_index_values DataFrame must have a {SEGMENT_ID!r} column")
+            if index not in names:
+                raise ValueError(f"using_index_values DataFrame must have an {index!r} column")
+            table = pa.table(values.select(SEGMENT_ID, index))
+            ids = table.column(SEGMENT_ID).to_numpy(zero_copy_only=False)
+            points, _ = _as_int64(table.column(index))
+            order = np.lexsort((points, ids))
+            grouped: dict[str, list[int]] = {}
+            for segment_id, point in zip(ids[order], points[order], strict=True):
+                grouped.setdefault(segment_id, []).append(point)
+            return {s: np.array(v, np.int64) for s, v in grouped.items()}
+        points = _index_values_array(values, index)
+        ranges = _reader.index_ranges(segments, dataset_schema)
+        starts, valid = _as_int64(ranges.column(f"{index}:start"))
+        ends, _ = _as_int64(ranges.column(f"{index}:end"))
+        covered = {}
+        for segment_id, start, end, ok in zip(ranges.column(SEGMENT_ID).to_pylist(), starts, ends, valid,
+                                              strict=True):
+            inside = points[(points >= start) & (points <= end)] if ok else points[:0]
+            if len(inside):
+                covered[segment_id] = inside
+        return covered
+
+
+def _as_int64(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Index values as int64 (nanoseconds for times), whatever their Arrow type, and where they
+    are not null."""
+    values = column.cast(pa.int64())
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    return values.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), valid
+
+
+def _index_values_array(values: Any, index: str) -> np.ndarray:
+    from rerun_bindings import _IndexValuesLikeInternal  # Rerun's own normalisation of index values
+
+    try:
+        return np.asarray(_IndexValuesLikeInternal(values).to_index_values(), np.int64)
+    except TypeError as err:
+        raise TypeError("using_index_values must be index values, a dict of segment ID to index "
+                        f"values, or a datafusion.DataFrame with 'rerun_segment_id' and '{index}' "
+                        f"columns: {err}") from err

@@ -1,0 +1,251 @@
+"""strata's data reads against Rerun's own catalog server, on the same files.
+
+Each test runs the same calls on a strata dataset (the real broker and Spark projector) and on a
+dataset of ``rr.server.Server``, and asserts the same columns (names, Arrow types, Rerun's field
+metadata) and the same rows, after sorting; errors are compared the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import datafusion
+import numpy as np
+import pyarrow as pa
+import pytest
+import rerun as rr
+from datafusion import col, lit
+
+import sdk
+from sdk import ContentFilter
+
+SECOND = 1_000_000_000
+T0 = 1_700_000_000 * SECOND
+
+
+def _write(path: Path, recording_id: str, log: Callable[[rr.RecordingStream], None]) -> str:
+    rec = rr.RecordingStream("strata-differential", recording_id=recording_id)
+    rec.save(path)
+    log(rec)
+    rec.flush()
+    del rec
+    return path.as_uri()
+
+
+def _alpha(rec: rr.RecordingStream) -> None:
+    # Unordered on every timeline, joints dense, points sparse, one static text and properties.
+    for step in (3, 1, 4, 2, 0):
+        rec.set_time("real_time", timestamp=np.datetime64(T0 + step * SECOND, "ns"))
+        rec.set_time("frame", sequence=step * 10)
+        rec.log("/arm/joints", rr.Scalars(np.arange(7) * 0.1 + step))
+        if step % 2 == 0:
+            rec.log("/camera/points", rr.Points3D([[step, step, step]]))
+    rec.log("/notes", rr.TextLog("alpha"), static=True)
+    rec.send_property("episode", rr.AnyValues(success=True, task="pick"))
+
+
+def _beta(rec: rr.RecordingStream) -> None:
+    # A duration timeline of its own, no real_time, no static data.
+    for step in (2, 0, 1):
+        rec.set_time("elapsed", duration=step * 0.5)
+        rec.set_time("frame", sequence=step)
+        rec.log("/arm/joints", rr.Scalars(np.arange(7) * -0.1 - step))
+        rec.log("/lidar", rr.Points3D(np.full((2, 3), step, np.float32)))
+    rec.send_property("episode", rr.AnyValues(success=False, task="place"))
+
+
+def _gamma(rec: rr.RecordingStream) -> None:
+    for step in (1, 2, 5):
+        rec.set_time("real_time", timestamp=np.datetime64(T0 + step * SECOND + 7, "ns"))
+        rec.log("/arm/joints", rr.Scalars(np.arange(7) * 0.2 + step))
+    rec.log("/notes", rr.TextLog("gamma"), static=True)
+
+
+def _derived(seed: int) -> Callable[[rr.RecordingStream], None]:
+    def log(rec: rr.RecordingStream) -> None:
+        for step in (0, 2, 9):
+            rec.set_time("real_time", timestamp=np.datetime64(T0 + step * SECOND, "ns"))
+            rec.log("/derived/error", rr.Scalars([seed + step * 0.01]))
+    return log
+
+
+def _quality(good: bool) -> Callable[[rr.RecordingStream], None]:
+    def log(rec: rr.RecordingStream) -> None:
+        rec.send_property("quality", rr.AnyValues(tracking_good=good))
+    return log
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    directory = tmp_path_factory.mktemp("differential")
+    return {
+        "base": [_write(directory / "alpha.rrd", "alpha", _alpha),
+                 _write(directory / "beta.rrd", "beta", _beta),
+                 _write(directory / "gamma.rrd", "gamma", _gamma)],
+        "derived": [_write(directory / "alpha_derived.rrd", "alpha", _derived(1)),
+                    _write(directory / "gamma_derived.rrd", "gamma", _derived(2))],
+        "quality": [_write(directory / "alpha_quality.rrd", "alpha", _quality(True))],
+        "replacement": [_write(directory / "gamma_derived_2.rrd", "gamma", _derived(3))],
+    }
+
+
+@pytest.fixture(scope="module")
+def rerun_client() -> Iterator[rr.catalog.CatalogClient]:
+    server = rr.server.Server()
+    try:
+        yield server.client()
+    finally:
+        server.shutdown()
+
+
+class Pair:
+    """The same dataset on strata and on Rerun's server."""
+
+    def __init__(self, strata: sdk.DatasetEntry, rerun: rr.catalog.DatasetEntry) -> None:
+        self.strata = strata
+        self.rerun = rerun
+
+    def register(self, uris: list[str], layer_name: str, on_duplicate: str = "error") -> None:
+        self.strata.register(uris, layer_name=layer_name, on_duplicate=on_duplicate).wait()
+        self.rerun.register(uris, layer_name=layer_name,
+                            on_duplicate=rr.catalog.OnDuplicateSegmentLayer(on_duplicate)).wait()
+
+    def both(self, query: Callable) -> tuple[pa.Table, pa.Table]:
+        return _table(query(self.strata)), _table(query(self.rerun))
+
+
+def _table(df: datafusion.DataFrame) -> pa.Table:
+    return pa.table(df)
+
+
+@pytest.fixture
+def pair(client: sdk.CatalogClient, rerun_client, files: dict[str, list[str]]) -> Pair:
+    name = f"differential-{os.urandom(4).hex()}"
+    pair = Pair(client.create_dataset(name), rerun_client.create_dataset(name))
+    pair.register(files["base"], "base")
+    pair.register(files["derived"], "derived")
+    pair.register(files["quality"], "quality")
+    return pair
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    names = sorted(table.column_names)
+    return sorted(tuple(repr(row[n]) for n in names) for row in table.to_pylist())
+
+
+def _columns(table: pa.Table) -> dict[str, tuple[pa.DataType, dict]]:
+    return {f.name: (f.type, dict(f.metadata or {})) for f in table.schema}
+
+
+def assert_same(strata: pa.Table, rerun: pa.Table) -> None:
+    assert _columns(strata) == _columns(rerun)
+    assert strata.num_rows == rerun.num_rows
+    assert _rows(strata) == _rows(rerun)
+
+
+@pytest.mark.parametrize("index", ["real_time", "frame", "elapsed", None])
+def test_reader_on_every_timeline_and_static(pair: Pair, index: str | None) -> None:
+    strata, rerun = pair.both(lambda d: d.reader(index=index))
+    assert rerun.num_rows > 0
+    assert_same(strata, rerun)
+
+
+@pytest.mark.parametrize("contents", [
+    ["/arm/**"],
+    ["/**", "-/camera/**"],
+    ["/arm/joints", "/derived/**"],
+    "/camera/points",
+    ["/**", "/__properties/**"],
+    ContentFilter.everything().include_properties(),
+    ContentFilter.nothing().include("/arm", subtree=True).exclude("/arm/joints"),
+    [],
+], ids=repr)
+def test_filter_contents(pair: Pair, contents) -> None:
+    assert_same(*pair.both(lambda d: d.filter_contents(contents).reader(index="real_time")))
+
+
+def test_filter_contents_twice_narrows(pair: Pair) -> None:
+    assert_same(*pair.both(lambda d: d.filter_contents(["/**", "-/camera/**"])
+                           .filter_contents(["/arm/**", "/camera/**", "/derived/**"])
+                           .reader(index="frame")))
+
+
+def test_filter_segments_and_pushed_down_filters(pair: Pair) -> None:
+    assert_same(*pair.both(lambda d: d.filter_segments(["alpha", "gamma"]).reader(index="real_time")))
+    assert_same(*pair.both(lambda d: d.filter_segments(["gamma", "no such segment"])
+                           .filter_contents("/arm/**").reader(index="real_time")))
+    assert_same(*pair.both(lambda d: d.reader(index="real_time")
+                           .filter(col("rerun_segment_id") == lit("alpha"))))
+    since = pa.scalar(T0 + 2 * SECOND, pa.timestamp("ns"))
+    assert_same(*pair.both(lambda d: d.reader(index="real_time").filter(col("real_time") >= lit(since))))
+    by_table = pair.strata.segment_table().filter(col("rerun_segment_id") != lit("beta"))
+    assert sorted(pair.strata.filter_segments(by_table).segment_ids()) == ["alpha", "gamma"]
+    assert pair.strata.filter_segments("no such segment").segment_ids() == \
+        pair.rerun.filter_segments("no such segment").segment_ids() == []
+
+
+def test_fill_latest_at(pair: Pair) -> None:
+    assert_same(*pair.both(lambda d: d.reader(index="real_time", fill_latest_at=True)))
+
+
+def test_using_index_values_in_each_form(pair: Pair) -> None:
+    values = np.array([T0 + 2 * SECOND, T0 + 3 * SECOND + 500, T0 + 5 * SECOND + 7], "datetime64[ns]")
+    assert_same(*pair.both(lambda d: d.reader(index="real_time", using_index_values=values,
+                                              fill_latest_at=True)))
+    per_segment = {"alpha": values[:2], "gamma": values[1:], "no such segment": values}
+    assert_same(*pair.both(lambda d: d.reader(index="real_time", using_index_values=per_segment)))
+    frames = datafusion.SessionContext().from_pydict(
+        {"rerun_segment_id": ["alpha", "beta", "beta"], "frame": [15, 0, 2]})
+    assert_same(*pair.both(lambda d: d.filter_contents("/arm/**").reader(
+        index="frame", using_index_values=frames, fill_latest_at=True)))
+
+
+def test_index_ranges(pair: Pair) -> None:
+    strata, rerun = pair.both(lambda d: d.get_index_ranges())
+    assert _rows(strata.select(sorted(strata.column_names))) == \
+        _rows(rerun.select(sorted(strata.column_names)))
+    assert sorted(strata.column_names) == sorted(rerun.column_names)
+
+
+def test_after_unregister_and_replace(pair: Pair, files: dict[str, list[str]]) -> None:
+    pair.strata.unregister(segments_to_drop=["alpha"], layers_to_drop=["derived"]).wait()
+    pair.rerun.unregister(segments_to_drop=["alpha"], layers_to_drop=["derived"]).wait()
+    pair.register(files["replacement"], "derived", on_duplicate="replace")
+    assert_same(*pair.both(lambda d: d.reader(index="real_time")))
+    assert_same(*pair.both(lambda d: d.filter_contents("/derived/**").reader(index="real_time")))
+
+
+def test_unknown_index_is_a_value_error(pair: Pair) -> None:
+    with pytest.raises(ValueError) as rerun_error:
+        pair.rerun.reader(index="no_such_timeline")
+    with pytest.raises(ValueError, match="'no_such_timeline' does not exist") as strata_error:
+        pair.strata.reader(index="no_such_timeline")
+    assert "does not exist" in str(rerun_error.value)
+    for timeline in ("real_time", "frame", "elapsed"):
+        assert timeline in str(strata_error.value)
+
+
+def test_a_changed_or_missing_file_is_an_error_naming_it(dataset: sdk.DatasetEntry, tmp_path: Path) -> None:
+    first = _write(tmp_path / "one.rrd", "one", _gamma)
+    second = _write(tmp_path / "two.rrd", "two", _gamma)
+    dataset.register([first, second]).wait()
+    assert _table(dataset.reader(index="real_time")).num_rows == 6
+    (tmp_path / "one.rrd").write_bytes((tmp_path / "one.rrd").read_bytes()[:-10])
+    with pytest.raises(sdk.RecordingChangedError, match=r'segment "one", layer "base".*one\.rrd'):
+        dataset.reader(index="real_time")
+    (tmp_path / "two.rrd").unlink()
+    with pytest.raises(sdk.NotFoundError, match=r'segment "two", layer "base".*two\.rrd'):
+        dataset.filter_segments("two").reader(index="real_time")
+
+
+def test_a_segment_filter_opens_only_that_segments_files(dataset: sdk.DatasetEntry, tmp_path: Path) -> None:
+    uris = [_write(tmp_path / f"{name}.rrd", name, _gamma) for name in ("kept", "gone")]
+    dataset.register(uris).wait()
+    reader = dataset.reader(index="real_time")
+    (tmp_path / "gone.rrd").unlink()
+    kept = _table(reader.filter(col("rerun_segment_id") == lit("kept")))
+    assert kept.column("rerun_segment_id").to_pylist() == ["kept"] * 3
+    with pytest.raises(Exception, match=r'segment "gone", layer "base"'):
+        _table(reader)
