@@ -8,14 +8,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
 from producers import ensure_topics
 from sdk import _processes
 from sdk._broker import EmbeddedBroker
-from sdk._catalog import SERVER_FILE, CatalogClient
+from sdk._catalog import RECORDING_SUFFIXES, SERVER_FILE, CatalogClient
 
 
 def default_state_dir() -> Path:
@@ -46,7 +47,9 @@ class Server:
         broker_port: int | None = None,
         store_path: str | Path | None = None,
         startup_timeout_secs: float = 240.0,
+        datasets: Mapping[str, str | PathLike[str] | Sequence[str | PathLike[str]]] | None = None,
     ) -> None:
+        self._datasets = {name: _recording_paths(name, paths) for name, paths in (datasets or {}).items()}
         self.data_dir = Path(data_dir) if data_dir is not None else default_state_dir()
         self._store_path = Path(store_path) if store_path is not None else None
         self.spark_master = spark_master or os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
@@ -85,6 +88,7 @@ class Server:
                 self.broker.start()
             ensure_topics(self.bootstrap_servers, config=self.kafka_options)
             self.start_projector()
+            self._register_datasets()
         except BaseException:
             self.close()
             raise
@@ -92,6 +96,20 @@ class Server:
             {"bootstrap_servers": self.bootstrap_servers, "store": str(self.store_path.absolute()),
              "spark_master": self.spark_master}, indent=2))
         return self
+
+    def _register_datasets(self) -> None:
+        if not self._datasets:
+            return
+        client = self.client()
+        for name, paths in self._datasets.items():
+            try:
+                dataset = client.get_dataset(name=name)
+            except LookupError:
+                dataset = client.create_dataset(name, exist_ok=True)
+            known = set(dataset._layer_table().column("storage_url").to_pylist())
+            uris = [uri for uri in (path.as_uri() for path in paths()) if uri not in known]
+            if uris:
+                dataset.register(uris, on_duplicate="skip").wait(self.startup_timeout_secs)
 
     def start_projector(self) -> None:
         ready = self.data_dir / "projector.ready"
@@ -144,3 +162,19 @@ class Server:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _recording_paths(name: str, paths: str | PathLike[str] | Sequence[str | PathLike[str]]
+                     ) -> Callable[[], list[Path]]:
+    """What lists a dataset's recordings at start (a directory is listed then), checked now."""
+    if isinstance(paths, str | PathLike):
+        directory = Path(paths).absolute()
+        if not directory.is_dir():
+            raise ValueError(f"Prefix path '{directory}' for dataset '{name}' must be a directory.")
+        return lambda: sorted(p for p in directory.rglob("*")
+                              if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES)
+    files = [Path(p).absolute() for p in paths]
+    for file in files:
+        if not file.is_file():
+            raise ValueError(f"Path '{file}' for dataset '{name}' must be a RRD file.")
+    return lambda: files

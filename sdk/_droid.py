@@ -1,0 +1,79 @@
+"""DROID-like robot episodes written with rerun-sdk, for the demo, the tests and the benchmark.
+
+An episode has what a DROID recording has: three cameras (a pinhole and a JPEG frame per step
+each, under a transform), eight joint, cartesian and gripper series (commanded under ``/action``,
+measured under ``/observation``), a language instruction, and four episode properties, all on a
+``real_time`` timestamp timeline at 15 Hz. The measured joints lag the commands by Gaussian noise
+of ``tracking_noise``, so the layers how-to has a tracking error to compute.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+
+CAMERAS = ("exterior_1_left", "exterior_2_left", "wrist_left")
+JOINTS = 7
+STEP_NS = 66_666_667
+"""15 Hz, DROID's control rate."""
+EPOCH_NS = 1_689_000_000_000_000_000
+
+
+def _jpeg(frame: np.ndarray) -> bytes:
+    from PIL import Image  # a dependency of rerun-sdk
+
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="JPEG", quality=80)
+    return buffer.getvalue()
+
+
+def commanded_joints(index: int, steps: int) -> np.ndarray:
+    t = np.linspace(0, 2 * np.pi, steps)[:, None]
+    return np.sin(t + np.arange(JOINTS)[None, :] * 0.3 + index)
+
+
+def measured_joints(index: int, steps: int, tracking_noise: float) -> np.ndarray:
+    rng = np.random.default_rng(index)
+    return commanded_joints(index, steps) + rng.normal(0.0, tracking_noise, (steps, JOINTS))
+
+
+def write_episode(path: Path, recording_id: str, index: int, *, steps: int = 120,
+                  tracking_noise: float = 0.02, image_size: tuple[int, int] = (64, 48),
+                  application_id: str = "droid") -> None:
+    """Write one DROID-like episode to ``path`` (an ``.rrd``) under ``recording_id``."""
+    import rerun as rr
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1_000 + index)
+    times = rr.TimeColumn("real_time", timestamp=(
+        EPOCH_NS + index * 10**12 + np.arange(steps, dtype=np.int64) * STEP_NS).astype("datetime64[ns]"))
+    commanded = commanded_joints(index, steps)
+    measured = measured_joints(index, steps, tracking_noise)
+    with rr.RecordingStream(application_id, recording_id=recording_id) as rec:
+        rec.save(path)
+        series = {
+            "joint_positions": (commanded, measured),
+            "joint_velocities": (np.gradient(commanded, axis=0), np.gradient(measured, axis=0)),
+            "cartesian_position": (commanded[:, :6] * 0.5, measured[:, :6] * 0.5),
+            "gripper_position": ((commanded[:, :1] + 1) / 2, (measured[:, :1] + 1) / 2),
+        }
+        for name, (action, observation) in series.items():
+            rec.send_columns(f"/action/{name}", indexes=[times], columns=rr.Scalars.columns(scalars=action))
+            rec.send_columns(f"/observation/{name}", indexes=[times],
+                             columns=rr.Scalars.columns(scalars=observation))
+        width, height = image_size
+        for number, camera in enumerate(CAMERAS):
+            entity = f"/cameras/{camera}"
+            rec.log(entity, rr.Transform3D(translation=[0.1 * number, 0.2, 0.5]), static=True)
+            rec.log(f"{entity}/image", rr.Pinhole(focal_length=width, width=width, height=height),
+                    static=True)
+            base = rng.integers(0, 255, (height, width, 3), dtype=np.uint8)
+            frames = [_jpeg(np.roll(base, step, axis=1)) for step in range(steps)]
+            rec.send_columns(f"{entity}/image", indexes=[times], columns=rr.EncodedImage.columns(
+                blob=frames, media_type=["image/jpeg"] * steps))
+        rec.log("/language_instruction", rr.TextDocument("put the marker in the cup"), static=True)
+        rec.send_property("episode", rr.AnyValues(
+            success=bool(index % 3), scene_id=int(index % 7), building="ILIAD",
+            num_steps=int(steps)))
