@@ -9,6 +9,8 @@ Scenarios (--only, comma-separated; default all):
   replay      strata only: rebuild the projection of the whole topic from offset 0 in a fresh
               store with the real projector in a subprocess; events/s and peak RSS (/proc); and
               Spark's Kafka source alone reading the same topic (replay's ceiling)
+  reads       reader(index="real_time") over datasets of DROID-like episodes, to Arrow (rows/s),
+              and one segment by a rerun_segment_id filter (p50, p99)
   stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
               Python stages (decode, batch_view, fold, commit) on register events
 
@@ -34,16 +36,16 @@ from bench.report import NOT_APPLICABLE, Row
 from bench.systems import RerunSystem, StrataSystem
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
-SCENARIOS = ("startup", "latency", "throughput", "queries", "replay", "stages")
+SCENARIOS = ("startup", "latency", "throughput", "queries", "reads", "replay", "stages")
 SCALES = {
     "small": {"latency_calls": 50, "warmup": 5, "sdk_count": 1_000, "sdk_batch": 250,
               "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
               "query_repeats": 3, "replay_caps": "20000,5000",
-              "stage_events": 30_000, "stage_batch": 10_000},
+              "stage_events": 30_000, "stage_batch": 10_000, "read_sizes": "20", "read_calls": 20},
     "full": {"latency_calls": 300, "warmup": 20, "sdk_count": 10_000, "sdk_batch": 1_000,
              "producer_count": 1_000_000, "query_sizes": "1000,10000,100000",
              "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "20000,50000",
-             "stage_events": 300_000, "stage_batch": 100_000},
+             "stage_events": 300_000, "stage_batch": 100_000, "read_sizes": "20,200", "read_calls": 50},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -73,6 +75,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="register events for the stages scenario (full: 300000)")
     parser.add_argument("--stage-batch", type=int,
                         help="events per batch in the stages scenario (full: 100000)")
+    parser.add_argument("--read-sizes", help="DROID-like segments per dataset read, comma-separated "
+                                             "(full: 20,200)")
+    parser.add_argument("--read-calls", type=int, help="one-segment reads measured per size (full: 50)")
     parser.add_argument("--label", help="names the results <date>-<label> (default: the scale); "
                                          "use one when overriding sizes")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
@@ -91,6 +96,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     args.query_sizes = [int(x) for x in args.query_sizes.split(",")]
     args.replay_caps = [int(x) for x in args.replay_caps.split(",")]
+    args.read_sizes = [int(x) for x in args.read_sizes.split(",")]
     return args
 
 
@@ -145,6 +151,9 @@ def run_common(args, system, pool: RecordingPool, timings: dict, results: dict, 
     if "queries" in args.only:
         results["queries"] = timed(timings, f"{name} queries", scenarios.queries, system, pool,
                                    sizes=query_sizes, repeats=args.query_repeats)
+    if "reads" in args.only:
+        results["reads"] = timed(timings, f"{name} reads", scenarios.reads, system,
+                                 pool.directory / "droid", sizes=args.read_sizes, calls=args.read_calls)
 
 
 def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
@@ -243,6 +252,17 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                 metric = f"{query.removesuffix('_ms')}() at {size:,} segments x 3 layers (ms)"
                 rows.append(Row("queries", metric, "lower", pick(strata, "queries", str(size), query),
                                 None if too_big else other("queries", str(size), query), target, note))
+    if "reads" in args.only:
+        for size in args.read_sizes:
+            rows.append(Row("reads", f"reader(index='real_time'), {size} DROID-like segments, to Arrow "
+                            "(rows/s)", "higher", pick(strata, "reads", str(size), "rows_per_s"),
+                            other("reads", str(size), "rows_per_s"), note="target: at least rerun's"))
+            for key in ("p50_ms", "p99_ms"):
+                rows.append(Row("reads", f"one segment of {size} by rerun_segment_id filter, "
+                                f"{key[:-3]} (ms)", "lower",
+                                pick(strata, "reads", str(size), "one_segment", key),
+                                other("reads", str(size), "one_segment", key),
+                                note="target: p50 at most 2x rerun's" if key == "p50_ms" else ""))
     for outcome in strata.get("replay", []):
         cap = outcome["max_offsets_per_trigger"] or "no limit"
         rows.append(Row("replay", f"{outcome['events']:,} events from offset 0, maxOffsetsPerTrigger {cap} "

@@ -11,7 +11,9 @@ import time
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
 from confluent_kafka import Consumer, TopicPartition
+from datafusion import col, lit
 
 from bench import procs
 from bench.recordings import LAYERS, RecordingPool
@@ -282,3 +284,47 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
               "events_per_s": round(len(records) / total, 1)}
     print(f"  strata: {result}", flush=True)
     return result
+
+
+def droid_episodes(directory: Path, count: int) -> list[str]:
+    """``count`` DROID-like episodes (``sdk._droid``) under ``directory``, written if missing."""
+    from sdk._droid import write_episode
+
+    uris = []
+    for index in range(count):
+        path = directory / f"episode_{index:05d}.rrd"
+        if not path.exists():
+            write_episode(path, f"episode_{index:05d}", index)
+        uris.append(path.as_uri())
+    return uris
+
+
+def reads(system, directory: Path, *, sizes: list[int], calls: int) -> dict:
+    """``reader(index="real_time")`` over whole datasets of DROID-like episodes materialised to
+    Arrow (rows/s), and one segment by a ``rerun_segment_id`` filter (latency per call)."""
+    uris = droid_episodes(directory, max(sizes))
+    results = {}
+    for size in sizes:
+        dataset = system.client.create_dataset(f"reads-{size}")
+        dataset.register(uris[:size]).wait(timeout_secs=WAIT_SECS)
+        ids = dataset.segment_ids()
+
+        def one(segment_id: str, dataset=dataset) -> pa.Table:
+            return pa.table(dataset.reader(index="real_time")
+                            .filter(col("rerun_segment_id") == lit(segment_id)))
+
+        one(ids[0])  # warm-up of the code paths
+        started = time.perf_counter()
+        table = pa.table(dataset.reader(index="real_time"))
+        scan_s = time.perf_counter() - started
+        latencies = []
+        for i in range(calls):
+            started = time.perf_counter()
+            one(ids[(i * 7) % len(ids)])
+            latencies.append((time.perf_counter() - started) * 1000)
+        print(f"  {system.name}: {size} segments, {table.num_rows:,} rows in {scan_s:.2f} s; one segment "
+              f"p50 {statistics.median(latencies):.1f} ms", flush=True)
+        results[str(size)] = {"rows": table.num_rows, "columns": table.num_columns, "bytes": table.nbytes,
+                              "scan_s": round(scan_s, 3), "rows_per_s": round(table.num_rows / scan_s, 1),
+                              "one_segment": percentiles(latencies)}
+    return results
