@@ -8,7 +8,7 @@ names are importable where strata has the same thing (``OnDuplicateSegmentLayer`
 connection line changed.
 """
 
-from rerun.catalog import ContentFilter
+from typing import Any
 
 from events import OnDuplicate
 from sdk._catalog import (
@@ -36,6 +36,17 @@ OnDuplicateSegmentLayer = OnDuplicate
 """Rerun's name for ``OnDuplicate``."""
 DatasetView = DatasetSelection
 """Rerun's former name for ``DatasetSelection``."""
+
+
+
+def __getattr__(name: str) -> Any:
+    """``ContentFilter`` is rerun-sdk's own class, imported on first use: rerun-sdk is heavy."""
+    if name == "ContentFilter":
+        from rerun.catalog import ContentFilter
+
+        return ContentFilter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AlreadyExistsError",

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from rerun.catalog import ContentFilter
+from typing import Any
 
 PROPERTIES_ENTITY = "/__properties"
 
-Contents = ContentFilter | str | Sequence[str]
-"""What ``filter_contents`` takes: a ``ContentFilter``, one expression, or a list of them."""
+Contents = Any
+"""What ``filter_contents`` takes: a ``rerun.catalog.ContentFilter`` (anything with
+``to_exprs()``), one expression, or a sequence of them."""
 
 
 def expressions(contents: Contents) -> tuple[str, ...]:
     """The filter expressions of ``contents``, checked. Raises ``ValueError`` for a malformed one."""
-    if isinstance(contents, ContentFilter):
+    if hasattr(contents, "to_exprs"):  # rerun.catalog.ContentFilter, without importing rerun
         exprs = contents.to_exprs()
     elif isinstance(contents, str):
         exprs = [contents]

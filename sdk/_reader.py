@@ -19,6 +19,7 @@ import concurrent.futures
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import datafusion
@@ -47,7 +48,7 @@ class LayerFile:
     storage_url: str
     size_bytes: int
 
-    def path(self):
+    def path(self) -> Path:
         """The local file, checked against what was registered.
 
         Raises ``NotFoundError`` if it is gone and ``RecordingChangedError`` if its size changed,
