@@ -10,12 +10,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from events import TOPICS
+from producers._logging import LOGGER
 
 
 def _consumer(bootstrap_servers: str, config: Mapping[str, Any] | None) -> Consumer:
     return Consumer({**(config or {}), "bootstrap.servers": bootstrap_servers,
                      "group.id": f"strata-reader-{uuid.uuid4()}", "enable.auto.commit": False,
-                     "enable.partition.eof": True, "isolation.level": "read_committed"})
+                     "enable.partition.eof": True, "isolation.level": "read_committed",
+                     "logger": LOGGER})
 
 
 def end_offsets(bootstrap_servers: str, *, config: Mapping[str, Any] | None = None,

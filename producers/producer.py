@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -12,6 +11,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from events import Event, encode, topic_for
+from producers._logging import LOGGER
 
 
 @dataclass(frozen=True, order=True)
@@ -74,8 +74,7 @@ class EventProducer:
             # librdkafka accepts 1 s at least.
             "socket.connection.setup.timeout.ms": max(
                 1000, min(10_000, int(delivery_timeout_secs * 1000))),
-            # librdkafka's own log lines go to Python logging instead of stderr.
-            "logger": logging.getLogger("strata.kafka"),
+            "logger": LOGGER,
         }
         self._producer: Producer | None = None
 

@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from events import TOPICS
+from producers._logging import LOGGER
 
 
 def ensure_topics(
@@ -24,7 +25,7 @@ def ensure_topics(
     ``ValueError`` if an existing topic has more than one partition: its records would have no
     total order, and the projection would depend on timing.
     """
-    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap_servers})
+    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap_servers, "logger": LOGGER})
     try:
         existing = admin.list_topics(timeout=timeout_secs).topics
     except KafkaException as exc:

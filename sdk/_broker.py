@@ -14,6 +14,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from producers._logging import LOGGER
 from sdk import _processes
 
 DEFAULT_JARS_DIR = Path(__file__).resolve().parents[1] / ".cache" / "jars"
@@ -146,7 +147,7 @@ class EmbeddedBroker:
                                    f"end of {self.log_path}:\n{_processes.tail(self.log_path)}")
             # Ask Kafka only once the port accepts connections, so the client logs no refusals.
             if admin is None and _processes.port_accepts(self.port):
-                admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+                admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": LOGGER})
             if admin is not None:
                 try:
                     if admin.list_topics(timeout=2).brokers:

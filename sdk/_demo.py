@@ -33,6 +33,7 @@ JOINTS = ["/action/joint_positions", "/observation/joint_positions"]
 
 def write_base(directory: Path) -> list[Path]:
     """The five episodes of the how-to, one ``.rrd`` each."""
+    directory = directory.absolute()
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for index, (segment_id, noise) in enumerate(zip(SEGMENT_IDS, TRACKING_NOISE, strict=True)):
@@ -48,6 +49,7 @@ def add_tracking_error(dataset, directory: Path) -> list[str]:
     import rerun as rr
     from datafusion import col
 
+    directory = directory.absolute()
     directory.mkdir(parents=True, exist_ok=True)
     joints = dataset.filter_contents(JOINTS).reader(index="real_time")
     segment_ids = pa.table(joints.select("rerun_segment_id").distinct())["rerun_segment_id"].to_numpy(
@@ -78,6 +80,7 @@ def add_quality(dataset, directory: Path) -> pa.Table:
     from datafusion import col
     from datafusion import functions as F
 
+    directory = directory.absolute()
     directory.mkdir(parents=True, exist_ok=True)
     tracking = dataset.filter_contents(["/derived/tracking_error"]).reader(index="real_time")
     stats = pa.table(
