@@ -451,6 +451,11 @@ class DatasetEntry:
             include_tombstone_columns=include_tombstone_columns, fill_latest_at=fill_latest_at,
             using_index_values=using_index_values)
 
+    def to_spark(self, spark: Any, index: str | None, **options: Any) -> Any:
+        """Every segment's data as a Spark DataFrame, a partition per segment (see
+        ``DatasetSelection.to_spark``)."""
+        return DatasetSelection(self).to_spark(spark, index, **options)
+
     def get_index_ranges(self) -> datafusion.DataFrame:
         """The first and last value of every index, per segment (see
         ``DatasetSelection.get_index_ranges``)."""

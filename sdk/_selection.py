@@ -138,6 +138,44 @@ class DatasetSelection:
 
         >>> dataset.reader(index="real_time").filter(col("rerun_segment_id") == "ep_1")  # doctest: +SKIP
         """
+        segments, options, schema, values = self._plan(
+            index, include_semantically_empty_columns, include_tombstone_columns, fill_latest_at,
+            using_index_values)
+        return self._dataset._client.ctx.read_table(
+            _reader.segments_dataset(segments, options, schema, values))
+
+    def to_spark(
+        self,
+        spark: Any,
+        index: str | None,
+        *,
+        include_semantically_empty_columns: bool = False,
+        include_tombstone_columns: bool = False,
+        fill_latest_at: bool = False,
+        using_index_values: Any = None,
+    ) -> Any:
+        """What ``reader()`` gives, as a Spark DataFrame with one partition per segment, each read
+        on an executor (which needs strata and rerun-sdk installed, and the files at their URLs).
+
+        The rows and column names are ``reader()``'s. Types Spark lacks are converted without
+        loss (see ``sdk._spark``): timestamps and durations become int64 nanoseconds, byte lists
+        binary, unsigned integers wider signed ones. Raises what ``reader()`` raises, and
+        ``ValueError`` for a selected column Spark cannot hold.
+
+        >>> dataset.filter_contents("/observation/**").to_spark(spark, "real_time").count()  # doctest: +SKIP
+        """
+        from sdk import _spark
+
+        segments, options, schema, values = self._plan(
+            index, include_semantically_empty_columns, include_tombstone_columns, fill_latest_at,
+            using_index_values)
+        return _spark.read_dataset(spark, segments, options, schema, values)
+
+    def _plan(self, index: str | None, include_semantically_empty_columns: bool,
+              include_tombstone_columns: bool, fill_latest_at: bool, using_index_values: Any
+              ) -> tuple[dict[str, list[LayerFile]], ReadOptions, pa.Schema, dict[str, Any] | None]:
+        """What a read needs: the segments' checked files, the options, the output schema and the
+        per-segment index values."""
         dataset_schema = self._dataset.schema()
         options = self._options(index, static=index is None,
                                 include_semantically_empty_columns=include_semantically_empty_columns,
@@ -152,8 +190,7 @@ class DatasetSelection:
         for layers in segments.values():
             for layer in layers:
                 layer.path()
-        return self._dataset._client.ctx.read_table(
-            _reader.segments_dataset(segments, options, schema, values))
+        return segments, options, schema, values
 
     # -- helpers ------------------------------------------------------------------------------
 
