@@ -256,7 +256,8 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
         for size in args.read_sizes:
             rows.append(Row("reads", f"reader(index='real_time'), {size} DROID-like segments, to Arrow "
                             "(rows/s)", "higher", pick(strata, "reads", str(size), "rows_per_s"),
-                            other("reads", str(size), "rows_per_s"), note="target: at least rerun's"))
+                            other("reads", str(size), "rows_per_s"),
+                            note="median of 3 scans; target: at least rerun's"))
             for key in ("p50_ms", "p99_ms"):
                 rows.append(Row("reads", f"one segment of {size} by rerun_segment_id filter, "
                                 f"{key[:-3]} (ms)", "lower",

@@ -166,35 +166,66 @@ def read_segment(segment_id: str, layers: Sequence[LayerFile], options: ReadOpti
 
 _workers = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="strata-segment")
 """Segments are read on these threads: pyarrow calls the file system from DataFusion's tokio
-workers, where rerun's engine (a tokio runtime of its own) must not block."""
+workers, where rerun's engine (a tokio runtime of its own) must not block; and reads overlap."""
 
 
 class _SegmentFiles(pafs.FileSystemHandler):
-    """A read-only file system of virtual Arrow IPC files, one per segment, made on first open."""
+    """A read-only file system of virtual Arrow IPC files, one per segment, made on demand.
 
+    Once the scan's fragments are known (``expect``), up to ``AHEAD`` of them are made in advance
+    on the worker threads, so reading segments overlaps with consuming them; at most ``AHEAD``
+    made-but-unread and ``CACHED`` read segments are held at any time.
+    """
+
+    AHEAD = 4
     CACHED = 4
-    """Segments kept after being made: pyarrow opens a fragment twice (inspect, then scan)."""
+    """Segments kept after being read: pyarrow opens a fragment twice (inspect, then scan)."""
 
     def __init__(self, make: Mapping[str, Any]) -> None:
         self._make = make
-        self._cache: collections.OrderedDict[str, pa.Buffer] = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._made: collections.OrderedDict[str, concurrent.futures.Future] = collections.OrderedDict()
+        self._read: set[str] = set()
+        self._pending: collections.deque[str] = collections.deque()
 
-    def _buffer(self, path: str) -> pa.Buffer:
-        with self._lock:
-            if path in self._cache:
-                self._cache.move_to_end(path)
-                return self._cache[path]
-        table = _workers.submit(self._make[path]).result()
+    def _build(self, path: str) -> pa.Buffer:
+        table = self._make[path]()
         sink = pa.BufferOutputStream()
         with pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
-        buffer = sink.getvalue()
+        return sink.getvalue()
+
+    def _start(self, path: str) -> concurrent.futures.Future:
+        future = self._made[path] = _workers.submit(self._build, path)
+        return future
+
+    def _fill(self) -> None:
+        """Start the next expected segments while fewer than ``AHEAD`` are made but unread."""
+        while self._pending and len(self._made) - len(self._read) < self.AHEAD:
+            path = self._pending.popleft()
+            if path not in self._made:
+                self._start(path)
+
+    def expect(self, paths: Sequence[str]) -> None:
+        """The fragments a scan will read, in order: start making the first ones."""
         with self._lock:
-            self._cache[path] = buffer
-            while len(self._cache) > self.CACHED:
-                self._cache.popitem(last=False)
-        return buffer
+            self._pending = collections.deque(paths)
+            self._fill()
+
+    def _buffer(self, path: str) -> pa.Buffer:
+        with self._lock:
+            future = self._made.get(path) or self._start(path)
+            self._made.move_to_end(path)
+            self._read.add(path)
+        try:
+            return future.result()
+        finally:
+            with self._lock:
+                while len(self._read) > self.CACHED:
+                    oldest = next(p for p in self._made if p in self._read)
+                    del self._made[oldest]
+                    self._read.discard(oldest)
+                self._fill()
 
     def open_input_file(self, path: str) -> pa.NativeFile:
         return pa.BufferReader(self._buffer(path))
@@ -223,6 +254,16 @@ class _SegmentFiles(pafs.FileSystemHandler):
     open_output_stream = open_append_stream = _read_only
 
 
+class _SegmentsDataset(pads.FileSystemDataset):
+    """The segments' fragments; DataFusion asks for the fragments that survive its pushed-down
+    filters, and those are the ones read ahead."""
+
+    def get_fragments(self, filter: pads.Expression | None = None) -> list[pads.Fragment]:
+        fragments = list(super().get_fragments(filter=filter))
+        self.segment_files.expect([f.path for f in fragments])
+        return fragments
+
+
 def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadOptions,
                      schema: pa.Schema, index_values: Mapping[str, Any] | None = None) -> pads.Dataset:
     """A pyarrow dataset of the segments, in segment id order, one fragment each, read lazily."""
@@ -235,10 +276,13 @@ def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadO
         makers[path] = (lambda s=segment_id, v=values:
                         read_segment(s, segments[s], options, schema, v))
         fragments.append((path, pads.field(SEGMENT_ID) == segment_id))
-    filesystem = pafs.PyFileSystem(_SegmentFiles(makers))
-    return pads.FileSystemDataset(
+    files = _SegmentFiles(makers)
+    filesystem = pafs.PyFileSystem(files)
+    dataset = _SegmentsDataset(
         [format.make_fragment(path, filesystem, partition_expression=expr) for path, expr in fragments],
         schema, format, filesystem)
+    dataset.segment_files = files
+    return dataset
 
 
 def index_ranges(segments: Mapping[str, Sequence[LayerFile]], dataset_schema: pa.Schema) -> pa.Table:
