@@ -25,6 +25,8 @@ from events.model import (
     CreateDataset,
     DeleteDataset,
     Event,
+    IndexKind,
+    IndexRange,
     OnDuplicate,
     RegisterBlueprint,
     RegisterLayer,
@@ -108,6 +110,8 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
     command = {name: value for name, value in vars(event.command).items() if name in known_fields}
     if isinstance(event.command, RegisterLayer):
         command["on_duplicate"] = str(event.command.on_duplicate)
+        if "index_ranges" in command:
+            command["index_ranges"] = [{**vars(r), "kind": str(r.kind)} for r in command["index_ranges"]]
     record = {
         "event_id": str(event.event_id),
         "event_type": event.event_type,
@@ -155,7 +159,9 @@ def _event_from_record(record: dict[str, Any]) -> Event:
     if command_type is None or record["event_type"] != short_name:
         raise DecodeError(f"unknown event type {record['event_type']!r} (command {type_name!r})")
     if command_type is RegisterLayer:
-        fields = {**fields, "on_duplicate": OnDuplicate(fields["on_duplicate"])}
+        fields = {**fields, "on_duplicate": OnDuplicate(fields["on_duplicate"]),
+                  "index_ranges": tuple(IndexRange(r["timeline"], IndexKind(r["kind"]), r["start"], r["end"])
+                                        for r in fields["index_ranges"])}
         # fastavro fills a bytes field's default from the schema's JSON string as str.
         for name in ("arrow_schema", "properties"):
             if isinstance(fields[name], str):

@@ -24,6 +24,24 @@ class CreateDataset:
     name: str
 
 
+class IndexKind(StrEnum):
+    """What a timeline counts: Rerun's three kinds of index."""
+
+    TIMESTAMP = "timestamp"
+    DURATION = "duration"
+    SEQUENCE = "sequence"
+
+
+@dataclass(frozen=True)
+class IndexRange:
+    """The first and last value a recording has on one timeline (nanoseconds for times)."""
+
+    timeline: str
+    kind: IndexKind
+    start: int
+    end: int
+
+
 @dataclass(frozen=True)
 class RegisterLayer:
     segment_id: str
@@ -35,6 +53,10 @@ class RegisterLayer:
     """Arrow IPC schema message of the layer's data; empty when unknown."""
     properties: bytes = b""
     """Arrow IPC stream with one row, one column per ``property:<entity>:<field>``."""
+    num_chunks: int | None = None
+    """Chunks in the recording; None when unknown (events before schema version 4)."""
+    index_ranges: tuple[IndexRange, ...] = ()
+    """Each timeline's first and last value, from the recording's chunk manifest."""
 
 
 @dataclass(frozen=True)

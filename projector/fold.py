@@ -221,6 +221,8 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
         registered_at=event.produced_at,
         registered_by=record.position,
         event_id=event.event_id,
+        num_chunks=command.num_chunks,
+        index_ranges=command.index_ranges,
     ))
     segment = state.segment(dataset.id, command.segment_id)
     created = dataset.segments_created

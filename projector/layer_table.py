@@ -7,10 +7,13 @@ every layer of a dataset by concatenating blobs instead of converting its rows o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.ipc
+
+from events import IndexKind, IndexRange
 
 CHUNK_SEGMENTS = 256
 """Segment positions per chunk: a one-record batch rewrites one chunk (the layers of up to this
@@ -19,20 +22,35 @@ many segments, about 5 ms at 3 layers each); a dataset of 100k segments is read 
 LAYER_COLUMNS = pa.schema([
     ("segment_id", pa.string()), ("layer_name", pa.string()), ("storage_url", pa.string()),
     ("size_bytes", pa.int64()), ("registered_at", pa.int64()), ("schema_sha256", pa.binary(32)),
-    ("properties", pa.binary()),
+    ("properties", pa.binary()), ("num_chunks", pa.int64()),
+    ("index_ranges", pa.list_(pa.struct([("timeline", pa.string()), ("kind", pa.string()),
+                                         ("start", pa.int64()), ("end", pa.int64())]))),
 ])
 """One row per layer: segments in registration order, each segment's layers in registration order.
 ``registered_at`` is in microseconds since the epoch (UTC); ``schema_sha256`` is null when the
-layer's schema is unknown; ``properties`` is the layer's one-row Arrow IPC stream, empty if none."""
+layer's schema is unknown; ``properties`` is the layer's one-row Arrow IPC stream, empty if none;
+``num_chunks`` is null and ``index_ranges`` empty for layers registered before envelope v4."""
 
 
 def from_rows(rows: Sequence[tuple]) -> pa.Table:
     """The layer table of ``rows`` in ``LAYER_COLUMNS`` order, ``schema_sha256`` as hex text
-    (empty when unknown)."""
+    (empty when unknown), ``index_ranges`` as ``ranges_text``."""
     columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in LAYER_COLUMNS]
     digests = LAYER_COLUMNS.get_field_index("schema_sha256")
     columns[digests] = [bytes.fromhex(d) if d else None for d in columns[digests]]
+    ranges = LAYER_COLUMNS.get_field_index("index_ranges")
+    columns[ranges] = [[dict(zip(("timeline", "kind", "start", "end"), r, strict=True))
+                        for r in json.loads(text or "[]")] for text in columns[ranges]]
     return pa.table(columns, schema=LAYER_COLUMNS)
+
+
+def ranges_text(ranges: Sequence[IndexRange]) -> str:
+    """Index ranges as the store keeps them in a row: compact JSON."""
+    return json.dumps([[r.timeline, str(r.kind), r.start, r.end] for r in ranges], separators=(",", ":"))
+
+
+def ranges_from_text(text: str | None) -> tuple[IndexRange, ...]:
+    return tuple(IndexRange(t, IndexKind(k), s, e) for t, k, s, e in json.loads(text or "[]"))
 
 
 def to_ipc(table: pa.Table) -> bytes:

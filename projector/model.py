@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import NamedTuple
 
-from events import DecodeError, Event, decode
+from events import DecodeError, Event, IndexRange, decode
 
 
 @dataclass(frozen=True, order=True)
@@ -89,6 +89,10 @@ class Layer:
     registered_by: LogPosition
     """The event this layer came from: a segment's layers are listed in this order."""
     event_id: uuid.UUID
+    num_chunks: int | None = None
+    """Chunks in the recording; None if its registration did not say (before envelope v4)."""
+    index_ranges: tuple[IndexRange, ...] = ()
+    """The first and last value of each timeline the recording has data on."""
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from projector.store import StaleBatchError, StoreUnavailableError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
@@ -57,7 +57,7 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
         {"dataset_id": str, "segment_id": str, "layer_name": str, "storage_url": str,
          "size_bytes": int, "schema_sha256": str, "properties": bytes, "registered_at": int,
          "registered_topic": str, "registered_partition": int, "registered_offset": int,
-         "event_id": str},
+         "event_id": str, "num_chunks": int, "index_ranges": str},
         ("dataset_id", "segment_id", "layer_name"),
     ),
     "blueprints": (
@@ -84,7 +84,8 @@ chunks of consecutive segment positions, rewritten with the rows they are made o
 
 _CHUNK_LAYERS = (
     "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
-    "coalesce(l.properties, x'') from segments s join layers l using (dataset_id, segment_id) "
+    "coalesce(l.properties, x''), l.num_chunks, l.index_ranges "
+    "from segments s join layers l using (dataset_id, segment_id) "
     "where s.dataset_id = ? and s.position >= ? and s.position < ? "
     "order by s.position, l.registered_topic, l.registered_partition, l.registered_offset")
 
@@ -462,7 +463,8 @@ def _segment(r: dict[str, Any]) -> Segment:
 def _layer_values(x: Layer) -> tuple[Any, ...]:
     return (str(x.dataset_id), x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
             x.schema_sha256, x.properties, _micros(x.registered_at), x.registered_by.topic,
-            x.registered_by.partition, x.registered_by.offset, str(x.event_id))
+            x.registered_by.partition, x.registered_by.offset, str(x.event_id), x.num_chunks,
+            _layer_table.ranges_text(x.index_ranges))
 
 
 def _layer(r: dict[str, Any]) -> Layer:
@@ -474,6 +476,7 @@ def _layer(r: dict[str, Any]) -> Layer:
         registered_by=LogPosition(r["registered_topic"], r["registered_partition"],
                                   r["registered_offset"]),
         event_id=uuid.UUID(r["event_id"]),
+        num_chunks=r["num_chunks"], index_ranges=_layer_table.ranges_from_text(r["index_ranges"]),
     )
 
 

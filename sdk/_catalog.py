@@ -320,7 +320,8 @@ class DatasetEntry:
             self._client._event(self._id, RegisterLayer(
                 segment_id=recording.recording_id, layer_name=name,
                 storage_url=recording.uri, on_duplicate=mode, size_bytes=recording.size_bytes,
-                arrow_schema=recording.schema_bytes(), properties=recording.properties_bytes()))
+                arrow_schema=recording.schema_bytes(), properties=recording.properties_bytes(),
+                num_chunks=recording.num_chunks, index_ranges=recording.index_ranges))
             for recording, name in zip(recordings, layer_names, strict=True)
         ]
         positions = self._client._send(events)

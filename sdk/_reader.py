@@ -30,7 +30,7 @@ import pyarrow.fs as pafs
 import pyarrow.ipc
 
 from sdk._contents import PROPERTIES_ENTITY, selects
-from sdk._recordings import local_path
+from sdk._recordings import local_path, manifest_summary
 from sdk.errors import NotFoundError, RecordingChangedError
 
 SEGMENT_ID = "rerun_segment_id"
@@ -265,8 +265,14 @@ class _SegmentsDataset(pads.FileSystemDataset):
 
 
 def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadOptions,
-                     schema: pa.Schema, index_values: Mapping[str, Any] | None = None) -> pads.Dataset:
-    """A pyarrow dataset of the segments, in segment id order, one fragment each, read lazily."""
+                     schema: pa.Schema, index_values: Mapping[str, Any] | None = None,
+                     ranges: Mapping[str, tuple[pa.Scalar, pa.Scalar]] | None = None) -> pads.Dataset:
+    """A pyarrow dataset of the segments, in segment id order, one fragment each, read lazily.
+
+    ``ranges`` gives a segment's first and last value on the queried index, where known: a
+    fragment then promises that its rows lie within them, so a filter on the index column skips
+    the segments outside it without reading them.
+    """
     makers = {}
     fragments = []
     format = pads.IpcFileFormat()
@@ -275,7 +281,11 @@ def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadO
         values = None if index_values is None else index_values[segment_id]
         makers[path] = (lambda s=segment_id, v=values:
                         read_segment(s, segments[s], options, schema, v))
-        fragments.append((path, pads.field(SEGMENT_ID) == segment_id))
+        expression = pads.field(SEGMENT_ID) == segment_id
+        if ranges and segment_id in ranges:
+            start, end = ranges[segment_id]
+            expression &= (pads.field(options.index) >= start) & (pads.field(options.index) <= end)
+        fragments.append((path, expression))
     files = _SegmentFiles(makers)
     filesystem = pafs.PyFileSystem(files)
     dataset = _SegmentsDataset(
@@ -285,36 +295,25 @@ def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadO
     return dataset
 
 
-def index_ranges(segments: Mapping[str, Sequence[LayerFile]], dataset_schema: pa.Schema) -> pa.Table:
-    """``rerun_segment_id`` and ``<index>:start`` / ``<index>:end`` for every index of the dataset,
-    from the files' chunk manifests (no chunk data is read). A segment without data on an index
-    has nulls there."""
+def with_manifest_ranges(layers: pa.Table) -> pa.Table:
+    """The layer table with ``num_chunks`` and ``index_ranges`` read from the files' chunk
+    manifests (no chunk data) for the layers whose registration did not carry them (events
+    written before envelope v4)."""
     from rerun.chunk import RrdReader
 
-    indexes = [f for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index"]
-    starts: dict[str, list] = {f.name: [] for f in indexes}
-    ends: dict[str, list] = {f.name: [] for f in indexes}
-    ids = sorted(segments)
-    for segment_id in ids:
-        lows: dict[str, Any] = {}
-        highs: dict[str, Any] = {}
-        for layer in segments[segment_id]:
-            manifest = RrdReader(layer.path()).store()._chunk_index().to_arrow()
-            for field in indexes:
-                for bounds, pick in ((lows, np.min), (highs, np.max)):
-                    name = f"{field.name}:{'start' if bounds is lows else 'end'}"
-                    if name not in manifest.column_names:
-                        continue
-                    values = manifest.column(name).drop_null()
-                    if len(values):
-                        value = pick(values.cast(pa.int64()).to_numpy())
-                        bounds[field.name] = value if field.name not in bounds else pick(
-                            [bounds[field.name], value])
-        for field in indexes:
-            starts[field.name].append(lows.get(field.name))
-            ends[field.name].append(highs.get(field.name))
-    columns = {SEGMENT_ID: pa.array(ids, pa.string())}
-    for field in indexes:
-        columns[f"{field.name}:start"] = pa.array(starts[field.name], pa.int64()).cast(field.type)
-        columns[f"{field.name}:end"] = pa.array(ends[field.name], pa.int64()).cast(field.type)
-    return pa.table(columns)
+    unknown = layers.column("num_chunks").is_null().to_numpy(zero_copy_only=False)
+    if not unknown.any():
+        return layers
+    chunks = layers.column("num_chunks").to_pylist()
+    ranges = layers.column("index_ranges").to_pylist()
+    for row in np.flatnonzero(unknown):
+        layer = LayerFile(*(layers.column(n)[row].as_py() for n in ("segment_id", "layer_name",
+                                                                     "storage_url", "size_bytes")))
+        chunks[row], found = manifest_summary(RrdReader(layer.path()).store())
+        ranges[row] = [{"timeline": r.timeline, "kind": str(r.kind), "start": r.start, "end": r.end}
+                       for r in found]
+    layers = layers.set_column(layers.schema.get_field_index("num_chunks"), "num_chunks",
+                               pa.array(chunks, pa.int64()))
+    field = layers.schema.field("index_ranges")
+    return layers.set_column(layers.schema.get_field_index("index_ranges"), field,
+                             pa.array(ranges, field.type))

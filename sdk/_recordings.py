@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.ipc
 import pyarrow.parquet as pq
 
+from events import IndexKind, IndexRange
 from sdk.errors import NotFoundError
 
 PROPERTIES_ENTITY = "/__properties"
@@ -33,6 +34,10 @@ class Recording:
     arrow_schema: pa.Schema
     properties: pa.Table | None
     """One row, one column per ``property:<entity>:<field>``; None if the file has none."""
+    num_chunks: int | None = None
+    """Chunks in the file (``.rrd`` only)."""
+    index_ranges: tuple[IndexRange, ...] = ()
+    """Each timeline's first and last value (``.rrd`` only)."""
 
     def schema_bytes(self) -> bytes:
         return self.arrow_schema.serialize().to_pybytes()
@@ -78,8 +83,9 @@ def read_recording(uri: str) -> Recording:
     size = path.stat().st_size
     suffix = path.suffix.lower()
     try:
+        num_chunks, index_ranges = None, ()
         if suffix == ".rrd":
-            recording_id, schema, properties = _read_rrd(path)
+            recording_id, schema, properties, (num_chunks, index_ranges) = _read_rrd(path)
         elif suffix == ".parquet":
             schema = pq.read_schema(path)
             recording_id, properties = _recording_id_from_metadata(schema, uri), None
@@ -92,10 +98,10 @@ def read_recording(uri: str) -> Recording:
                 "an Arrow IPC file (.arrow, .arrows, .feather)")
     except (pa.ArrowInvalid, OSError) as exc:
         raise ValueError(f"{uri} is not a readable recording: {exc}") from exc
-    return Recording(uri, recording_id, size, schema, properties)
+    return Recording(uri, recording_id, size, schema, properties, num_chunks, index_ranges)
 
 
-def _read_rrd(path: Path) -> tuple[str, pa.Schema, pa.Table | None]:
+def _read_rrd(path: Path) -> tuple[str, pa.Schema, pa.Table | None, tuple[int, tuple[IndexRange, ...]]]:
     from rerun.chunk import RrdReader  # rerun-sdk is heavy: imported on first .rrd
 
     try:
@@ -106,6 +112,7 @@ def _read_rrd(path: Path) -> tuple[str, pa.Schema, pa.Table | None]:
                              "blueprints")
         store = reader.store(store=recordings[0])
         schema = store.schema().to_arrow()
+        summary = manifest_summary(store)
         chunks = [chunk for chunk in store.stream().filter(is_static=True)
                   if chunk.entity_path == PROPERTIES_ENTITY
                   or chunk.entity_path.startswith(PROPERTIES_ENTITY + "/")]
@@ -116,7 +123,34 @@ def _read_rrd(path: Path) -> tuple[str, pa.Schema, pa.Table | None]:
     recording_id = str(recordings[0].recording_id or "")
     if not recording_id:
         raise ValueError(f"{path} has no recording id")
-    return recording_id, schema, _properties_table(chunks)
+    return recording_id, schema, _properties_table(chunks), summary
+
+
+_INDEX_KINDS = ((pa.types.is_timestamp, IndexKind.TIMESTAMP), (pa.types.is_duration, IndexKind.DURATION),
+                (pa.types.is_integer, IndexKind.SEQUENCE))
+
+
+def manifest_summary(store: Any) -> tuple[int, tuple[IndexRange, ...]]:
+    """The number of chunks and each timeline's first and last value, from a
+    ``rerun.chunk.LazyStore``'s chunk manifest: no chunk data is read.
+
+    The manifest is rerun-sdk's chunk index (``LazyStore._chunk_index``), one row per chunk with a
+    ``<timeline>:start`` and ``<timeline>:end`` column per timeline.
+    """
+    manifest = store._chunk_index().to_arrow()
+    ranges = []
+    for field in manifest.schema:
+        metadata = field.metadata or {}
+        timeline = metadata.get(b"rerun:index", b"").decode()
+        if field.name != f"{timeline}:start" or b"rerun:component" in metadata:
+            continue
+        kind = next((k for test, k in _INDEX_KINDS if test(field.type)), None)
+        starts = manifest.column(field.name).cast(pa.int64()).drop_null()
+        ends = manifest.column(f"{timeline}:end").cast(pa.int64()).drop_null()
+        if kind is None or not len(starts):
+            continue
+        ranges.append(IndexRange(timeline, kind, int(starts.to_numpy().min()), int(ends.to_numpy().max())))
+    return manifest.num_rows, tuple(sorted(ranges, key=lambda r: r.timeline))
 
 
 def _properties_table(chunks: list) -> pa.Table | None:

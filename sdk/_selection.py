@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 import datafusion
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from datafusion import col, lit
 from datafusion import functions as F
 
-from sdk import _reader
+from sdk import _reader, _tables
 from sdk._contents import Contents, expressions
 from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions
 
@@ -106,8 +107,7 @@ class DatasetSelection:
     def get_index_ranges(self) -> datafusion.DataFrame:
         """One row per selected segment: ``rerun_segment_id``, ``<index>:start`` and
         ``<index>:end`` for each timeline of the dataset (null where a segment has no data)."""
-        ranges = _reader.index_ranges(self._layer_files(), self._dataset.schema())
-        return self._dataset._client.ctx.from_arrow(ranges)
+        return self._dataset._client.ctx.from_arrow(self._ranges(self._dataset.schema()))
 
     def reader(
         self,
@@ -141,8 +141,11 @@ class DatasetSelection:
         segments, options, schema, values = self._plan(
             index, include_semantically_empty_columns, include_tombstone_columns, fill_latest_at,
             using_index_values)
+        ranges = None
+        if index is not None and values is None:  # resampled rows may lie outside a segment's range
+            ranges = self._known_ranges(index, schema.field(index).type)
         return self._dataset._client.ctx.read_table(
-            _reader.segments_dataset(segments, options, schema, values))
+            _reader.segments_dataset(segments, options, schema, values, ranges))
 
     def to_spark(
         self,
@@ -185,7 +188,7 @@ class DatasetSelection:
         segments = self._layer_files()
         values = None
         if using_index_values is not None:
-            values = self._index_values(index, using_index_values, segments, dataset_schema)
+            values = self._index_values(index, using_index_values, dataset_schema)
             segments = {s: segments[s] for s in values if s in segments}
         for layers in segments.values():
             for layer in layers:
@@ -196,6 +199,39 @@ class DatasetSelection:
 
     def _options(self, index: str | None, *, static: bool, **flags: bool) -> ReadOptions:
         return ReadOptions(index if not static else None, self._content_groups or (EVERYTHING,), **flags)
+
+    def _layers(self) -> pa.Table:
+        """The store's layer table, only the selected segments."""
+        layers = self._dataset._layer_table()
+        if self._segment_ids is None:
+            return layers
+        return layers.filter(pc.is_in(layers.column("segment_id"), pa.array(sorted(self._segment_ids))))
+
+    def _ranges(self, dataset_schema: pa.Schema) -> pa.Table:
+        """``rerun_segment_id`` and every index's ``:start`` and ``:end``, per selected segment,
+        from the store (layers registered before envelope v4: from their files' manifests)."""
+        table = _tables.segment_table(_reader.with_manifest_ranges(self._layers())).sort_by(SEGMENT_ID)
+        columns = {SEGMENT_ID: table.column(SEGMENT_ID)}
+        for name in _reader.index_names(dataset_schema):
+            kind = dataset_schema.field(name).type
+            for marker in ("start", "end"):
+                column = f"{name}:{marker}"
+                columns[column] = (table.column(column).cast(kind) if column in table.column_names
+                                   else pa.nulls(table.num_rows, kind))
+        return pa.table(columns)
+
+    def _known_ranges(self, index: str, kind: pa.DataType) -> dict[str, tuple[pa.Scalar, pa.Scalar]]:
+        """Each segment's first and last value on ``index``, for the segments whose every layer
+        reported its ranges; read from the store only."""
+        table = _tables.segment_table(self._layers())
+        if f"{index}:start" not in table.column_names:
+            return {}
+        table = table.filter(pc.and_(table.column("rerun_num_chunks").is_valid(),
+                                     table.column(f"{index}:start").is_valid()))
+        starts = table.column(f"{index}:start").cast(kind)
+        ends = table.column(f"{index}:end").cast(kind)
+        return {segment_id: (starts[row], ends[row])
+                for row, segment_id in enumerate(table.column(SEGMENT_ID).to_pylist())}
 
     def _layer_files(self) -> dict[str, list[LayerFile]]:
         """The selected segments' layers, by segment id."""
@@ -208,8 +244,7 @@ class DatasetSelection:
                 segments.setdefault(segment_id, []).append(LayerFile(segment_id, layer_name, url, size))
         return segments
 
-    def _index_values(self, index: str | None, values: Any, segments: Mapping[str, list[LayerFile]],
-                      dataset_schema: pa.Schema) -> dict[str, Any]:
+    def _index_values(self, index: str | None, values: Any, dataset_schema: pa.Schema) -> dict[str, Any]:
         """``using_index_values`` as ``{segment_id: values}``, in each of Rerun's three forms."""
         if index is None:
             raise ValueError("index must be provided when using_index_values is specified")
@@ -230,7 +265,7 @@ class DatasetSelection:
                 grouped.setdefault(segment_id, []).append(point)
             return {s: np.array(v, np.int64) for s, v in grouped.items()}
         points = _index_values_array(values, index)
-        ranges = _reader.index_ranges(segments, dataset_schema)
+        ranges = self._ranges(dataset_schema)
         starts, valid = _as_int64(ranges.column(f"{index}:start"))
         ends, _ = _as_int64(ranges.column(f"{index}:end"))
         covered = {}

@@ -1,7 +1,8 @@
 """The segment table and the manifest, built as Arrow tables from the projection's layers.
 
-Column names follow Rerun's catalog: ``rerun_segment_id``, ``rerun_layer_names``, ... and one
-``property:<entity>:<field>`` column per property. Both are computed column-wise from the store's
+Column names follow Rerun's catalog: ``rerun_segment_id``, ``rerun_layer_names``, ... one
+``property:<entity>:<field>`` column per property, and ``<timeline>:start`` / ``<timeline>:end``
+per timeline. Both are computed column-wise from the store's
 layer table (``projector.layer_table``), so their cost grows with the number of layers, not with
 Python work per layer; each distinct properties value is parsed once.
 """
@@ -14,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc
 
 TIMESTAMP = pa.timestamp("ns", tz=None)
+INDEX_TYPES = {"timestamp": TIMESTAMP, "duration": pa.duration("ns"), "sequence": pa.int64()}
 
 
 def _timestamps(micros: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -69,16 +71,23 @@ def segment_table(layers: pa.Table) -> pa.Table:
     np.maximum.at(latest, group, registered)
     total = np.zeros(count, np.int64)
     np.add.at(total, group, sizes)
+    chunks = layers.column("num_chunks")
+    num_chunks = np.zeros(count, np.int64)
+    np.add.at(num_chunks, group, chunks.fill_null(0).to_numpy())
+    unknown = np.zeros(count, bool)
+    unknown[group[chunks.is_null().to_numpy(zero_copy_only=False)]] = True
     base = pa.table({
         "rerun_segment_id": encoded.dictionary,
         "rerun_layer_names": _lists(offsets, layers.column("layer_name")),
         "rerun_storage_urls": _lists(offsets, layers.column("storage_url")),
         "rerun_last_updated_at": _timestamps(pa.array(latest)),
+        "rerun_num_chunks": pa.array(num_chunks.astype(np.uint64), mask=unknown),
         "rerun_size_bytes": pa.array(total.astype(np.uint64)),
     })
+    ranges = _index_ranges(layers.column("index_ranges").combine_chunks(), group, count)
     per_layer = _properties(layers)
     if per_layer.num_columns == 0:
-        return base
+        return _append_columns(base, ranges)
     rows = np.arange(len(group))
     winners = {}
     for name in per_layer.column_names:
@@ -89,7 +98,35 @@ def segment_table(layers: pa.Table) -> pa.Table:
         picks = pa.array(last, pa.int64(), mask=last < 0)
         winners[name] = column.take(picks)
     properties = pa.table(winners, schema=per_layer.schema)
-    return _append_columns(base, properties)
+    return _append_columns(_append_columns(base, properties), ranges)
+
+
+def _index_ranges(ranges: pa.ListArray, group: np.ndarray, count: int) -> pa.Table:
+    """Per segment, ``<timeline>:start`` (the least start of its layers) and ``<timeline>:end``
+    (the greatest end) for every timeline of any layer, typed and annotated as Rerun's."""
+    flat = ranges.flatten()
+    if not len(flat):
+        return pa.table({})
+    segments = group[pc.list_parent_indices(ranges).to_numpy()]
+    timelines = flat.field("timeline").to_numpy(zero_copy_only=False)
+    kinds = flat.field("kind").to_numpy(zero_copy_only=False)
+    starts = flat.field("start").to_numpy()
+    ends = flat.field("end").to_numpy()
+    columns = {}
+    fields = []
+    for timeline in sorted(set(timelines)):
+        here = timelines == timeline
+        kind = kinds[here][0]
+        for marker, values, pick, blank in (("start", starts, np.minimum, np.iinfo(np.int64).max),
+                                            ("end", ends, np.maximum, np.iinfo(np.int64).min)):
+            bound = np.full(count, blank)
+            pick.at(bound, segments[here], values[here])
+            name = f"{timeline}:{marker}"
+            columns[name] = pa.array(bound, pa.int64(), mask=bound == blank).cast(INDEX_TYPES[kind])
+            fields.append(pa.field(name, INDEX_TYPES[kind], metadata={
+                "rerun:kind": "index", "rerun:index": timeline, "rerun:index_kind": kind,
+                "rerun:index_marker": marker}))
+    return pa.table(columns, schema=pa.schema(fields))
 
 
 def _lists(offsets: pa.Array, values: pa.ChunkedArray) -> pa.ListArray:

@@ -202,6 +202,15 @@ def test_using_index_values_in_each_form(pair: Pair) -> None:
         index="frame", using_index_values=frames, fill_latest_at=True)))
 
 
+def test_segment_table_has_rerun_s_chunks_and_index_ranges(pair: Pair) -> None:
+    strata, rerun = pair.both(lambda d: d.segment_table())
+    ranges = [n for n in rerun.column_names if n.endswith((":start", ":end"))]
+    assert len(ranges) == 2 * 4  # real_time, frame, elapsed and log_time
+    columns = ["rerun_segment_id", "rerun_num_chunks", *ranges]
+    assert sorted(n for n in strata.column_names if n.endswith((":start", ":end"))) == sorted(ranges)
+    assert_same(strata.select(columns), rerun.select(columns))
+
+
 def test_index_ranges(pair: Pair) -> None:
     strata, rerun = pair.both(lambda d: d.get_index_ranges())
     assert _rows(strata.select(sorted(strata.column_names))) == \
@@ -240,12 +249,17 @@ def test_a_changed_or_missing_file_is_an_error_naming_it(dataset: sdk.DatasetEnt
         dataset.filter_segments("two").reader(index="real_time")
 
 
-def test_a_segment_filter_opens_only_that_segments_files(dataset: sdk.DatasetEntry, tmp_path: Path) -> None:
-    uris = [_write(tmp_path / f"{name}.rrd", name, _gamma) for name in ("kept", "gone")]
+def test_segment_and_index_filters_open_only_the_segments_they_need(dataset: sdk.DatasetEntry,
+                                                                   tmp_path: Path) -> None:
+    # "late" has data up to T0 + 9 s, "gone" up to T0 + 5 s: its file must not be opened by a
+    # filter on either column that excludes it.
+    uris = [_write(tmp_path / "late.rrd", "late", _derived(1)), _write(tmp_path / "gone.rrd", "gone", _gamma)]
     dataset.register(uris).wait()
     reader = dataset.reader(index="real_time")
     (tmp_path / "gone.rrd").unlink()
-    kept = _table(reader.filter(col("rerun_segment_id") == lit("kept")))
-    assert kept.column("rerun_segment_id").to_pylist() == ["kept"] * 3
+    late = _table(reader.filter(col("rerun_segment_id") == lit("late")))
+    assert late.column("rerun_segment_id").to_pylist() == ["late"] * 3
+    after = _table(reader.filter(col("real_time") > lit(pa.scalar(T0 + 6 * SECOND, pa.timestamp("ns")))))
+    assert after.column("rerun_segment_id").to_pylist() == ["late"]
     with pytest.raises(Exception, match=r'segment "gone", layer "base"'):
         _table(reader)

@@ -214,6 +214,8 @@ def register(
     when: datetime = T0,
     properties: bytes = b"",
     schema: bytes = b"",
+    num_chunks: int | None = None,
+    index_ranges: tuple = (),
     **kwargs,
 ) -> Event:
     command = RegisterLayer(
@@ -224,6 +226,8 @@ def register(
         size_bytes=size_bytes,
         arrow_schema=schema,
         properties=properties,
+        num_chunks=num_chunks,
+        index_ranges=index_ranges,
     )
     return Event(dataset_id, command, produced_at=when, **kwargs)
 
@@ -273,4 +277,5 @@ def table_of(layers: list[Layer]) -> pa.Table:
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     return layer_table.from_rows([(x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
                                    (x.registered_at - epoch) // timedelta(microseconds=1),
-                                   x.schema_sha256, x.properties) for x in layers])
+                                   x.schema_sha256, x.properties, x.num_chunks,
+                                   layer_table.ranges_text(x.index_ranges)) for x in layers])

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from events import DecodeError, Event, OnDuplicate, decode, encode
+from events import DecodeError, Event, IndexKind, IndexRange, OnDuplicate, decode, encode
 from projector import Changes, LogPosition, LogRecord, SqliteStore, Status, apply_batch, fold, layer_table
 from projector.sqlite_store import TABLES
 from stores import dump
@@ -56,7 +56,8 @@ creates = st.builds(lambda d, n, t: create(d, n, when=t), dataset_ids, st.sample
 registers = st.builds(
     lambda d, s, n, mode, schema, version, t: register(
         d, s, n, on_duplicate=mode, schema=schema, url=f"file:///{s}/{n}/v{version}.rrd", when=t,
-        size_bytes=version, properties=bytes([version])),
+        size_bytes=version, properties=bytes([version]), num_chunks=version or None,
+        index_ranges=(IndexRange("step", IndexKind.SEQUENCE, version, version + 5),) if version % 2 else ()),
     busy_dataset_ids, st.sampled_from(SEGMENT_IDS), st.sampled_from(LAYER_NAMES),
     st.sampled_from(list(OnDuplicate)), st.sampled_from(SCHEMAS), st.integers(0, 9), clocks)
 unregisters = st.builds(lambda d, s, n, t: unregister(d, s, n, when=t), busy_dataset_ids,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import json
 import random
@@ -20,6 +21,8 @@ from events import (
     DecodeError,
     DeleteDataset,
     Event,
+    IndexKind,
+    IndexRange,
     OnDuplicate,
     RegisterBlueprint,
     RegisterLayer,
@@ -49,6 +52,11 @@ def register_event(**overrides) -> Event:
         size_bytes=123_456_789_012,
         arrow_schema=bytes(range(256)),  # every byte value, including NUL and non-UTF-8
         properties=b"\xff\x00\xc3\x01props",
+        num_chunks=17,
+        index_ranges=(IndexRange("elapsed", IndexKind.DURATION, 0, 9 * 10**9),
+                      IndexRange("frame", IndexKind.SEQUENCE, -3, 2**62),
+                      IndexRange("real_time", IndexKind.TIMESTAMP, 1_689_000_000_066_666_667,
+                                 1_689_000_020_000_000_000)),
     )
     return Event(uuid.uuid4(), command, produced_at=WHEN, producer_id="pipeline-7", **overrides)
 
@@ -137,7 +145,7 @@ def test_version_1_create_dataset_decodes():
     assert decode(encode(event, schema_version=1)) == event
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_events_written_by_older_versions_decode(version, event):
     create_event = Event(uuid.uuid4(), CreateDataset("old"), produced_at=WHEN)
     for written in (event, create_event):
@@ -146,13 +154,14 @@ def test_events_written_by_older_versions_decode(version, event):
         decoded = decode(data)
         assert decoded.event_id == written.event_id
         assert decoded.event_type == written.event_type
-    # Version 2 already carried the layer's schema and properties; version 1 did not.
+    # Versions 2 and 3 carried the layer's schema and properties, version 1 did not; only
+    # version 4 carries the chunk count and index ranges.
     decoded = decode(encode(event, schema_version=version))
-    assert decoded == (event if version == 2 else Event(
-        event.dataset_id, RegisterLayer(event.command.segment_id, event.command.layer_name,
-                                        event.command.storage_url, event.command.on_duplicate,
-                                        event.command.size_bytes),
-        event.event_id, event.produced_at, event.producer_id))
+    carried = (dataclasses.replace(event.command, num_chunks=None, index_ranges=()) if version > 1 else
+               RegisterLayer(event.command.segment_id, event.command.layer_name,
+                             event.command.storage_url, event.command.on_duplicate,
+                             event.command.size_bytes))
+    assert decoded == dataclasses.replace(event, command=carried)
 
 
 def test_a_handmade_version_2_record_decodes():
@@ -163,6 +172,22 @@ def test_a_handmade_version_2_record_decodes():
     decoded = decode(single_object(raw_schema(2), record))
     assert decoded.command == RegisterLayer("s", "l", "file:///x", OnDuplicate.SKIP, 5, b"\x00\xff", b"p")
     assert str(decoded.event_id) == record["event_id"]
+
+
+def test_a_handmade_version_3_record_decodes_without_chunks_or_ranges():
+    record = envelope("RegisterLayer", {
+        "segment_id": "s", "layer_name": "l", "storage_url": "file:///x", "on_duplicate": "error",
+        "size_bytes": 5, "arrow_schema": b"", "properties": b""}, schema_version=3)
+    decoded = decode(single_object(raw_schema(3), record))
+    assert decoded.command == RegisterLayer("s", "l", "file:///x", size_bytes=5)
+    assert decoded.command.num_chunks is None and decoded.command.index_ranges == ()
+
+
+def test_version_4_carries_chunks_and_index_ranges(event):
+    decoded = decode(encode(event))
+    assert decoded.command.num_chunks == 17
+    assert decoded.command.index_ranges == event.command.index_ranges
+    assert decoded.command.index_ranges[2].kind is IndexKind.TIMESTAMP
 
 
 NEW_COMMANDS = [

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import uuid
 
 import pyarrow as pa
 import pytest
 
-from events import CATALOG_TOPIC, OnDuplicate
+from events import CATALOG_TOPIC, IndexKind, IndexRange, OnDuplicate
 from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch
 from sdk._recordings import Recording
 from sdk._tables import manifest_table, segment_table
@@ -88,8 +89,36 @@ def test_segment_table_property_merge_latest_non_null_wins_per_column(catalog):
 def test_segment_table_without_properties_has_no_property_columns():
     table = segment_table(table_of([layer("A", "base", 0), layer("A", "more", 1)]))
     assert table.column_names == ["rerun_segment_id", "rerun_layer_names", "rerun_storage_urls",
-                                  "rerun_last_updated_at", "rerun_size_bytes"]
+                                  "rerun_last_updated_at", "rerun_num_chunks", "rerun_size_bytes"]
     assert table.num_rows == 1
+
+
+def test_segment_table_chunks_and_index_ranges_merge_the_layers():
+    seconds = 10**9
+    real_time = [IndexRange("real_time", IndexKind.TIMESTAMP, 5 * seconds, 9 * seconds)]
+    layers = [
+        dataclasses.replace(layer("A", "base", 0), num_chunks=4, index_ranges=(
+            *real_time, IndexRange("frame", IndexKind.SEQUENCE, 3, 7))),
+        dataclasses.replace(layer("A", "derived", 1), num_chunks=2, index_ranges=(
+            IndexRange("real_time", IndexKind.TIMESTAMP, 2 * seconds, 6 * seconds),)),
+        dataclasses.replace(layer("B", "base", 2), num_chunks=1, index_ranges=(
+            IndexRange("elapsed", IndexKind.DURATION, 0, seconds),)),
+        layer("C", "before_v4", 3),  # registered by an older event: chunks unknown, no ranges
+    ]
+    table = segment_table(table_of(layers))
+    assert table.column("rerun_num_chunks").to_pylist() == [6, 1, None]
+    assert table.schema.field("rerun_num_chunks").type == pa.uint64()
+    assert table.column_names[-6:] == ["elapsed:start", "elapsed:end", "frame:start", "frame:end",
+                                       "real_time:start", "real_time:end"]
+    assert table.column("real_time:start").cast(pa.int64()).to_pylist() == [2 * seconds, None, None]
+    assert table.column("real_time:end").cast(pa.int64()).to_pylist() == [9 * seconds, None, None]
+    assert table.column("frame:start").to_pylist() == [3, None, None]
+    assert table.column("elapsed:end").cast(pa.int64()).to_pylist() == [None, seconds, None]
+    assert table.schema.field("real_time:start").type == pa.timestamp("ns")
+    assert table.schema.field("elapsed:end").type == pa.duration("ns")
+    assert table.schema.field("frame:end").metadata == {
+        b"rerun:kind": b"index", b"rerun:index": b"frame", b"rerun:index_kind": b"sequence",
+        b"rerun:index_marker": b"end"}
 
 
 def test_empty_dataset_tables():
