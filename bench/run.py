@@ -10,7 +10,8 @@ Scenarios (--only, comma-separated; default all):
               store with the real projector in a subprocess; events/s and peak RSS (/proc); and
               Spark's Kafka source alone reading the same topic (replay's ceiling)
   reads       reader(index="real_time") over datasets of DROID-like episodes, to Arrow (rows/s),
-              and one segment by a rerun_segment_id filter (p50, p99)
+              and one segment by a rerun_segment_id filter (p50, p99); strata also: the same
+              read on Spark local[*] (to_spark(...).count()) over more segments
   stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
               Python stages (decode, batch_view, fold, commit) on register events
 
@@ -41,11 +42,13 @@ SCALES = {
     "small": {"latency_calls": 50, "warmup": 5, "sdk_count": 1_000, "sdk_batch": 250,
               "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
               "query_repeats": 3, "replay_caps": "20000,5000",
-              "stage_events": 30_000, "stage_batch": 10_000, "read_sizes": "20", "read_calls": 20},
+              "stage_events": 30_000, "stage_batch": 10_000, "read_sizes": "20", "read_calls": 20,
+              "spark_segments": 100},
     "full": {"latency_calls": 300, "warmup": 20, "sdk_count": 10_000, "sdk_batch": 1_000,
              "producer_count": 1_000_000, "query_sizes": "1000,10000,100000",
              "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "20000,50000",
-             "stage_events": 300_000, "stage_batch": 100_000, "read_sizes": "20,200", "read_calls": 50},
+             "stage_events": 300_000, "stage_batch": 100_000, "read_sizes": "20,200", "read_calls": 50,
+             "spark_segments": 1_000},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -78,6 +81,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--read-sizes", help="DROID-like segments per dataset read, comma-separated "
                                              "(full: 20,200)")
     parser.add_argument("--read-calls", type=int, help="one-segment reads measured per size (full: 50)")
+    parser.add_argument("--spark-segments", type=int,
+                        help="DROID-like segments read with to_spark on Spark local[*] (full: 1000)")
     parser.add_argument("--label", help="names the results <date>-<label> (default: the scale); "
                                          "use one when overriding sizes")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
@@ -164,6 +169,9 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
             results["stages"] = timed(timings, "strata stages", scenarios.stages, pool, work / "stages",
                                       events=args.stage_events, batch=args.stage_batch)
         run_common(args, system, pool, timings, results, query_sizes=args.query_sizes, producers=True)
+        if "reads" in args.only:
+            results["spark_read"] = timed(timings, "strata spark read", scenarios.spark_read, system,
+                                          pool.directory / "droid", segments=args.spark_segments)
         system.server.stop_projector()  # Spark completes its event log as it stops
         live = profile.progress_batches(system.event_log_dir)
         if "latency" in args.only:
@@ -264,6 +272,12 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                                 pick(strata, "reads", str(size), "one_segment", key),
                                 other("reads", str(size), "one_segment", key),
                                 note="target: p50 at most 2x rerun's" if key == "p50_ms" else ""))
+    if "spark_read" in strata:
+        read = strata["spark_read"]
+        rows.append(Row("reads", f"Spark path: to_spark('real_time').count(), {read['segments']:,} "
+                        "DROID-like segments, local[*] (rows/s)", "higher", read["rows_per_s"],
+                        NOT_APPLICABLE, note=f"{read['segments_per_s']:,} segments/s; rerun has no "
+                                             "Spark path"))
     for outcome in strata.get("replay", []):
         cap = outcome["max_offsets_per_trigger"] or "no limit"
         rows.append(Row("replay", f"{outcome['events']:,} events from offset 0, maxOffsetsPerTrigger {cap} "

@@ -333,3 +333,29 @@ def reads(system, directory: Path, *, sizes: list[int], calls: int) -> dict:
                               "rows_per_s": round(table.num_rows / scan_s, 1),
                               "one_segment": percentiles(latencies)}
     return results
+
+
+def spark_read(system, directory: Path, *, segments: int) -> dict:
+    """``to_spark(spark, "real_time").count()`` over ``segments`` DROID-like episodes with Spark
+    ``local[*]`` in this process: a partition per segment, read on the executors."""
+    from pyspark.sql import SparkSession
+
+    uris = droid_episodes(directory, segments)
+    dataset = system.client.create_dataset(f"spark-{segments}")
+    for start in range(0, segments, 1000):
+        dataset.register(uris[start:start + 1000]).wait(timeout_secs=WAIT_SECS)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (SparkSession.builder.master("local[*]").appName("strata-bench-read")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        dataset.filter_segments(dataset.segment_ids()[:2]).to_spark(spark, "real_time").count()  # warm-up
+        started = time.perf_counter()
+        rows = dataset.to_spark(spark, "real_time").count()
+        seconds = time.perf_counter() - started
+    finally:
+        spark.stop()
+    print(f"  strata: Spark read {segments:,} segments, {rows:,} rows in {seconds:.1f} s", flush=True)
+    return {"segments": segments, "rows": rows, "seconds": round(seconds, 2),
+            "rows_per_s": round(rows / seconds, 1), "segments_per_s": round(segments / seconds, 1)}
