@@ -347,7 +347,8 @@ def spark_read(system, directory: Path, *, segments: int) -> dict:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = (SparkSession.builder.master("local[*]").appName("strata-bench-read")
-             .config("spark.ui.enabled", "false").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         dataset.filter_segments(dataset.segment_ids()[:2]).to_spark(spark, "real_time").count()  # warm-up

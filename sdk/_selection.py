@@ -156,9 +156,12 @@ class DatasetSelection:
         include_tombstone_columns: bool = False,
         fill_latest_at: bool = False,
         using_index_values: Any = None,
+        segments_per_partition: int | None = None,
     ) -> Any:
-        """What ``reader()`` gives, as a Spark DataFrame with one partition per segment, each read
-        on an executor (which needs strata and rerun-sdk installed, and the files at their URLs).
+        """What ``reader()`` gives, as a Spark DataFrame whose tasks each read whole segments on
+        an executor (which needs strata and rerun-sdk installed, and the files at their URLs).
+        Segments are packed into partitions as Spark packs small files (see ``sdk._spark``);
+        ``segments_per_partition=1`` gives a partition per segment.
 
         The rows and column names are ``reader()``'s. Types Spark lacks are converted without
         loss (see ``sdk._spark``): timestamps and durations become int64 nanoseconds, byte lists
@@ -172,7 +175,8 @@ class DatasetSelection:
         segments, options, schema, values = self._plan(
             index, include_semantically_empty_columns, include_tombstone_columns, fill_latest_at,
             using_index_values)
-        return _spark.read_dataset(spark, segments, options, schema, values)
+        return _spark.read_dataset(spark, segments, options, schema, values,
+                                   segments_per_partition=segments_per_partition)
 
     def _plan(self, index: str | None, include_semantically_empty_columns: bool,
               include_tombstone_columns: bool, fill_latest_at: bool, using_index_values: Any
