@@ -136,17 +136,14 @@ def read_segment(segment_id: str, layers: Sequence[LayerFile], options: ReadOpti
     for group in options.content_groups:
         stream = stream.filter(content=list(group))
     store = stream.collect()
-    try:
-        result = store.reader(
-            options.index, contents=list(options.content_groups[-1]),
-            include_semantically_empty_columns=options.include_semantically_empty_columns,
-            include_tombstone_columns=options.include_tombstone_columns,
-            fill_latest_at=options.fill_latest_at, using_index_values=index_values,
-            ctx=_context()).to_arrow_table()
-    except ValueError as exc:
-        if "does not exist in the chunk store" in str(exc):
-            return schema.empty_table()  # this segment has no data on the index
-        raise
+    if options.index is not None and options.index not in {c.name for c in store.schema().index_columns()}:
+        return schema.empty_table()  # this segment has no data on the index
+    result = store.reader(
+        options.index, contents=list(options.content_groups[-1]),
+        include_semantically_empty_columns=options.include_semantically_empty_columns,
+        include_tombstone_columns=options.include_tombstone_columns,
+        fill_latest_at=options.fill_latest_at, using_index_values=index_values,
+        ctx=_context()).to_arrow_table()
     present = [f.name for f in schema if f.name != SEGMENT_ID and f.name in result.column_names
                and (f.metadata or {}).get(_KIND) == b"data"]
     if options.index is None and not present:

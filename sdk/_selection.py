@@ -214,7 +214,7 @@ class DatasetSelection:
     def _ranges(self, dataset_schema: pa.Schema) -> pa.Table:
         """``rerun_segment_id`` and every index's ``:start`` and ``:end``, per selected segment,
         from the store (layers registered before envelope v4: from their files' manifests)."""
-        table = _tables.segment_table(_reader.with_manifest_ranges(self._layers())).sort_by(SEGMENT_ID)
+        table = _tables.index_ranges(_reader.with_manifest_ranges(self._layers())).sort_by(SEGMENT_ID)
         columns = {SEGMENT_ID: table.column(SEGMENT_ID)}
         for name in _reader.index_names(dataset_schema):
             kind = dataset_schema.field(name).type
@@ -227,7 +227,7 @@ class DatasetSelection:
     def _known_ranges(self, index: str, kind: pa.DataType) -> dict[str, tuple[pa.Scalar, pa.Scalar]]:
         """Each segment's first and last value on ``index``, for the segments whose every layer
         reported its ranges; read from the store only."""
-        table = _tables.segment_table(self._layers())
+        table = _tables.index_ranges(self._layers())
         if f"{index}:start" not in table.column_names:
             return {}
         table = table.filter(pc.and_(table.column("rerun_num_chunks").is_valid(),

@@ -56,13 +56,33 @@ def manifest_table(layers: pa.Table) -> pa.Table:
     return _append_columns(base, _properties(layers))
 
 
+def _segments(layers: pa.Table) -> tuple[pa.Array, np.ndarray, int]:
+    """The segment ids in registration order, each layer's segment number, and the count."""
+    encoded = pc.dictionary_encode(layers.column("segment_id").combine_chunks())
+    return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False), len(encoded.dictionary)
+
+
+def index_ranges(layers: pa.Table) -> pa.Table:
+    """``rerun_segment_id``, ``rerun_num_chunks`` (null where a layer did not report it) and the
+    segment table's ``<timeline>:start`` / ``<timeline>:end`` columns, without the properties."""
+    ids, group, count = _segments(layers)
+    base = pa.table({"rerun_segment_id": ids, "rerun_num_chunks": _num_chunks(layers, group, count)})
+    return _append_columns(base, _index_ranges(layers.column("index_ranges").combine_chunks(), group, count))
+
+
+def _num_chunks(layers: pa.Table, group: np.ndarray, count: int) -> pa.Array:
+    chunks = layers.column("num_chunks")
+    total = np.zeros(count, np.int64)
+    np.add.at(total, group, chunks.fill_null(0).to_numpy())
+    unknown = np.zeros(count, bool)
+    unknown[group[chunks.is_null().to_numpy(zero_copy_only=False)]] = True
+    return pa.array(total.astype(np.uint64), mask=unknown)
+
+
 def segment_table(layers: pa.Table) -> pa.Table:
     """One row per segment in registration order; the most recently registered layer with a
     value wins each property."""
-    segment_ids = layers.column("segment_id").combine_chunks()
-    encoded = pc.dictionary_encode(segment_ids)
-    group = encoded.indices.to_numpy(zero_copy_only=False)
-    count = len(encoded.dictionary)
+    segment_ids, group, count = _segments(layers)
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else np.array([], int)
     offsets = pa.array(np.r_[starts, len(group)].astype(np.int32))
     registered = layers.column("registered_at").to_numpy()
@@ -71,17 +91,12 @@ def segment_table(layers: pa.Table) -> pa.Table:
     np.maximum.at(latest, group, registered)
     total = np.zeros(count, np.int64)
     np.add.at(total, group, sizes)
-    chunks = layers.column("num_chunks")
-    num_chunks = np.zeros(count, np.int64)
-    np.add.at(num_chunks, group, chunks.fill_null(0).to_numpy())
-    unknown = np.zeros(count, bool)
-    unknown[group[chunks.is_null().to_numpy(zero_copy_only=False)]] = True
     base = pa.table({
-        "rerun_segment_id": encoded.dictionary,
+        "rerun_segment_id": segment_ids,
         "rerun_layer_names": _lists(offsets, layers.column("layer_name")),
         "rerun_storage_urls": _lists(offsets, layers.column("storage_url")),
         "rerun_last_updated_at": _timestamps(pa.array(latest)),
-        "rerun_num_chunks": pa.array(num_chunks.astype(np.uint64), mask=unknown),
+        "rerun_num_chunks": _num_chunks(layers, group, count),
         "rerun_size_bytes": pa.array(total.astype(np.uint64)),
     })
     ranges = _index_ranges(layers.column("index_ranges").combine_chunks(), group, count)
