@@ -49,6 +49,11 @@ def ranges_text(ranges: Sequence[IndexRange]) -> str:
     return json.dumps([[r.timeline, str(r.kind), r.start, r.end] for r in ranges], separators=(",", ":"))
 
 
+def range_structs(ranges: Sequence[IndexRange]) -> list[dict]:
+    """Index ranges as values of the ``index_ranges`` column."""
+    return [{"timeline": r.timeline, "kind": str(r.kind), "start": r.start, "end": r.end} for r in ranges]
+
+
 def ranges_from_text(text: str | None) -> tuple[IndexRange, ...]:
     return tuple(IndexRange(t, IndexKind(k), s, e) for t, k, s, e in json.loads(text or "[]"))
 

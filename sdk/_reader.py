@@ -29,6 +29,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.ipc
 
+from projector import layer_table
 from sdk._contents import PROPERTIES_ENTITY, selects
 from sdk._recordings import local_path, manifest_summary
 from sdk.errors import NotFoundError, RecordingChangedError
@@ -82,9 +83,13 @@ class ReadOptions:
     fill_latest_at: bool = False
 
 
+def _index_fields(dataset_schema: pa.Schema) -> list[pa.Field]:
+    return [f for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index"]
+
+
 def index_names(dataset_schema: pa.Schema) -> list[str]:
     """The dataset's timelines, in schema order."""
-    return [f.name for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index"]
+    return [f.name for f in _index_fields(dataset_schema)]
 
 
 def output_schema(dataset_schema: pa.Schema, options: ReadOptions) -> pa.Schema:
@@ -94,7 +99,7 @@ def output_schema(dataset_schema: pa.Schema, options: ReadOptions) -> pa.Schema:
 
     Raises ``ValueError`` for an index the dataset does not have, listing the ones it has.
     """
-    indexes = [f for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index"]
+    indexes = _index_fields(dataset_schema)
     if options.index is not None and options.index not in [f.name for f in indexes]:
         known = ", ".join(repr(f.name) for f in indexes) or "none (the dataset has no temporal data)"
         raise ValueError(f"Index {options.index!r} does not exist in the dataset; its timelines "
@@ -193,8 +198,8 @@ class _SegmentFiles(pafs.FileSystemHandler):
         return sink.getvalue()
 
     def _start(self, path: str) -> concurrent.futures.Future:
-        future = self._made[path] = _workers.submit(self._build, path)
-        return future
+        self._made[path] = _workers.submit(self._build, path)
+        return self._made[path]
 
     def _fill(self) -> None:
         """Start the next expected segments while fewer than ``AHEAD`` are made but unread."""
@@ -307,8 +312,7 @@ def with_manifest_ranges(layers: pa.Table) -> pa.Table:
         layer = LayerFile(*(layers.column(n)[row].as_py() for n in ("segment_id", "layer_name",
                                                                      "storage_url", "size_bytes")))
         chunks[row], found = manifest_summary(RrdReader(layer.path()).store())
-        ranges[row] = [{"timeline": r.timeline, "kind": str(r.kind), "start": r.start, "end": r.end}
-                       for r in found]
+        ranges[row] = layer_table.range_structs(found)
     layers = layers.set_column(layers.schema.get_field_index("num_chunks"), "num_chunks",
                                pa.array(chunks, pa.int64()))
     field = layers.schema.field("index_ranges")

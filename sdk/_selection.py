@@ -107,7 +107,7 @@ class DatasetSelection:
     def get_index_ranges(self) -> datafusion.DataFrame:
         """One row per selected segment: ``rerun_segment_id``, ``<index>:start`` and
         ``<index>:end`` for each timeline of the dataset (null where a segment has no data)."""
-        return self._dataset._client.ctx.from_arrow(self._ranges(self._dataset.schema()))
+        return self._dataset._client.ctx.from_arrow(_ranges(self._layers(), self._dataset.schema()))
 
     def reader(
         self,
@@ -138,12 +138,12 @@ class DatasetSelection:
 
         >>> dataset.reader(index="real_time").filter(col("rerun_segment_id") == "ep_1")  # doctest: +SKIP
         """
-        segments, options, schema, values = self._plan(
+        layers, segments, options, schema, values = self._plan(
             index, include_semantically_empty_columns, include_tombstone_columns, fill_latest_at,
             using_index_values)
         ranges = None
         if index is not None and values is None:  # resampled rows may lie outside a segment's range
-            ranges = self._known_ranges(index, schema.field(index).type)
+            ranges = _known_ranges(layers, index, schema.field(index).type)
         return self._dataset._client.ctx.read_table(
             _reader.segments_dataset(segments, options, schema, values, ranges))
 
@@ -172,7 +172,7 @@ class DatasetSelection:
         """
         from sdk import _spark
 
-        segments, options, schema, values = self._plan(
+        _, segments, options, schema, values = self._plan(
             index, include_semantically_empty_columns, include_tombstone_columns, fill_latest_at,
             using_index_values)
         return _spark.read_dataset(spark, segments, options, schema, values,
@@ -180,24 +180,26 @@ class DatasetSelection:
 
     def _plan(self, index: str | None, include_semantically_empty_columns: bool,
               include_tombstone_columns: bool, fill_latest_at: bool, using_index_values: Any
-              ) -> tuple[dict[str, list[LayerFile]], ReadOptions, pa.Schema, dict[str, Any] | None]:
-        """What a read needs: the segments' checked files, the options, the output schema and the
-        per-segment index values."""
+              ) -> tuple[pa.Table, dict[str, list[LayerFile]], ReadOptions, pa.Schema,
+                         dict[str, Any] | None]:
+        """What a read needs, from one read of the store: the selected layers, the segments'
+        checked files, the options, the output schema and the per-segment index values."""
         dataset_schema = self._dataset.schema()
         options = self._options(index, static=index is None,
                                 include_semantically_empty_columns=include_semantically_empty_columns,
                                 include_tombstone_columns=include_tombstone_columns,
                                 fill_latest_at=fill_latest_at)
         schema = _reader.output_schema(dataset_schema, options)
-        segments = self._layer_files()
+        layers = self._layers()
+        segments = _layer_files(layers)
         values = None
         if using_index_values is not None:
-            values = self._index_values(index, using_index_values, dataset_schema)
+            values = self._index_values(index, using_index_values, layers, dataset_schema)
             segments = {s: segments[s] for s in values if s in segments}
-        for layers in segments.values():
-            for layer in layers:
-                layer.path()
-        return segments, options, schema, values
+        for files in segments.values():
+            for file in files:
+                file.path()
+        return layers, segments, options, schema, values
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -211,44 +213,8 @@ class DatasetSelection:
             return layers
         return layers.filter(pc.is_in(layers.column("segment_id"), pa.array(sorted(self._segment_ids))))
 
-    def _ranges(self, dataset_schema: pa.Schema) -> pa.Table:
-        """``rerun_segment_id`` and every index's ``:start`` and ``:end``, per selected segment,
-        from the store (layers registered before envelope v4: from their files' manifests)."""
-        table = _tables.index_ranges(_reader.with_manifest_ranges(self._layers())).sort_by(SEGMENT_ID)
-        columns = {SEGMENT_ID: table.column(SEGMENT_ID)}
-        for name in _reader.index_names(dataset_schema):
-            kind = dataset_schema.field(name).type
-            for marker in ("start", "end"):
-                column = f"{name}:{marker}"
-                columns[column] = (table.column(column).cast(kind) if column in table.column_names
-                                   else pa.nulls(table.num_rows, kind))
-        return pa.table(columns)
-
-    def _known_ranges(self, index: str, kind: pa.DataType) -> dict[str, tuple[pa.Scalar, pa.Scalar]]:
-        """Each segment's first and last value on ``index``, for the segments whose every layer
-        reported its ranges; read from the store only."""
-        table = _tables.index_ranges(self._layers())
-        if f"{index}:start" not in table.column_names:
-            return {}
-        table = table.filter(pc.and_(table.column("rerun_num_chunks").is_valid(),
-                                     table.column(f"{index}:start").is_valid()))
-        starts = table.column(f"{index}:start").cast(kind)
-        ends = table.column(f"{index}:end").cast(kind)
-        return {segment_id: (starts[row], ends[row])
-                for row, segment_id in enumerate(table.column(SEGMENT_ID).to_pylist())}
-
-    def _layer_files(self) -> dict[str, list[LayerFile]]:
-        """The selected segments' layers, by segment id."""
-        layers = self._dataset._layer_table()
-        segments: dict[str, list[LayerFile]] = {}
-        for segment_id, layer_name, url, size in zip(
-                *(layers.column(n).to_pylist() for n in ("segment_id", "layer_name", "storage_url",
-                                                         "size_bytes")), strict=True):
-            if self._segment_ids is None or segment_id in self._segment_ids:
-                segments.setdefault(segment_id, []).append(LayerFile(segment_id, layer_name, url, size))
-        return segments
-
-    def _index_values(self, index: str | None, values: Any, dataset_schema: pa.Schema) -> dict[str, Any]:
+    def _index_values(self, index: str | None, values: Any, layers: pa.Table,
+                      dataset_schema: pa.Schema) -> dict[str, Any]:
         """``using_index_values`` as ``{segment_id: values}``, in each of Rerun's three forms."""
         if index is None:
             raise ValueError("index must be provided when using_index_values is specified")
@@ -269,7 +235,7 @@ class DatasetSelection:
                 grouped.setdefault(segment_id, []).append(point)
             return {s: np.array(v, np.int64) for s, v in grouped.items()}
         points = _index_values_array(values, index)
-        ranges = self._ranges(dataset_schema)
+        ranges = _ranges(layers, dataset_schema)
         starts, valid = _as_int64(ranges.column(f"{index}:start"))
         ends, _ = _as_int64(ranges.column(f"{index}:end"))
         covered = {}
@@ -279,6 +245,43 @@ class DatasetSelection:
             if len(inside):
                 covered[segment_id] = inside
         return covered
+
+
+def _layer_files(layers: pa.Table) -> dict[str, list[LayerFile]]:
+    """The layers' files, by segment id."""
+    segments: dict[str, list[LayerFile]] = {}
+    for row in zip(*(layers.column(n).to_pylist() for n in ("segment_id", "layer_name", "storage_url",
+                                                            "size_bytes")), strict=True):
+        segments.setdefault(row[0], []).append(LayerFile(*row))
+    return segments
+
+
+def _ranges(layers: pa.Table, dataset_schema: pa.Schema) -> pa.Table:
+    """``rerun_segment_id`` and every index's ``:start`` and ``:end``, per segment of ``layers``
+    (layers registered before envelope v4: from their files' manifests)."""
+    table = _tables.index_ranges(_reader.with_manifest_ranges(layers)).sort_by(SEGMENT_ID)
+    columns = {SEGMENT_ID: table.column(SEGMENT_ID)}
+    for name in _reader.index_names(dataset_schema):
+        kind = dataset_schema.field(name).type
+        for marker in ("start", "end"):
+            column = f"{name}:{marker}"
+            columns[column] = (table.column(column).cast(kind) if column in table.column_names
+                               else pa.nulls(table.num_rows, kind))
+    return pa.table(columns)
+
+
+def _known_ranges(layers: pa.Table, index: str, kind: pa.DataType) -> dict[str, tuple[pa.Scalar, pa.Scalar]]:
+    """Each segment's first and last value on ``index``, for the segments whose every layer
+    reported its ranges; from the store's layers only, no file is read."""
+    table = _tables.index_ranges(layers)
+    if f"{index}:start" not in table.column_names:
+        return {}
+    table = table.filter(pc.and_(table.column("rerun_num_chunks").is_valid(),
+                                 table.column(f"{index}:start").is_valid()))
+    starts = table.column(f"{index}:start").cast(kind)
+    ends = table.column(f"{index}:end").cast(kind)
+    return {segment_id: (starts[row], ends[row])
+            for row, segment_id in enumerate(table.column(SEGMENT_ID).to_pylist())}
 
 
 def _as_int64(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
