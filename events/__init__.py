@@ -8,6 +8,7 @@ from events.codec import SCHEMA_VERSION, DecodeError, decode, encode
 from events.model import (
     Command,
     CreateDataset,
+    DefineSchema,
     DeleteDataset,
     Event,
     IndexKind,
@@ -28,6 +29,7 @@ __all__ = [
     "Command",
     "CreateDataset",
     "DecodeError",
+    "DefineSchema",
     "DeleteDataset",
     "Event",
     "IndexKind",

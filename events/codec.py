@@ -23,6 +23,7 @@ import fastavro
 from events.model import (
     Command,
     CreateDataset,
+    DefineSchema,
     DeleteDataset,
     Event,
     IndexKind,
@@ -93,12 +94,14 @@ _COMMAND_FIELDS = {
     for version, schema in SCHEMAS.items()
 }
 _COMMAND_TYPES: dict[str, type[Command]] = {t.__name__: t for t in (
-    CreateDataset, RenameDataset, DeleteDataset, RegisterLayer, UnregisterLayers,
+    CreateDataset, DefineSchema, RenameDataset, DeleteDataset, RegisterLayer, UnregisterLayers,
     RegisterBlueprint, SetDefaultBlueprint)}
+_BYTES_FIELDS = ("arrow_schema", "properties", "properties_batch")
 
 
 def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
-    """Encode ``event`` with the given schema version (default: the newest).
+    """Encode ``event`` with the given schema version (default: the newest). Fields an older
+    version lacks are left out, as a producer of that version would.
 
     >>> decode(encode(Event(uuid.uuid4(), CreateDataset("droid")))).command
     CreateDataset(name='droid')
@@ -163,7 +166,7 @@ def _event_from_record(record: dict[str, Any]) -> Event:
                   "index_ranges": tuple(IndexRange(r["timeline"], IndexKind(r["kind"]), r["start"], r["end"])
                                         for r in fields["index_ranges"])}
         # fastavro fills a bytes field's default from the schema's JSON string as str.
-        for name in ("arrow_schema", "properties"):
+        for name in _BYTES_FIELDS:
             if isinstance(fields[name], str):
                 fields[name] = fields[name].encode("latin-1")
     elif command_type is UnregisterLayers:

@@ -43,16 +43,44 @@ class IndexRange:
 
 
 @dataclass(frozen=True)
+class DefineSchema:
+    """An Arrow schema that later events name by its digest instead of carrying it.
+
+    Produced once, before the first event that names it; defining a known schema again changes
+    nothing.
+    """
+
+    sha256: str
+    """Hex SHA-256 of ``arrow_schema``."""
+    arrow_schema: bytes
+    """An Arrow IPC schema message."""
+
+
+@dataclass(frozen=True)
 class RegisterLayer:
+    """A recording registered as one layer of its segment.
+
+    Its schema and its properties' schema travel by reference (``schema_sha256``,
+    ``properties_schema_sha256``, each defined by an earlier ``DefineSchema``), or inline as
+    events before schema version 5 carried them (``arrow_schema``, ``properties``).
+    """
+
     segment_id: str
     layer_name: str
     storage_url: str
     on_duplicate: OnDuplicate = OnDuplicate.ERROR
     size_bytes: int = 0
+    schema_sha256: str = ""
+    """Digest of the layer's Arrow schema; empty when unknown or given inline."""
+    properties_schema_sha256: str = ""
+    """Digest of the Arrow schema of ``properties_batch``; empty when there are none."""
+    properties_batch: bytes = b""
+    """One row, one column per ``property:<entity>:<field>``: a zlib-compressed Arrow IPC record
+    batch message in the schema named by ``properties_schema_sha256``."""
     arrow_schema: bytes = b""
-    """Arrow IPC schema message of the layer's data; empty when unknown."""
+    """Inline form: the Arrow IPC schema message of the layer's data."""
     properties: bytes = b""
-    """Arrow IPC stream with one row, one column per ``property:<entity>:<field>``."""
+    """Inline form: an Arrow IPC stream of the properties' one row."""
     num_chunks: int | None = None
     """Chunks in the recording; None when unknown (events before schema version 4)."""
     index_ranges: tuple[IndexRange, ...] = ()
@@ -95,7 +123,7 @@ class SetDefaultBlueprint:
     """A registered blueprint's id, or None for no default."""
 
 
-Command = (CreateDataset | RenameDataset | DeleteDataset | RegisterLayer | UnregisterLayers
+Command = (CreateDataset | DefineSchema | RenameDataset | DeleteDataset | RegisterLayer | UnregisterLayers
            | RegisterBlueprint | SetDefaultBlueprint)
 
 

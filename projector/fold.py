@@ -14,6 +14,7 @@ from typing import Protocol
 
 from events import (
     CreateDataset,
+    DefineSchema,
     DeleteDataset,
     Event,
     OnDuplicate,
@@ -174,6 +175,66 @@ def _delete_dataset(state: _Overlay, record: LogRecord, event: Event, command: D
     state.purge(dataset.id)
 
 
+# -- schemas ----------------------------------------------------------------------------------
+
+
+def _define_schema(state: _Overlay, record: LogRecord, event: Event, command: DefineSchema) -> None:
+    actual = schemas.digest(command.arrow_schema)
+    if command.sha256 != actual:
+        raise InvalidCommand(f"DefineSchema's sha256 {command.sha256!r} is not the SHA-256 of its "
+                             f"arrow_schema ({actual})")
+    if state.schema(actual) is not None:
+        return  # content-addressed: defining it again changes nothing
+    try:
+        schemas.parse(command.arrow_schema)
+    except schemas.SchemaConflict as exc:
+        raise InvalidCommand(str(exc)) from None
+    state.changes.schemas[actual] = command.arrow_schema
+
+
+def _defined(state: _Overlay, digest: str, field: str) -> bytes:
+    found = state.schema(digest)
+    if found is None:
+        raise InvalidCommand(f"{field} {digest} names a schema that was never defined: produce a "
+                             "DefineSchema event with its bytes before the first event that names it")
+    return found
+
+
+def _layer_schema(state: _Overlay, command: RegisterLayer) -> bytes:
+    """The layer's schema bytes, inline or by reference; empty when unknown."""
+    if command.schema_sha256:
+        if command.arrow_schema:
+            raise InvalidCommand("RegisterLayer has both arrow_schema and schema_sha256; send one")
+        return _defined(state, command.schema_sha256, "schema_sha256")
+    if command.arrow_schema:
+        try:
+            schemas.parse(command.arrow_schema)
+        except schemas.SchemaConflict as exc:  # not a schema at all: bad input, not a conflict
+            raise InvalidCommand(str(exc)) from None
+    return command.arrow_schema
+
+
+def _layer_properties(state: _Overlay, command: RegisterLayer) -> bytes:
+    """The layer's properties as one Arrow IPC stream, inline or rebuilt from their schema's
+    reference and the compressed batch; empty when there are none."""
+    if command.properties_schema_sha256 or command.properties_batch:
+        if command.properties:
+            raise InvalidCommand("RegisterLayer has both properties and properties_batch; send one")
+        if not (command.properties_schema_sha256 and command.properties_batch):
+            raise InvalidCommand("properties_batch and properties_schema_sha256 go together; "
+                                 "one of them is empty")
+        schema_bytes = _defined(state, command.properties_schema_sha256, "properties_schema_sha256")
+        try:
+            return schemas.properties_stream(schema_bytes, command.properties_batch,
+                                             limit=MAX_PROPERTIES_BYTES)
+        except ValueError as exc:
+            raise InvalidCommand(str(exc)) from None
+    if len(command.properties) > MAX_PROPERTIES_BYTES:
+        raise InvalidCommand(f"properties have {len(command.properties)} bytes; at most "
+                             f"{MAX_PROPERTIES_BYTES} are allowed")
+    return command.properties
+
+
 # -- layers -----------------------------------------------------------------------------------
 
 
@@ -183,14 +244,8 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
     _checked(check_id, "storage_url", command.storage_url)
     if command.size_bytes < 0:
         raise InvalidCommand(f"size_bytes must not be negative, got {command.size_bytes}")
-    if len(command.properties) > MAX_PROPERTIES_BYTES:
-        raise InvalidCommand(f"properties have {len(command.properties)} bytes; at most "
-                             f"{MAX_PROPERTIES_BYTES} are allowed")
-    if command.arrow_schema:
-        try:
-            schemas.parse(command.arrow_schema)
-        except schemas.SchemaConflict as exc:  # not a schema at all: bad input, not a conflict
-            raise InvalidCommand(str(exc)) from None
+    layer_schema = _layer_schema(state, command)
+    properties = _layer_properties(state, command)
     dataset = _live_dataset(state, event)
 
     existing = state.layer(dataset.id, command.segment_id, command.layer_name)
@@ -201,15 +256,15 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
         if command.on_duplicate is OnDuplicate.SKIP:
             return
     # New, or OnDuplicate.REPLACE: this registration becomes the layer, last in the segment.
-    digest = schemas.digest(command.arrow_schema) if command.arrow_schema else ""
+    digest = command.schema_sha256 or (schemas.digest(layer_schema) if layer_schema else "")
     refs = _without(dataset.schema_refs, existing.schema_sha256 if existing else "")
     merged = dataset.schema if refs == dataset.schema_refs else _merged_schema(state, refs)
     try:
-        merged = schemas.merge_serialized(merged, command.arrow_schema)
+        merged = schemas.merge_serialized(merged, layer_schema)
     except schemas.SchemaConflict as conflict:
         raise Refused(Status.SCHEMA_CONFLICT, str(conflict)) from None
-    if digest:
-        state.changes.schemas.setdefault(digest, command.arrow_schema)
+    if command.arrow_schema:
+        state.changes.schemas.setdefault(digest, layer_schema)
     state.put_layer(Layer(
         dataset_id=dataset.id,
         segment_id=command.segment_id,
@@ -217,7 +272,7 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
         storage_url=command.storage_url,
         size_bytes=command.size_bytes,
         schema_sha256=digest,
-        properties=command.properties,
+        properties=properties,
         registered_at=event.produced_at,
         registered_by=record.position,
         event_id=event.event_id,
@@ -310,6 +365,7 @@ def _set_default_blueprint(
 
 _HANDLERS: dict[type, Callable[..., None]] = {
     CreateDataset: _create_dataset,
+    DefineSchema: _define_schema,
     RenameDataset: _rename_dataset,
     DeleteDataset: _delete_dataset,
     RegisterLayer: _register_layer,
@@ -369,11 +425,8 @@ class _Overlay:
             return self.changes.blueprints[key]
         return self.view.blueprint(dataset_id, blueprint_id)
 
-    def schema(self, digest: str) -> bytes:
-        found = self.changes.schemas.get(digest) or self.view.schema(digest)
-        if found is None:  # pragma: no cover - a layer's schema is written with the layer
-            raise KeyError(f"no schema with digest {digest}")
-        return found
+    def schema(self, digest: str) -> bytes | None:
+        return self.changes.schemas.get(digest) or self.view.schema(digest)
 
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return event_id in self.changes.outcomes or self.view.has_outcome(event_id)

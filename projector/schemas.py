@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import zlib
 
 import pyarrow as pa
 import pyarrow.ipc
@@ -35,6 +36,63 @@ def parse(schema_bytes: bytes) -> pa.Schema:
 
 def serialize(schema: pa.Schema) -> bytes:
     return schema.serialize().to_pybytes()
+
+
+def canonical(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every metadata map in key order, so that equal schemas serialize to equal
+    bytes and get one digest (rerun writes field metadata in no fixed order)."""
+    return pa.schema([_canonical_field(f) for f in schema], metadata=_sorted(schema.metadata))
+
+
+def _canonical_field(field: pa.Field) -> pa.Field:
+    t = field.type
+    if pa.types.is_struct(t):
+        t = pa.struct([_canonical_field(child) for child in t])
+    elif pa.types.is_fixed_size_list(t):
+        t = pa.list_(_canonical_field(t.value_field), t.list_size)
+    elif pa.types.is_large_list(t):
+        t = pa.large_list(_canonical_field(t.value_field))
+    elif pa.types.is_list(t):
+        t = pa.list_(_canonical_field(t.value_field))
+    return pa.field(field.name, t, field.nullable, _sorted(field.metadata))
+
+
+def _sorted(metadata: dict[bytes, bytes] | None) -> dict[bytes, bytes] | None:
+    return dict(sorted(metadata.items())) if metadata else None
+
+
+_END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+def properties_parts(table: pa.Table) -> tuple[bytes, bytes]:
+    """A one-row properties table as envelope v5 carries it: its schema message (to define once,
+    by digest) and its record batch message, zlib-compressed. ``properties_stream`` undoes it."""
+    [batch] = table.combine_chunks().to_batches()
+    return serialize(canonical(table.schema)), zlib.compress(batch.serialize().to_pybytes())
+
+
+def properties_stream(schema_bytes: bytes, compressed_batch: bytes, *, limit: int) -> bytes:
+    """The Arrow IPC stream of a properties row sent as its schema's message and a
+    zlib-compressed record batch message: the two messages and the end-of-stream marker.
+
+    Raises ``ValueError`` if the batch is not zlib data, would be larger than ``limit`` bytes, or
+    is not a record batch of that schema.
+    """
+    inflater = zlib.decompressobj()
+    try:
+        batch = inflater.decompress(compressed_batch, limit)
+    except zlib.error as exc:
+        raise ValueError(f"properties_batch is not zlib-compressed data: {exc}") from None
+    if inflater.unconsumed_tail:
+        raise ValueError(f"properties_batch holds more than the {limit} bytes of properties a "
+                         "layer may have; store large values in the recording's data instead")
+    if not inflater.eof:
+        raise ValueError("properties_batch is truncated: its zlib stream does not end")
+    try:
+        pa.ipc.read_record_batch(pa.py_buffer(batch), parse(schema_bytes)).validate(full=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"properties_batch is not an Arrow record batch of its schema: {exc}") from None
+    return schema_bytes + batch + _END_OF_STREAM
 
 
 @functools.lru_cache(maxsize=1024)

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import sqlite_utils
 
-from events import RegisterLayer
+from events import DefineSchema, RegisterLayer
 from projector import layer_table as _layer_table
 from projector.fold import CatalogView
 from projector.model import (
@@ -170,9 +170,17 @@ class SqliteStore:
         decided = {uuid.UUID(row["event_id"]) for row in self._query_in(
             "select event_id from outcomes where event_id in ({})", (), event_ids)}
         wanted: dict[uuid.UUID, set[str]] = {}
+        digests: set[str] = set()
         for record in records:
-            if record.event is not None and isinstance(record.event.command, RegisterLayer):
-                wanted.setdefault(record.event.dataset_id, set()).add(record.event.command.segment_id)
+            command = record.event.command if record.event is not None else None
+            if isinstance(command, RegisterLayer):
+                wanted.setdefault(record.event.dataset_id, set()).add(command.segment_id)
+                digests.update((command.schema_sha256, command.properties_schema_sha256))
+            elif isinstance(command, DefineSchema):
+                digests.add(command.sha256)
+        digests.discard("")
+        known = {row["digest"]: row["arrow_schema"] for row in self._query_in(
+            "select digest, arrow_schema from schemas where digest in ({})", (), sorted(digests))}
         segments: dict[tuple[uuid.UUID, str], Segment] = {}
         layers: dict[tuple[uuid.UUID, str, str], Layer] = {}
         for dataset_id, segment_ids in wanted.items():
@@ -186,7 +194,8 @@ class SqliteStore:
                 layer = _layer(row)
                 layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = layer
         covered = {(d, s) for d, ids in wanted.items() for s in ids}
-        return _BatchView(self, frozenset(map(uuid.UUID, event_ids)), decided, covered, segments, layers)
+        return _BatchView(self, frozenset(map(uuid.UUID, event_ids)), decided, covered, segments, layers,
+                          frozenset(digests), known)
 
     # -- the fold's reads ---------------------------------------------------------------------
 
@@ -217,6 +226,11 @@ class SqliteStore:
     def schema(self, digest: str) -> bytes | None:
         rows = self._query("select arrow_schema from schemas where digest = ?", (digest,))
         return rows[0]["arrow_schema"] if rows else None
+
+    def known_schemas(self, digests: Sequence[str]) -> set[str]:
+        """Which of ``digests`` the store holds a schema for."""
+        return {row["digest"] for row in self._query_in(
+            "select digest from schemas where digest in ({})", (), list(digests))}
 
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return bool(self._query("select 1 from outcomes where event_id = ?", (str(event_id),)))
@@ -392,8 +406,11 @@ class _BatchView:
     """The store as the fold sees it for one batch, with its point lookups read ahead."""
 
     def __init__(self, store: SqliteStore, event_ids: frozenset[uuid.UUID], decided: set[uuid.UUID],
-                 covered: set[tuple[uuid.UUID, str]], segments: dict, layers: dict) -> None:
+                 covered: set[tuple[uuid.UUID, str]], segments: dict, layers: dict,
+                 digests: frozenset[str], schemas: dict[str, bytes]) -> None:
         self._store = store
+        self._digests = digests
+        self._schemas = schemas
         self._event_ids = event_ids
         self._decided = decided
         self._covered = covered
@@ -403,7 +420,11 @@ class _BatchView:
         self.dataset_by_name = store.dataset_by_name
         self.layers = store.layers
         self.blueprint = store.blueprint
-        self.schema = store.schema
+
+    def schema(self, digest: str) -> bytes | None:
+        if digest in self._digests:
+            return self._schemas.get(digest)
+        return self._store.schema(digest)
 
     def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
         if (dataset_id, segment_id) in self._covered:

@@ -23,6 +23,7 @@ import pyarrow as pa
 from events import (
     Command,
     CreateDataset,
+    DefineSchema,
     DeleteDataset,
     Event,
     OnDuplicate,
@@ -34,7 +35,7 @@ from events import (
 )
 from events.names import check_dataset_name, check_layer_name
 from producers import EventProducer, Position
-from projector import Dataset, Outcome, SqliteStore, Status
+from projector import Dataset, Outcome, SqliteStore, Status, schemas
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _tables
 from sdk._contents import Contents
@@ -311,23 +312,38 @@ class DatasetEntry:
                 raise ValueError(f'Segment "{key[0]}", layer "{name}" appears twice in one call: '
                                  f"{seen[key]} and {recording.uri}")
             seen[key] = recording.uri
-            size = len(recording.properties_bytes())
+            size = recording.properties.nbytes if recording.properties is not None else 0
             if size > MAX_PROPERTIES_BYTES:
                 raise ValueError(f"{recording.uri}: its properties take {size} bytes, more than the "
                                  f"{MAX_PROPERTIES_BYTES} a layer may have; store large values in "
                                  "the recording's data instead")
-        events = [
-            self._client._event(self._id, RegisterLayer(
+        # Schemas travel by reference: each distinct one is defined once, before its first use.
+        definitions: dict[str, bytes] = {}
+        events = []
+        for recording, name in zip(recordings, layer_names, strict=True):
+            layer_schema = recording.schema_bytes()
+            schema_sha256 = schemas.digest(layer_schema)
+            definitions.setdefault(schema_sha256, layer_schema)
+            properties_sha256, batch = "", b""
+            if (parts := recording.properties_parts()) is not None:
+                properties_sha256 = schemas.digest(parts[0])
+                definitions.setdefault(properties_sha256, parts[0])
+                batch = parts[1]
+            events.append(self._client._event(self._id, RegisterLayer(
                 segment_id=recording.recording_id, layer_name=name,
                 storage_url=recording.uri, on_duplicate=mode, size_bytes=recording.size_bytes,
-                arrow_schema=recording.schema_bytes(), properties=recording.properties_bytes(),
-                num_chunks=recording.num_chunks, index_ranges=recording.index_ranges))
-            for recording, name in zip(recordings, layer_names, strict=True)
-        ]
+                schema_sha256=schema_sha256, properties_schema_sha256=properties_sha256,
+                properties_batch=batch, num_chunks=recording.num_chunks,
+                index_ranges=recording.index_ranges)))
+        unknown = self._client._undefined_schemas(list(definitions))
+        events = [self._client._event(self._id, DefineSchema(digest, definitions[digest]))
+                  for digest in unknown] + events
         positions = self._client._send(events)
+        self._client._defined.update(unknown)
+        registered = len(unknown)
         return RegistrationOperation(self._client, [
-            _Item(r.uri, r.recording_id, event, position)
-            for r, event, position in zip(recordings, events, positions, strict=True)
+            _Item(r.uri, r.recording_id, event, position) for r, event, position in
+            zip(recordings, events[registered:], positions[registered:], strict=True)
         ])
 
     def unregister(
@@ -504,6 +520,8 @@ class CatalogClient:
                                        delivery_timeout_secs=delivery_timeout_secs)
         self._store = SqliteStore(self.store_path)
         self._ctx = datafusion.SessionContext()
+        self._defined: set[str] = set()
+        """Schema digests this client has seen defined, in the store or by its own events."""
 
     @classmethod
     def from_state_dir(cls, state_dir: str | Path | None = None, **kwargs: Any) -> CatalogClient:
@@ -593,6 +611,14 @@ class CatalogClient:
 
     def _event(self, dataset_id: uuid.UUID, command: Command) -> Event:
         return Event(dataset_id=dataset_id, command=command, producer_id=self.producer_id)
+
+    def _undefined_schemas(self, digests: list[str]) -> list[str]:
+        """Of ``digests``, those neither in the store nor defined earlier by this client (its
+        definitions are in the log before anything it produces next), in the given order."""
+        candidates = [d for d in digests if d not in self._defined]
+        stored = self._store.known_schemas(candidates)
+        self._defined.update(stored)
+        return [d for d in candidates if d not in stored]
 
     def _send(self, events: list[Event]) -> list[Position]:
         return self._producer.send(events)

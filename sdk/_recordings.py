@@ -20,6 +20,7 @@ import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from events import IndexKind, IndexRange
+from projector import schemas
 from sdk.errors import NotFoundError
 
 PROPERTIES_ENTITY = "/__properties"
@@ -40,7 +41,15 @@ class Recording:
     """Each timeline's first and last value (``.rrd`` only)."""
 
     def schema_bytes(self) -> bytes:
-        return self.arrow_schema.serialize().to_pybytes()
+        """The schema as an Arrow IPC message, metadata in key order: equal schemas, equal bytes."""
+        return schemas.serialize(schemas.canonical(self.arrow_schema))
+
+    def properties_parts(self) -> tuple[bytes, bytes] | None:
+        """The properties as envelope v5 carries them (schema message, compressed batch); None if
+        the recording has none."""
+        if self.properties is None or self.properties.num_columns == 0:
+            return None
+        return schemas.properties_parts(self.properties)
 
     def properties_bytes(self) -> bytes:
         if self.properties is None or self.properties.num_columns == 0:

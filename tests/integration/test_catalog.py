@@ -10,8 +10,14 @@ import pyarrow as pa
 import pytest
 
 import sdk
-from producers import end_offsets
+from events import decode
+from producers import end_offsets, read_range
+from sdk._droid import write_episode
 from sdk._server import Server
+
+
+def decode_record(value: bytes):
+    return decode(value), len(value)
 
 
 def rows(df, *columns: str) -> list[dict]:
@@ -254,3 +260,34 @@ def test_properties_given_with_the_uri(dataset: sdk.DatasetEntry, make_rrd) -> N
                         {"rerun_layer_name": "quality", "property:quality:tracking_good": [True]}]
     with pytest.raises(ValueError, match="more than"):
         dataset.register([make_rrd("huge")], properties={"big": {"blob": "x" * 300_000}})
+
+
+# -- schemas by reference -------------------------------------------------------------------------
+
+
+def test_schemas_are_defined_once_and_registrations_stay_small(server: Server, client, tmp_path) -> None:
+    """DROID-like episodes share one layer schema and one properties schema: the log gets each
+    once, before the first RegisterLayer that names them, and every RegisterLayer stays under 1 KB."""
+    first = client.create_dataset(f"droid-{uuid.uuid4().hex[:8]}")
+    second = client.create_dataset(f"droid-{uuid.uuid4().hex[:8]}")
+    paths = []
+    for index in range(4):
+        paths.append(tmp_path / f"episode_{index}.rrd")
+        write_episode(paths[-1], f"episode_{uuid.uuid4().hex[:8]}_{index}", index)
+
+    before = end_offsets(server.bootstrap_servers)
+    first.register([p.as_uri() for p in paths[:3]]).wait()
+    second.register([paths[3].as_uri()]).wait()  # another dataset: the schemas are known already
+    records = [decode_record(value) for *_, value in
+               read_range(server.bootstrap_servers, before, end_offsets(server.bootstrap_servers))]
+
+    kinds = [type(event.command).__name__ for event, _ in records]
+    assert kinds == ["DefineSchema", "DefineSchema", *["RegisterLayer"] * 4]
+    defined = {event.command.sha256 for event, _ in records[:2]}
+    for event, size in records[2:]:
+        assert {event.command.schema_sha256, event.command.properties_schema_sha256} == defined
+        assert size < 1024
+    table = second.segment_table().to_arrow_table()
+    assert table.column("property:episode:scene_id").to_pylist() == [[3]]
+    assert table.column("property:episode:building").to_pylist() == [["ILIAD"]]
+    assert second.schema() == first.schema()

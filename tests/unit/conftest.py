@@ -6,6 +6,7 @@ Everything here is plain Python: no Kafka, no Spark.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,7 @@ import pytest
 import events
 from events import (
     CreateDataset,
+    DefineSchema,
     DeleteDataset,
     Event,
     OnDuplicate,
@@ -216,8 +218,13 @@ def register(
     schema: bytes = b"",
     num_chunks: int | None = None,
     index_ranges: tuple = (),
+    schema_sha256: str = "",
+    properties_schema_sha256: str = "",
+    properties_batch: bytes = b"",
     **kwargs,
 ) -> Event:
+    """A RegisterLayer event; ``schema`` and ``properties`` inline, as before envelope v5, or the
+    by-reference fields."""
     command = RegisterLayer(
         segment_id=segment_id,
         layer_name=layer_name,
@@ -228,8 +235,18 @@ def register(
         properties=properties,
         num_chunks=num_chunks,
         index_ranges=index_ranges,
+        schema_sha256=schema_sha256,
+        properties_schema_sha256=properties_schema_sha256,
+        properties_batch=properties_batch,
     )
     return Event(dataset_id, command, produced_at=when, **kwargs)
+
+
+def define(dataset_id: uuid.UUID, schema: bytes, *, sha256: str | None = None, when: datetime = T0,
+           **kwargs) -> Event:
+    """A DefineSchema event, with the schema's own digest unless ``sha256`` says otherwise."""
+    digest = hashlib.sha256(schema).hexdigest() if sha256 is None else sha256
+    return Event(dataset_id, DefineSchema(digest, schema), produced_at=when, **kwargs)
 
 
 def unregister(dataset_id: uuid.UUID, segment_ids=(), layer_names=(), *, when: datetime = T0,

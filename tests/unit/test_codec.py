@@ -19,6 +19,7 @@ from events import (
     SCHEMA_VERSION,
     CreateDataset,
     DecodeError,
+    DefineSchema,
     DeleteDataset,
     Event,
     IndexKind,
@@ -145,7 +146,7 @@ def test_version_1_create_dataset_decodes():
     assert decode(encode(event, schema_version=1)) == event
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_events_written_by_older_versions_decode(version, event):
     create_event = Event(uuid.uuid4(), CreateDataset("old"), produced_at=WHEN)
     for written in (event, create_event):
@@ -154,10 +155,11 @@ def test_events_written_by_older_versions_decode(version, event):
         decoded = decode(data)
         assert decoded.event_id == written.event_id
         assert decoded.event_type == written.event_type
-    # Versions 2 and 3 carried the layer's schema and properties, version 1 did not; only
-    # version 4 carries the chunk count and index ranges.
+    # Versions 2 to 4 carried the layer's schema and properties inline, version 1 did not; from
+    # version 4 on events carry the chunk count and index ranges.
     decoded = decode(encode(event, schema_version=version))
-    carried = (dataclasses.replace(event.command, num_chunks=None, index_ranges=()) if version > 1 else
+    carried = (event.command if version == 4 else
+               dataclasses.replace(event.command, num_chunks=None, index_ranges=()) if version > 1 else
                RegisterLayer(event.command.segment_id, event.command.layer_name,
                              event.command.storage_url, event.command.on_duplicate,
                              event.command.size_bytes))
@@ -170,7 +172,8 @@ def test_a_handmade_version_2_record_decodes():
         "segment_id": "s", "layer_name": "l", "storage_url": "file:///x", "on_duplicate": "skip",
         "size_bytes": 5, "arrow_schema": b"\x00\xff", "properties": b"p"}, schema_version=2)
     decoded = decode(single_object(raw_schema(2), record))
-    assert decoded.command == RegisterLayer("s", "l", "file:///x", OnDuplicate.SKIP, 5, b"\x00\xff", b"p")
+    assert decoded.command == RegisterLayer("s", "l", "file:///x", OnDuplicate.SKIP, 5,
+                                            arrow_schema=b"\x00\xff", properties=b"p")
     assert str(decoded.event_id) == record["event_id"]
 
 
@@ -183,6 +186,18 @@ def test_a_handmade_version_3_record_decodes_without_chunks_or_ranges():
     assert decoded.command.num_chunks is None and decoded.command.index_ranges == ()
 
 
+def test_version_5_names_schemas_by_digest_and_carries_a_compressed_batch():
+    command = RegisterLayer("s", "l", "file:///x", size_bytes=5, schema_sha256="ab" * 32,
+                            properties_schema_sha256="cd" * 32, properties_batch=b"\x78\x9c\x00\xff")
+    event = Event(uuid.uuid4(), command, produced_at=WHEN)
+    data = encode(event)
+    assert decode(data) == event
+    assert isinstance(decode(data).command.properties_batch, bytes)
+    # A version 4 producer could not have said this: those fields are left out.
+    assert decode(encode(event, schema_version=4)).command == RegisterLayer("s", "l", "file:///x",
+                                                                             size_bytes=5)
+
+
 def test_version_4_carries_chunks_and_index_ranges(event):
     decoded = decode(encode(event))
     assert decoded.command.num_chunks == 17
@@ -191,6 +206,7 @@ def test_version_4_carries_chunks_and_index_ranges(event):
 
 
 NEW_COMMANDS = [
+    DefineSchema("00" * 32, bytes(range(256))),
     RenameDataset("droid: renamed (v2)"),
     DeleteDataset(),
     UnregisterLayers(("seg-1", "seg-2"), ("base",)),
@@ -332,7 +348,7 @@ def test_unknown_fingerprint_from_a_future_schema():
     data = single_object(future, envelope("RegisterLayer", {
         "segment_id": "s", "layer_name": "l", "storage_url": "file:///x",
         "on_duplicate": "error", "size_bytes": 1, "arrow_schema": b"", "properties": b"",
-        "checksum": "abc"}, schema_version=SCHEMA_VERSION + 1))
+        "properties_batch": b"", "checksum": "abc"}, schema_version=SCHEMA_VERSION + 1))
 
     error = assert_decode_error(data, "unknown writer schema", "newer")
     assert fingerprint.hex() in error.reason

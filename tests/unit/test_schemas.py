@@ -4,6 +4,7 @@ fold does with a layer whose schema conflicts."""
 from __future__ import annotations
 
 import uuid
+import zlib
 
 import pyarrow as pa
 import pytest
@@ -15,6 +16,7 @@ from .conftest import (
     MemoryCatalog,
     arrow_schema,
     create,
+    define,
     fold_into,
     parsed,
     register,
@@ -253,3 +255,112 @@ def test_a_layer_schema_that_is_not_arrow_is_invalid_and_a_rejection(catalog, lo
     assert [r.event_id for r in catalog.rejections] == [record.event.event_id]
     assert catalog.layer(droid, "s1", "base") is None and catalog.schemas == {}
 
+
+
+# -- schemas by reference (envelope v5) -----------------------------------------------------------
+
+
+def outcome_of(catalog: MemoryCatalog, record):
+    return catalog.outcomes[record.event.event_id]
+
+
+def test_a_layer_names_a_defined_schema_by_digest(catalog, log, droid):
+    x = arrow_schema(("x", pa.int64()))
+    digest = schemas.digest(x)
+    fold_into(catalog, [log.append(define(droid, x))])
+    record = log.append(register(droid, "s1", schema_sha256=digest))
+    fold_into(catalog, [record])
+
+    assert outcome_of(catalog, record).status is Status.ACCEPTED
+    assert catalog.layer(droid, "s1", "base").schema_sha256 == digest
+    assert catalog.dataset(droid).schema_refs == (SchemaRef(digest, 1),)
+    assert dataset_columns(catalog, droid) == {"x": pa.int64()}
+
+
+@pytest.mark.parametrize("same_batch", [True, False], ids=["same-batch", "across-batches"])
+def test_a_register_before_its_schema_is_invalid_live_and_on_replay(catalog, log, droid, same_batch):
+    x = arrow_schema(("x", pa.int64()))
+    digest = schemas.digest(x)
+    early = log.append(register(droid, "s1", schema_sha256=digest))
+    definition = log.append(define(droid, x))
+    late = log.append(register(droid, "s2", schema_sha256=digest))
+    for batch in [[early, definition, late]] if same_batch else [[early], [definition], [late]]:
+        fold_into(catalog, batch)
+
+    refused = outcome_of(catalog, early)
+    assert refused.status is Status.INVALID
+    assert digest in refused.reason and "DefineSchema" in refused.reason
+    assert [r.event_id for r in catalog.rejections] == [early.event.event_id]
+    assert catalog.layer(droid, "s1", "base") is None
+    assert outcome_of(catalog, late).status is Status.ACCEPTED
+
+
+def test_defining_a_known_schema_again_changes_nothing(catalog, log, droid):
+    x = arrow_schema(("x", pa.int64()))
+    fold_into(catalog, [log.append(define(droid, x))])
+    other_dataset = uuid.uuid4()  # a schema is the catalog's, whoever defines it
+    again = log.append(define(other_dataset, x))
+    changes = fold(catalog, [again])
+    assert changes.outcomes[again.event.event_id].status is Status.ACCEPTED
+    assert (changes.datasets, changes.schemas, changes.rejections) == ({}, {}, [])
+
+
+@pytest.mark.parametrize("schema, sha256, words", [
+    (arrow_schema(("x", pa.int64())), "0" * 64, "is not the SHA-256"),
+    (b"\x00 not an arrow schema", None, "Arrow IPC schema"),
+], ids=["wrong-digest", "not-arrow"])
+def test_a_bad_definition_is_invalid_and_defines_nothing(catalog, log, droid, schema, sha256, words):
+    record = log.append(define(droid, schema, sha256=sha256))
+    fold_into(catalog, [record])
+    assert outcome_of(catalog, record).status is Status.INVALID
+    assert words in outcome_of(catalog, record).reason
+    assert catalog.schemas == {}
+
+
+def test_properties_by_reference_become_the_same_ipc_stream(catalog, log, droid):
+    table = pa.table({"property:episode:building": [["ILIAD"]], "property:episode:success": [[True]]})
+    schema_message, batch = schemas.properties_parts(table)
+    fold_into(catalog, [log.append(define(droid, schema_message))])
+    record = log.append(register(droid, "s1", properties_schema_sha256=schemas.digest(schema_message),
+                                 properties_batch=batch))
+    fold_into(catalog, [record])
+
+    assert outcome_of(catalog, record).status is Status.ACCEPTED
+    stored = catalog.layer(droid, "s1", "base").properties
+    assert pa.ipc.open_stream(stored).read_all() == table
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"schema": arrow_schema(("x", pa.int64())), "schema_sha256": "ab" * 32},
+     "both arrow_schema and schema_sha256"),
+    ({"properties": b"p", "properties_batch": b"x"}, "both properties and properties_batch"),
+    ({"properties_batch": b"x"}, "go together"),
+    ({"properties_batch": b"not zlib"}, "not zlib"),
+    ({"properties_batch": schemas.properties_parts(pa.table({"a": [[1.5]]}))[1]},
+     "not an Arrow record batch"),
+    ({"properties_batch": zlib.compress(bytes(300 * 1024))}, "more than"),
+], ids=["two-schemas", "two-properties", "half-a-reference", "not-zlib", "other-schema", "too-large"])
+def test_malformed_references_are_invalid_and_register_nothing(catalog, log, droid, fields, words):
+    property_schema, _ = schemas.properties_parts(pa.table({"property:episode:n": [[1]],
+                                                           "property:episode:s": [["x"]]}))
+    fold_into(catalog, [log.append(define(droid, property_schema))])
+    if "properties_batch" in fields and "properties" not in fields and fields["properties_batch"] != b"x":
+        fields = {**fields, "properties_schema_sha256": schemas.digest(property_schema)}
+    record = log.append(register(droid, "s1", **fields))
+    fold_into(catalog, [record])
+    assert outcome_of(catalog, record).status is Status.INVALID
+    assert words in outcome_of(catalog, record).reason
+    assert catalog.layer(droid, "s1", "base") is None
+
+
+def test_equal_schemas_with_metadata_in_another_order_get_one_digest():
+    def schema(order):
+        meta = dict(sorted({b"rerun:kind": b"data", b"rerun:component": b"c"}.items(), reverse=order))
+        inner = pa.field("a", pa.float32(), metadata=meta)
+        return pa.schema([pa.field("s", pa.struct([inner]), metadata=meta),
+                          pa.field("l", pa.list_(inner), metadata=meta)], metadata=meta)
+    one, other = schema(True), schema(False)
+    assert one.equals(other, check_metadata=True)
+    assert schemas.serialize(one) != schemas.serialize(other)  # what rerun hands over
+    assert schemas.serialize(schemas.canonical(one)) == schemas.serialize(schemas.canonical(other))
+    assert schemas.canonical(one).equals(one, check_metadata=True)
