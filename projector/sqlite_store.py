@@ -241,6 +241,12 @@ class SqliteStore:
         return {(r["topic"], r["partition"]): r["next_offset"]
                 for r in self._query("select * from offsets")}
 
+    def data_version(self) -> int:
+        """A number that changes whenever another connection commits to the store: a cheap check
+        (no table is read) of whether anything needs reading again."""
+        with self._lock, self._faults():
+            return self._conn.execute("PRAGMA data_version").fetchone()[0]
+
     def next_offset(self, topic: str, partition: int) -> int:
         rows = self._query("select next_offset from offsets where topic = ? and partition = ?",
                            (topic, partition))

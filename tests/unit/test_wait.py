@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import threading
 import time
+import uuid
 
 import pytest
 
 from events import CATALOG_TOPIC
 from producers import Position
+from projector import SqliteStore, apply_batch
 from sdk._wait import wait_for_positions
 from sdk.errors import ProjectionTimeoutError, StrataError
+
+from .conftest import create, log_record
 
 OTHER_TOPIC = "other.topic"  # wait_for_positions is not specific to strata's topic
 
@@ -24,6 +29,9 @@ class FakeStore:
     def next_offsets(self) -> dict[tuple[str, int], int]:
         self.calls += 1
         return dict(self.script[min(self.calls, len(self.script)) - 1])
+
+    def data_version(self) -> int:
+        return self.calls  # changed whenever the script moves on
 
 
 def test_returns_at_once_when_the_store_is_past_the_offset():
@@ -102,3 +110,34 @@ def test_zero_timeout_checks_once():
         wait_for_positions(store, [Position(CATALOG_TOPIC, 0, 0)], timeout_secs=0)
     assert time.monotonic() - start < 0.1
     assert store.calls == 1
+
+
+class CountingStore(SqliteStore):
+    """A real store that counts how often its offsets are read."""
+
+    reads = 0
+
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        self.reads += 1
+        return super().next_offsets()
+
+
+def test_on_a_real_store_offsets_are_read_again_only_after_a_commit(tmp_path):
+    projector = SqliteStore(tmp_path / "store.db")
+    client = CountingStore(tmp_path / "store.db", read_only=True)
+    dataset_id = uuid.uuid4()
+    record = log_record(create(dataset_id, "droid"), offset=0)
+    done = threading.Event()
+    waiter = threading.Thread(target=lambda: (
+        wait_for_positions(client, [Position(CATALOG_TOPIC, 0, 0)], timeout_secs=30), done.set()))
+    waiter.start()
+    try:
+        time.sleep(0.2)  # about 200 checks of the data version, and nothing committed
+        assert client.reads == 1 and not done.is_set()
+        apply_batch(projector, [record])
+        assert done.wait(10)
+        assert client.reads == 2
+    finally:
+        waiter.join(30)
+        projector.close()
+        client.close()
