@@ -214,9 +214,9 @@ def _layer_schema(state: _Overlay, command: RegisterLayer) -> bytes:
     return command.arrow_schema
 
 
-def _layer_properties(state: _Overlay, command: RegisterLayer) -> bytes:
-    """The layer's properties as one Arrow IPC stream, inline or rebuilt from their schema's
-    reference and the compressed batch; empty when there are none."""
+def _layer_properties(state: _Overlay, command: RegisterLayer) -> tuple[bytes, str, bytes]:
+    """The layer's properties: inline (an Arrow IPC stream), or by reference (their schema's
+    digest and the compressed batch, checked against the schema); empty when there are none."""
     if command.properties_schema_sha256 or command.properties_batch:
         if command.properties:
             raise InvalidCommand("RegisterLayer has both properties and properties_batch; send one")
@@ -225,14 +225,14 @@ def _layer_properties(state: _Overlay, command: RegisterLayer) -> bytes:
                                  "one of them is empty")
         schema_bytes = _defined(state, command.properties_schema_sha256, "properties_schema_sha256")
         try:
-            return schemas.properties_stream(schema_bytes, command.properties_batch,
-                                             limit=MAX_PROPERTIES_BYTES)
+            schemas.read_properties(schema_bytes, command.properties_batch, limit=MAX_PROPERTIES_BYTES)
         except ValueError as exc:
             raise InvalidCommand(str(exc)) from None
+        return b"", command.properties_schema_sha256, command.properties_batch
     if len(command.properties) > MAX_PROPERTIES_BYTES:
         raise InvalidCommand(f"properties have {len(command.properties)} bytes; at most "
                              f"{MAX_PROPERTIES_BYTES} are allowed")
-    return command.properties
+    return command.properties, "", b""
 
 
 # -- layers -----------------------------------------------------------------------------------
@@ -245,7 +245,7 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
     if command.size_bytes < 0:
         raise InvalidCommand(f"size_bytes must not be negative, got {command.size_bytes}")
     layer_schema = _layer_schema(state, command)
-    properties = _layer_properties(state, command)
+    properties, properties_sha256, properties_batch = _layer_properties(state, command)
     dataset = _live_dataset(state, event)
 
     existing = state.layer(dataset.id, command.segment_id, command.layer_name)
@@ -278,6 +278,8 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
         event_id=event.event_id,
         num_chunks=command.num_chunks,
         index_ranges=command.index_ranges,
+        properties_schema_sha256=properties_sha256,
+        properties_batch=properties_batch,
     ))
     segment = state.segment(dataset.id, command.segment_id)
     created = dataset.segments_created

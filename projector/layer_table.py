@@ -25,11 +25,15 @@ LAYER_COLUMNS = pa.schema([
     ("properties", pa.binary()), ("num_chunks", pa.int64()),
     ("index_ranges", pa.list_(pa.struct([("timeline", pa.string()), ("kind", pa.string()),
                                          ("start", pa.int64()), ("end", pa.int64())]))),
+    ("properties_schema_sha256", pa.string()), ("properties_batch", pa.binary()),
 ])
 """One row per layer: segments in registration order, each segment's layers in registration order.
 ``registered_at`` is in microseconds since the epoch (UTC); ``schema_sha256`` is null when the
-layer's schema is unknown; ``properties`` is the layer's one-row Arrow IPC stream, empty if none;
-``num_chunks`` is null and ``index_ranges`` empty for layers registered before envelope v4."""
+layer's schema is unknown; ``num_chunks`` is null and ``index_ranges`` empty for layers registered
+before envelope v4. A layer's properties are either ``properties``, a one-row Arrow IPC stream
+(registered before envelope v5), or ``properties_batch``, the row's record batch message
+zlib-compressed, in the schema named by ``properties_schema_sha256`` (see
+``projector.schemas.read_properties``); the other is empty, and both are when it has none."""
 
 
 def from_rows(rows: Sequence[tuple]) -> pa.Table:

@@ -85,6 +85,7 @@ class Layer:
     schema_sha256: str
     """Digest of the layer's Arrow schema (its bytes are in the schemas table); empty if unknown."""
     properties: bytes
+    """Inline properties (events before envelope v5): a one-row Arrow IPC stream; empty if none."""
     registered_at: datetime
     registered_by: LogPosition
     """The event this layer came from: a segment's layers are listed in this order."""
@@ -93,6 +94,10 @@ class Layer:
     """Chunks in the recording; None if its registration did not say (before envelope v4)."""
     index_ranges: tuple[IndexRange, ...] = ()
     """The first and last value of each timeline the recording has data on."""
+    properties_schema_sha256: str = ""
+    """Properties by reference (envelope v5): the digest of their Arrow schema, in the schemas
+    table, and ``properties_batch``, their one-row record batch message, zlib-compressed."""
+    properties_batch: bytes = b""
 
 
 @dataclass(frozen=True)

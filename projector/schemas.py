@@ -61,26 +61,24 @@ def _sorted(metadata: dict[bytes, bytes] | None) -> dict[bytes, bytes] | None:
     return dict(sorted(metadata.items())) if metadata else None
 
 
-_END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
-
-
 def properties_parts(table: pa.Table) -> tuple[bytes, bytes]:
     """A one-row properties table as envelope v5 carries it: its schema message (to define once,
-    by digest) and its record batch message, zlib-compressed. ``properties_stream`` undoes it."""
+    by digest) and its record batch message, zlib-compressed. ``read_properties`` undoes it."""
     [batch] = table.combine_chunks().to_batches()
     return serialize(canonical(table.schema)), zlib.compress(batch.serialize().to_pybytes())
 
 
-def properties_stream(schema_bytes: bytes, compressed_batch: bytes, *, limit: int) -> bytes:
-    """The Arrow IPC stream of a properties row sent as its schema's message and a
-    zlib-compressed record batch message: the two messages and the end-of-stream marker.
+def read_properties(schema_bytes: bytes, compressed_batch: bytes, *,
+                    limit: int | None = None) -> pa.RecordBatch:
+    """The properties row sent as its schema's message and a zlib-compressed record batch message.
 
-    Raises ``ValueError`` if the batch is not zlib data, would be larger than ``limit`` bytes, or
-    is not a record batch of that schema.
+    Raises ``ValueError`` if the batch is not zlib data, holds more than ``limit`` bytes, or is not
+    a record batch of that schema. The check is structural (field nodes and buffers), as Arrow's
+    own reader makes it: a batch of another schema with the same layout reads as this one.
     """
     inflater = zlib.decompressobj()
     try:
-        batch = inflater.decompress(compressed_batch, limit)
+        batch = inflater.decompress(compressed_batch, limit or 0)
     except zlib.error as exc:
         raise ValueError(f"properties_batch is not zlib-compressed data: {exc}") from None
     if inflater.unconsumed_tail:
@@ -89,10 +87,11 @@ def properties_stream(schema_bytes: bytes, compressed_batch: bytes, *, limit: in
     if not inflater.eof:
         raise ValueError("properties_batch is truncated: its zlib stream does not end")
     try:
-        pa.ipc.read_record_batch(pa.py_buffer(batch), parse(schema_bytes)).validate(full=True)
+        row = pa.ipc.read_record_batch(pa.py_buffer(batch), parse(schema_bytes))
+        row.validate(full=True)
     except (pa.ArrowException, OSError) as exc:
         raise ValueError(f"properties_batch is not an Arrow record batch of its schema: {exc}") from None
-    return schema_bytes + batch + _END_OF_STREAM
+    return row
 
 
 @functools.lru_cache(maxsize=1024)

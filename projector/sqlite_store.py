@@ -39,7 +39,7 @@ from projector.store import StaleBatchError, StoreUnavailableError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
@@ -57,7 +57,8 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
         {"dataset_id": str, "segment_id": str, "layer_name": str, "storage_url": str,
          "size_bytes": int, "schema_sha256": str, "properties": bytes, "registered_at": int,
          "registered_topic": str, "registered_partition": int, "registered_offset": int,
-         "event_id": str, "num_chunks": int, "index_ranges": str},
+         "event_id": str, "num_chunks": int, "index_ranges": str, "properties_schema_sha256": str,
+         "properties_batch": bytes},
         ("dataset_id", "segment_id", "layer_name"),
     ),
     "blueprints": (
@@ -84,7 +85,8 @@ chunks of consecutive segment positions, rewritten with the rows they are made o
 
 _CHUNK_LAYERS = (
     "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
-    "coalesce(l.properties, x''), l.num_chunks, l.index_ranges "
+    "coalesce(l.properties, x''), l.num_chunks, l.index_ranges, coalesce(l.properties_schema_sha256, ''), "
+    "coalesce(l.properties_batch, x'') "
     "from segments s join layers l using (dataset_id, segment_id) "
     "where s.dataset_id = ? and s.position >= ? and s.position < ? "
     "order by s.position, l.registered_topic, l.registered_partition, l.registered_offset")
@@ -179,8 +181,7 @@ class SqliteStore:
             elif isinstance(command, DefineSchema):
                 digests.add(command.sha256)
         digests.discard("")
-        known = {row["digest"]: row["arrow_schema"] for row in self._query_in(
-            "select digest, arrow_schema from schemas where digest in ({})", (), sorted(digests))}
+        known = self.schemas(sorted(digests))
         segments: dict[tuple[uuid.UUID, str], Segment] = {}
         layers: dict[tuple[uuid.UUID, str, str], Layer] = {}
         for dataset_id, segment_ids in wanted.items():
@@ -231,6 +232,11 @@ class SqliteStore:
         """Which of ``digests`` the store holds a schema for."""
         return {row["digest"] for row in self._query_in(
             "select digest from schemas where digest in ({})", (), list(digests))}
+
+    def schemas(self, digests: Sequence[str]) -> dict[str, bytes]:
+        """The schemas the store holds of ``digests``, by digest."""
+        return {row["digest"]: row["arrow_schema"] for row in self._query_in(
+            "select digest, arrow_schema from schemas where digest in ({})", (), list(digests))}
 
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return bool(self._query("select 1 from outcomes where event_id = ?", (str(event_id),)))
@@ -491,7 +497,7 @@ def _layer_values(x: Layer) -> tuple[Any, ...]:
     return (str(x.dataset_id), x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
             x.schema_sha256, x.properties, _micros(x.registered_at), x.registered_by.topic,
             x.registered_by.partition, x.registered_by.offset, str(x.event_id), x.num_chunks,
-            _layer_table.ranges_text(x.index_ranges))
+            _layer_table.ranges_text(x.index_ranges), x.properties_schema_sha256, x.properties_batch)
 
 
 def _layer(r: dict[str, Any]) -> Layer:
@@ -504,6 +510,8 @@ def _layer(r: dict[str, Any]) -> Layer:
                                   r["registered_offset"]),
         event_id=uuid.UUID(r["event_id"]),
         num_chunks=r["num_chunks"], index_ranges=_layer_table.ranges_from_text(r["index_ranges"]),
+        properties_schema_sha256=r["properties_schema_sha256"] or "",
+        properties_batch=r["properties_batch"] or b"",
     )
 
 

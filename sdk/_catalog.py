@@ -19,6 +19,7 @@ from typing import Any
 
 import datafusion
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from events import (
     Command,
@@ -399,7 +400,7 @@ class DatasetEntry:
     def info(self) -> DatasetInfo:
         """Segments, bytes, segments per layer, property columns and schema width."""
         layers = self._layer_table()
-        table = _tables.segment_table(layers)
+        table = _tables.segment_table(layers, self._property_schemas(layers))
         return DatasetInfo(
             dataset_name=self._current().name,
             num_segments=table.num_rows,
@@ -419,7 +420,8 @@ class DatasetEntry:
         ``join_meta`` (a DataFrame with a ``join_key`` column) is left-joined on ``join_key``, as
         in Rerun. Raises ``ValueError`` if either side lacks ``join_key``.
         """
-        table = self._client._dataframe(_tables.segment_table(self._layer_table()))
+        layers = self._layer_table()
+        table = self._client._dataframe(_tables.segment_table(layers, self._property_schemas(layers)))
         if join_meta is None:
             return table
         if join_key not in table.schema().names:
@@ -433,11 +435,17 @@ class DatasetEntry:
     def _layer_table(self) -> pa.Table:
         return self._client._store.layer_table(self._id)
 
+    def _property_schemas(self, layers: pa.Table) -> dict[str, bytes]:
+        """The schemas the layers' properties name, by digest."""
+        digests = [d for d in pc.unique(layers.column("properties_schema_sha256")).to_pylist() if d]
+        return self._client._store.schemas(digests)
+
     def manifest(self) -> datafusion.DataFrame:
         """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,
         ``rerun_storage_url``, ``rerun_registration_time``, ``rerun_last_updated_at``,
         ``rerun_size_bytes``, ``rerun_schema_sha256``, and each layer's own properties."""
-        return self._client._dataframe(_tables.manifest_table(self._layer_table()))
+        layers = self._layer_table()
+        return self._client._dataframe(_tables.manifest_table(layers, self._property_schemas(layers)))
 
     # -- data ---------------------------------------------------------------------------------
 

@@ -9,10 +9,14 @@ Python work per layer; each distinct properties value is parsed once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
+
+from projector import schemas
 
 TIMESTAMP = pa.timestamp("ns", tz=None)
 INDEX_TYPES = {"timestamp": TIMESTAMP, "duration": pa.duration("ns"), "sequence": pa.int64()}
@@ -22,23 +26,45 @@ def _timestamps(micros: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pc.cast(pc.cast(micros, pa.timestamp("us")), TIMESTAMP)
 
 
-def _properties(layers: pa.Table) -> pa.Table:
-    """One row per layer, one column per property any layer has (null where it has none)."""
-    encoded = pc.dictionary_encode(layers.column("properties")).combine_chunks()
-    values = encoded.dictionary.to_pylist()
-    distinct = [pa.ipc.open_stream(blob).read_all() for blob in values if blob]
+def _properties(layers: pa.Table, property_schemas: Mapping[str, bytes]) -> pa.Table:
+    """One row per layer, one column per property any layer has (null where it has none).
+
+    Each distinct value is read once: an inline Arrow IPC stream, or a compressed record batch
+    with the schema its digest names in ``property_schemas``.
+    """
+    distinct: list[pa.Table] = []
+    row_of = np.full(layers.num_rows, -1)
+    inline = pc.dictionary_encode(layers.column("properties")).combine_chunks()
+    values = inline.dictionary.to_pylist()
+    first = np.full(len(values), -1)
+    for number, blob in enumerate(values):
+        if blob:
+            first[number] = len(distinct)
+            distinct.append(pa.ipc.open_stream(blob).read_all())
+    if len(values):
+        row_of = first[inline.indices.to_numpy(zero_copy_only=False)]
+    batches = pc.dictionary_encode(layers.column("properties_batch")).combine_chunks()
+    digests = pc.dictionary_encode(layers.column("properties_schema_sha256")).combine_chunks()
+    by_reference = np.flatnonzero(pc.binary_length(layers.column("properties_batch")).to_numpy(
+        zero_copy_only=False) > 0)
+    if len(by_reference):
+        # A value is a (schema, batch) pair: the same batch bytes may belong to two schemas.
+        keys = (batches.indices.to_numpy(zero_copy_only=False)[by_reference].astype(np.int64)
+                * len(digests.dictionary) + digests.indices.to_numpy(zero_copy_only=False)[by_reference])
+        _, firsts, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        for row in by_reference[firsts]:
+            schema = property_schemas[digests.dictionary[digests.indices[row].as_py()].as_py()]
+            batch = batches.dictionary[batches.indices[row].as_py()].as_py()
+            distinct.append(pa.Table.from_batches([schemas.read_properties(schema, batch)]))
+        row_of[by_reference] = len(distinct) - len(firsts) + inverse
     if not distinct:
         return pa.table({})
-    # Dictionary entries that are empty (no properties) take no row of the concatenated table.
-    rows = np.cumsum([bool(blob) for blob in values]) - 1
-    rows[[not blob for blob in values]] = -1
-    index = rows[encoded.indices.to_numpy(zero_copy_only=False)]
     table = pa.concat_tables(distinct, promote_options="permissive").take(
-        pa.array(index, pa.int64(), mask=index < 0))
+        pa.array(row_of, pa.int64(), mask=row_of < 0))
     return table.select(sorted(table.column_names))
 
 
-def manifest_table(layers: pa.Table) -> pa.Table:
+def manifest_table(layers: pa.Table, property_schemas: Mapping[str, bytes] | None = None) -> pa.Table:
     """One row per (segment, layer): segments in registration order, layers by name."""
     rank = pc.dictionary_encode(layers.column("segment_id")).combine_chunks().indices
     order = pc.sort_indices(pa.table({"rank": rank, "name": layers.column("layer_name")}),
@@ -53,7 +79,7 @@ def manifest_table(layers: pa.Table) -> pa.Table:
         "rerun_size_bytes": pc.cast(layers.column("size_bytes"), pa.uint64()),
         "rerun_schema_sha256": layers.column("schema_sha256"),
     })
-    return _append_columns(base, _properties(layers))
+    return _append_columns(base, _properties(layers, property_schemas or {}))
 
 
 def _segments(layers: pa.Table) -> tuple[pa.Array, np.ndarray, int]:
@@ -79,9 +105,10 @@ def _num_chunks(layers: pa.Table, group: np.ndarray, count: int) -> pa.Array:
     return pa.array(total.astype(np.uint64), mask=unknown)
 
 
-def segment_table(layers: pa.Table) -> pa.Table:
+def segment_table(layers: pa.Table, property_schemas: Mapping[str, bytes] | None = None) -> pa.Table:
     """One row per segment in registration order; the most recently registered layer with a
-    value wins each property."""
+    value wins each property. ``property_schemas`` holds the schemas the layers' properties
+    name, by digest."""
     segment_ids, group, count = _segments(layers)
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else np.array([], int)
     offsets = pa.array(np.r_[starts, len(group)].astype(np.int32))
@@ -100,7 +127,7 @@ def segment_table(layers: pa.Table) -> pa.Table:
         "rerun_size_bytes": pa.array(total.astype(np.uint64)),
     })
     ranges = _index_ranges(layers.column("index_ranges").combine_chunks(), group, count)
-    per_layer = _properties(layers)
+    per_layer = _properties(layers, property_schemas or {})
     if per_layer.num_columns == 0:
         return _append_columns(base, ranges)
     rows = np.arange(len(group))

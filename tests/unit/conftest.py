@@ -295,4 +295,5 @@ def table_of(layers: list[Layer]) -> pa.Table:
     return layer_table.from_rows([(x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
                                    (x.registered_at - epoch) // timedelta(microseconds=1),
                                    x.schema_sha256, x.properties, x.num_chunks,
-                                   layer_table.ranges_text(x.index_ranges)) for x in layers])
+                                   layer_table.ranges_text(x.index_ranges), x.properties_schema_sha256,
+                                   x.properties_batch) for x in layers])

@@ -250,7 +250,7 @@ GOALS = {
     and len(c.outcomes) > 3,
     "register-before-its-schema": lambda h, c: any("never defined" in o.reason for o in c.outcomes.values()),
     "by-reference-after-its-schema": lambda h, c: any(
-        x is not None and x.schema_sha256 and x.properties.startswith(PROPERTY_SCHEMA)
+        x is not None and x.schema_sha256 and x.properties_schema_sha256 == schemas.digest(PROPERTY_SCHEMA)
         for x in c.layers.values()),
     "schema-defined-twice": defined_twice,
     "two-datasets-share-a-schema": lambda h, c: any(len(users) > 1 for users in _schema_users(c).values()),

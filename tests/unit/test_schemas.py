@@ -317,7 +317,7 @@ def test_a_bad_definition_is_invalid_and_defines_nothing(catalog, log, droid, sc
     assert catalog.schemas == {}
 
 
-def test_properties_by_reference_become_the_same_ipc_stream(catalog, log, droid):
+def test_properties_by_reference_are_kept_compressed_and_read_back_as_sent(catalog, log, droid):
     table = pa.table({"property:episode:building": [["ILIAD"]], "property:episode:success": [[True]]})
     schema_message, batch = schemas.properties_parts(table)
     fold_into(catalog, [log.append(define(droid, schema_message))])
@@ -326,8 +326,10 @@ def test_properties_by_reference_become_the_same_ipc_stream(catalog, log, droid)
     fold_into(catalog, [record])
 
     assert outcome_of(catalog, record).status is Status.ACCEPTED
-    stored = catalog.layer(droid, "s1", "base").properties
-    assert pa.ipc.open_stream(stored).read_all() == table
+    layer = catalog.layer(droid, "s1", "base")
+    assert (layer.properties, layer.properties_batch) == (b"", batch)
+    assert layer.properties_schema_sha256 == schemas.digest(schema_message)
+    assert pa.Table.from_batches([schemas.read_properties(schema_message, batch)]) == table
 
 
 @pytest.mark.parametrize("fields, words", [

@@ -6,11 +6,12 @@ import dataclasses
 import hashlib
 import uuid
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from events import CATALOG_TOPIC, IndexKind, IndexRange, OnDuplicate
-from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch
+from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch, schemas
 from sdk._recordings import Recording
 from sdk._tables import manifest_table, segment_table
 
@@ -169,3 +170,31 @@ def test_replaced_layer_moves_last_and_wins_the_merge(tmp_path):
     # The replacement has no Y; the replaced registration's value is gone with it.
     assert Y not in table.column_names and Y not in manifest.column_names
     assert manifest.column(X).to_pylist() == [3, 2]
+
+
+def test_properties_inline_and_by_reference_merge_alike():
+    """Layers registered before envelope v5 carry an IPC stream, later ones a compressed batch
+    in a schema named by digest; equal batch bytes under two schemas are two values."""
+    def by_reference(columns: dict[str, object]) -> tuple[bytes, bytes]:
+        return schemas.properties_parts(pa.table({n: pa.array([v]) for n, v in columns.items()}))
+
+    x_int, batch_int = by_reference({X: 7})
+    seven_bits = float(np.array([7]).view(np.float64)[0])  # the float64 with int64 7's bytes
+    x_float, batch_float = by_reference({Y: seven_bits})
+    assert batch_int == batch_float and x_int != x_float
+    layers = [
+        layer("A", "base", 0, properties=props({X: 1, GOOD: [True]})),
+        dataclasses.replace(layer("A", "quality", 1), properties_schema_sha256=schemas.digest(x_int),
+                            properties_batch=batch_int),
+        dataclasses.replace(layer("B", "base", 2), properties_schema_sha256=schemas.digest(x_float),
+                            properties_batch=batch_float),
+        dataclasses.replace(layer("C", "base", 3), properties_schema_sha256=schemas.digest(x_int),
+                            properties_batch=batch_int),
+    ]
+    property_schemas = {schemas.digest(s): s for s in (x_int, x_float)}
+    table = segment_table(table_of(layers), property_schemas)
+    assert table.column(X).to_pylist() == [7, None, 7]
+    assert table.column(GOOD).to_pylist() == [[True], None, None]
+    assert table.column(Y).to_pylist() == [None, seven_bits, None]
+    manifest = manifest_table(table_of(layers), property_schemas)
+    assert manifest.column(X).to_pylist() == [1, 7, None, 7]
