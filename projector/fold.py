@@ -100,9 +100,12 @@ def fold(view: CatalogView, records: Iterable[LogRecord]) -> Changes:
     Every record advances its partition's next offset, whatever its outcome.
     """
     state = _Overlay(view)
+    changes = state.changes
     for record in log_order(records):
-        state.changes.next_offsets[(record.position.topic, record.position.partition)] = (
-            record.position.offset + 1)
+        key = (record.position.topic, record.position.partition)
+        changes.first_offsets.setdefault(key, record.position.offset)
+        changes.next_offsets[key] = record.position.offset + 1
+        changes.records[key] = changes.records.get(key, 0) + 1
         _apply(state, record)
     return state.changes
 

@@ -161,3 +161,7 @@ class Changes:
     rejections: list[Rejection] = field(default_factory=list)
     next_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     """For every (topic, partition) in the batch: the offset after its last record."""
+    first_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    """For every (topic, partition) in the batch: the offset of its first record."""
+    records: dict[tuple[str, int], int] = field(default_factory=dict)
+    """For every (topic, partition) in the batch: how many of its records were folded."""

@@ -78,9 +78,15 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
         ("topic", "partition", "offset"),
     ),
     "offsets": ({"topic": str, "partition": int, "next_offset": int}, ("topic", "partition")),
+    "batches": ({"topic": str, "partition": int, "first_offset": int, "next_offset": int, "records": int},
+                ("topic", "partition", "first_offset")),
     "layer_chunks": ({"dataset_id": str, "chunk": int, "layers": bytes}, ("dataset_id", "chunk")),
 }
-"""``layer_chunks`` is derived: each dataset's layer table (see ``projector.layer_table``) in
+"""``batches`` records how the projection was applied, not what it holds: per committed batch and
+partition, the offsets it folded (``first_offset`` up to ``next_offset``) and how many records.
+Exactly-once application shows as ranges that tile the log without overlap.
+
+``layer_chunks`` is derived: each dataset's layer table (see ``projector.layer_table``) in
 chunks of consecutive segment positions, rewritten with the rows they are made of."""
 
 _CHUNK_LAYERS = (
@@ -268,6 +274,8 @@ class SqliteStore:
             "outcomes": [_outcome_values(o) for o in changes.outcomes.values()],
             "rejections": [_rejection_values(r) for r in changes.rejections],
             "offsets": [(t, p, o) for (t, p), o in changes.next_offsets.items()],
+            "batches": [(t, p, first, changes.next_offsets[(t, p)], changes.records[(t, p)])
+                        for (t, p), first in changes.first_offsets.items()],
         }
         # The connection's context rolls the transaction back on any error, so a batch that
         # cannot be written (read-only or full disk) leaves the store exactly as it was.

@@ -24,8 +24,7 @@ from projector import (
     layer_table,
     schemas,
 )
-from projector.sqlite_store import TABLES
-from stores import dump
+from stores import PROJECTION_TABLES, dump
 
 from .conftest import (
     MemoryCatalog,
@@ -209,7 +208,7 @@ def check_batch_boundaries(directory, records: list[LogRecord], batches: list[tu
         in_batches.close()
 
     assert dump(directory / "batches.db") == expected
-    assert set(expected) == set(TABLES)
+    assert set(expected) == set(PROJECTION_TABLES)
     # The same through MemoryCatalog, down to one record per batch.
     assert memory.snapshot() == fold_in_memory(records, [records]) == fold_in_memory(
         records, [[record] for record in records])

@@ -19,9 +19,8 @@ from projector import (
     fold,
     schemas,
 )
-from projector.sqlite_store import TABLES
 from projector.store import StoreUnavailableError
-from stores import dump
+from stores import PROJECTION_TABLES, applied_batches, assert_applied_exactly_once, dump
 
 from .conftest import (
     Log,
@@ -198,6 +197,19 @@ def test_overlapping_replay_equals_a_single_batch(tmp_path):
     assert dump(tmp_path / "replayed.db") == dump(tmp_path / "once.db")
 
 
+def test_overlapping_batches_are_folded_exactly_once(tmp_path):
+    # What a restarted projector is handed: records the store already applied, then new ones.
+    _, records = history()
+    store = SqliteStore(tmp_path / "store.db")
+    apply_batch(store, records[:6])
+    apply_batch(store, records[3:])
+    apply_batch(store, records)
+    store.close()
+    assert applied_batches(tmp_path / "store.db") == [
+        (CATALOG_TOPIC, 0, 0, 6, 6), (CATALOG_TOPIC, 0, 6, len(records), len(records) - 6)]
+    assert_applied_exactly_once(tmp_path / "store.db", {(CATALOG_TOPIC, 0): len(records)})
+
+
 def test_rebuild_in_other_batches_gives_identical_tables(tmp_path):
     # DESIGN invariant 1, through the real store: one record at a time against one batch.
     _, records = history()
@@ -211,7 +223,7 @@ def test_rebuild_in_other_batches_gives_identical_tables(tmp_path):
     rebuilt.close()
 
     live_tables = dump(tmp_path / "live.db")
-    assert all(live_tables[table] for table in TABLES)  # every table has rows to compare
+    assert all(live_tables[table] for table in PROJECTION_TABLES)  # every table has rows to compare
     assert dump(tmp_path / "rebuilt.db") == live_tables
 
 
