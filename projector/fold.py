@@ -58,7 +58,11 @@ class CatalogView(Protocol):
 
     def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None: ...
 
-    def layers(self, dataset_id: uuid.UUID) -> list[Layer]: ...
+    def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
+                        layer_names: frozenset[str]) -> list[Layer]:
+        """The dataset's layers in the product of the two sets, an empty set meaning all (never
+        both empty); in no particular order."""
+        ...
 
     def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None: ...
 
@@ -301,20 +305,18 @@ def _unregister_layers(
     if not command.segment_ids and not command.layer_names:
         raise InvalidCommand("unregister needs segments or layers to drop (both lists are empty)")
     dataset = _live_dataset(state, event)
-    segments, layers = set(command.segment_ids), set(command.layer_names)
-    dropped = [layer for layer in state.layers(dataset.id)
-               if (not segments or layer.segment_id in segments)
-               and (not layers or layer.layer_name in layers)]
+    # Looked up by segment or by layer name: the cost follows what is removed, not the dataset.
+    dropped = state.matching_layers(dataset.id, frozenset(command.segment_ids),
+                                    frozenset(command.layer_names))
     if not dropped:
         return  # unregistering what is not there changes nothing
     refs = dataset.schema_refs
     for layer in dropped:
         state.drop_layer(layer)
         refs = _without(refs, layer.schema_sha256)
-    remaining = {layer.segment_id for layer in state.layers(dataset.id)}
-    for segment_id in {layer.segment_id for layer in dropped}:
+    for segment_id in sorted({layer.segment_id for layer in dropped}):
         segment = state.segment(dataset.id, segment_id)
-        if segment_id not in remaining:
+        if not state.matching_layers(dataset.id, frozenset([segment_id]), frozenset()):
             state.drop_segment(segment)
         else:
             state.put_segment(replace(segment, updated_at=max(segment.updated_at, event.produced_at)))
@@ -387,6 +389,8 @@ class _Overlay:
         self.view = view
         self.changes = Changes()
         self._names: dict[str, uuid.UUID | None] = {}
+        self._changed_layers: dict[tuple[uuid.UUID, str], set[str]] = {}
+        """The layer names of each (dataset, segment) that ``changes.layers`` has."""
 
     def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
         if dataset_id in self.changes.datasets:
@@ -415,14 +419,19 @@ class _Overlay:
             return None
         return self.view.layer(*key)
 
-    def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
-        """The dataset's current layers, in registration order."""
+    def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
+                        layer_names: frozenset[str]) -> list[Layer]:
         current = {} if dataset_id in self.changes.purged else {
-            (x.segment_id, x.layer_name): x for x in self.view.layers(dataset_id)}
-        for (ds, segment_id, layer_name), layer in self.changes.layers.items():
-            if ds == dataset_id:
-                current[(segment_id, layer_name)] = layer
-        return sorted((x for x in current.values() if x is not None), key=lambda x: x.registered_by)
+            (x.segment_id, x.layer_name): x
+            for x in self.view.matching_layers(dataset_id, segment_ids, layer_names)}
+        if segment_ids:
+            changed = [(s, n) for s in segment_ids for n in self._changed_layers.get((dataset_id, s), ())]
+        else:
+            changed = [(s, n) for d, s, n in self.changes.layers if d == dataset_id]
+        for segment_id, layer_name in changed:
+            if not layer_names or layer_name in layer_names:
+                current[(segment_id, layer_name)] = self.changes.layers[(dataset_id, segment_id, layer_name)]
+        return [x for x in current.values() if x is not None]
 
     def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
         key = (dataset_id, blueprint_id)
@@ -449,6 +458,8 @@ class _Overlay:
         for changed in (self.changes.segments, self.changes.layers, self.changes.blueprints):
             for key in [k for k in changed if k[0] == dataset_id]:
                 del changed[key]
+        for key in [k for k in self._changed_layers if k[0] == dataset_id]:
+            del self._changed_layers[key]
 
     def put_segment(self, segment: Segment) -> None:
         self.changes.segments[(segment.dataset_id, segment.segment_id)] = segment
@@ -457,7 +468,11 @@ class _Overlay:
         self.changes.segments[(segment.dataset_id, segment.segment_id)] = None
 
     def put_layer(self, layer: Layer) -> None:
-        self.changes.layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = layer
+        self._set_layer(layer, layer)
 
     def drop_layer(self, layer: Layer) -> None:
-        self.changes.layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = None
+        self._set_layer(layer, None)
+
+    def _set_layer(self, layer: Layer, value: Layer | None) -> None:
+        self.changes.layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = value
+        self._changed_layers.setdefault((layer.dataset_id, layer.segment_id), set()).add(layer.layer_name)

@@ -152,6 +152,7 @@ class SqliteStore:
         self.db["datasets"].create_index(["name"], if_not_exists=True)
         self.db["outcomes"].create_index(["topic", "partition", "offset"], if_not_exists=True)
         self.db["segments"].create_index(["dataset_id", "position"], if_not_exists=True)
+        self.db["layers"].create_index(["dataset_id", "layer_name"], if_not_exists=True)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     def close(self) -> None:
@@ -224,6 +225,18 @@ class SqliteStore:
             "select * from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
             (str(dataset_id), segment_id, layer_name))
         return _layer(rows[0]) if rows else None
+
+    def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
+                        layer_names: frozenset[str]) -> list[Layer]:
+        names = sorted(layer_names)
+        sql = "select * from layers where dataset_id = ?"
+        if names:
+            sql += f" and layer_name in ({', '.join('?' * len(names))})"
+        fixed = (str(dataset_id), *names)
+        if not segment_ids:
+            return [_layer(row) for row in self._query(sql, fixed)]
+        return [_layer(row) for row in self._query_in(sql + " and segment_id in ({})", fixed,
+                                                      sorted(segment_ids))]
 
     def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
         rows = self._query("select * from blueprints where dataset_id = ? and blueprint_id = ?",
@@ -438,7 +451,7 @@ class _BatchView:
         self._layers = layers
         self.dataset = store.dataset
         self.dataset_by_name = store.dataset_by_name
-        self.layers = store.layers
+        self.matching_layers = store.matching_layers
         self.blueprint = store.blueprint
 
     def schema(self, digest: str) -> bytes | None:

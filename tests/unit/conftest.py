@@ -87,6 +87,11 @@ class MemoryCatalog:
         return sorted((x for (d, _, _), x in self.layer_rows.items() if d == dataset_id),
                       key=lambda x: (rank[x.segment_id], x.registered_by))
 
+    def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
+                        layer_names: frozenset[str]) -> list[Layer]:
+        return [x for (d, s, n), x in self.layer_rows.items() if d == dataset_id
+                and (not segment_ids or s in segment_ids) and (not layer_names or n in layer_names)]
+
     def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
         return self.blueprints.get((dataset_id, blueprint_id))
 

@@ -269,4 +269,4 @@ def test_generated_histories_reach(goal):
     # Not a property: it fails if the strategies above can no longer produce this case, so the
     # batch-boundary property would silently stop covering it.
     find(histories, lambda history: goal(history, folded(history)),
-         settings=settings(max_examples=300, deadline=None, database=None, phases=[Phase.generate]))
+         settings=settings(max_examples=1000, deadline=None, database=None, phases=[Phase.generate]))

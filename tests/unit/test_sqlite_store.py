@@ -18,6 +18,7 @@ from projector import (
     apply_batch,
     fold,
     schemas,
+    sqlite_store,
 )
 from projector.store import StoreUnavailableError
 from stores import PROJECTION_TABLES, applied_batches, assert_applied_exactly_once, dump
@@ -340,3 +341,25 @@ def test_renamed_dataset_is_found_by_its_new_name_only(store):
     assert store.dataset_by_name("droid") is None
     renamed = store.dataset_by_name("droid v2")
     assert (renamed.id, renamed.updated_at, renamed.created_at) == (droid, at(40), at(0.000001))
+
+
+@pytest.mark.parametrize("segments, layers, removed", [
+    (["seg-0042"], [], 2), (["seg-0042", "seg-0007"], ["extra"], 2), ([], ["nowhere"], 0),
+], ids=["one-segment", "one-layer-of-two-segments", "an-unknown-layer"])
+def test_unregister_reads_only_the_layers_it_removes(tmp_path, monkeypatch, segments, layers, removed):
+    store = SqliteStore(tmp_path / "store.db")
+    droid = uuid.uuid4()
+    events = [create(droid, "droid")] + [register(droid, f"seg-{i:04d}", name)
+                                         for i in range(300) for name in ("base", "extra")]
+    apply_batch(store, [log_record(e, offset) for offset, e in enumerate(events)])
+    read = []
+    real = sqlite_store._layer
+    monkeypatch.setattr(sqlite_store, "_layer", lambda row: read.append(row) or real(row))
+
+    changes = apply_batch(store, [log_record(unregister(droid, segments, layers), len(events))])
+
+    assert sum(layer is None for layer in changes.layers.values()) == removed
+    # The layers removed, then their segments' layers (two each), to see whether any is left.
+    assert len(read) <= 3 * removed
+    assert len(store.layers(droid)) == 600 - removed
+    store.close()
