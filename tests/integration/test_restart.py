@@ -13,7 +13,7 @@ from sdk._server import Server
 
 def counts(server: Server) -> dict[str, int]:
     db = server.client()._store.db
-    return {table: db[table].count for table in ("datasets", "segments", "layers", "outcomes")}
+    return {table: db[table].count for table in ("datasets", "schemas", "segments", "layers", "outcomes")}
 
 
 def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd) -> None:
@@ -40,11 +40,14 @@ def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd) -> None:
 
         segment_ids = dataset.segment_ids()
         assert segment_ids == [f"restart_{i}" for i in range(30)]
-        assert counts(second) == {"datasets": 1, "segments": 30, "layers": 30, "outcomes": 31}
+        # The first register() defined the files' schema and their properties' schema, once: the
+        # later calls, from another client too, found them in the store.
+        assert counts(second) == {"datasets": 1, "schemas": 2, "segments": 30, "layers": 30,
+                                  "outcomes": 1 + 2 + 30}
         table: pa.Table = dataset.segment_table().to_arrow_table()
         assert table.column("rerun_layer_names").to_pylist() == [["base"]] * 30
         offsets = client._store.next_offsets()
-        assert sum(offsets.values()) == 31
+        assert sum(offsets.values()) == 33
 
 
 def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd) -> None:
@@ -59,7 +62,7 @@ def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd) ->
         dataset = second.client().get_dataset(name="lost")
         dataset.register(uris[3:]).wait(timeout_secs=120)
         assert dataset.segment_ids() == [f"lost_{i}" for i in range(6)]
-        assert sum(second.client()._store.next_offsets().values()) == 7
+        assert sum(second.client()._store.next_offsets().values()) == 1 + 2 + 6  # 2 schemas defined
         log = second.projector_log.read_text().removeprefix(earlier_log)
-    # Only the 3 new registrations were read, not the 4 records the store already held.
+    # Only the 3 new registrations were read, not the 6 records the store already held.
     assert sum(int(n) for n in re.findall(r"batch \d+: (\d+) records", log)) == 3
