@@ -7,6 +7,7 @@ microseconds since the Unix epoch (UTC), so they round-trip exactly.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 import threading
@@ -96,6 +97,12 @@ _CHUNK_LAYERS = (
     "from segments s join layers l using (dataset_id, segment_id) "
     "where s.dataset_id = ? and s.position >= ? and s.position < ? "
     "order by s.position, l.registered_topic, l.registered_partition, l.registered_offset")
+
+
+@functools.lru_cache(maxsize=4096)
+def _id_text(dataset_id: uuid.UUID) -> str:
+    """A dataset id as stored: converted once, not once per row of a batch."""
+    return str(dataset_id)
 
 
 def _micros(value: datetime) -> int:
@@ -320,12 +327,12 @@ class SqliteStore:
     def _touched_chunks(self, changes: Changes) -> set[tuple[str, int]]:
         """The (dataset id, chunk) of every segment the batch adds, changes or removes: where it
         is now and where it will be. Runs inside ``commit``'s transaction, before its writes."""
-        chunks = {(str(s.dataset_id), s.position // _layer_table.CHUNK_SEGMENTS)
+        chunks = {(_id_text(s.dataset_id), s.position // _layer_table.CHUNK_SEGMENTS)
                   for s in changes.segments.values() if s is not None}
         touched: dict[str, set[str]] = {}
         for dataset_id, segment_id, *_ in (*changes.segments, *changes.layers):
             if dataset_id not in changes.purged:
-                touched.setdefault(str(dataset_id), set()).add(segment_id)
+                touched.setdefault(_id_text(dataset_id), set()).add(segment_id)
         for dataset_id, segment_ids in touched.items():
             ids = sorted(segment_ids)
             for start in range(0, len(ids), _IN_CHUNK):
@@ -504,7 +511,7 @@ def _blueprint(r: dict[str, Any]) -> Blueprint:
 
 
 def _segment_values(s: Segment) -> tuple[Any, ...]:
-    return (str(s.dataset_id), s.segment_id, s.created_by.topic, s.created_by.partition,
+    return (_id_text(s.dataset_id), s.segment_id, s.created_by.topic, s.created_by.partition,
             s.created_by.offset, _micros(s.updated_at), s.position)
 
 
@@ -515,7 +522,7 @@ def _segment(r: dict[str, Any]) -> Segment:
 
 
 def _layer_values(x: Layer) -> tuple[Any, ...]:
-    return (str(x.dataset_id), x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
+    return (_id_text(x.dataset_id), x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
             x.schema_sha256, x.properties, _micros(x.registered_at), x.registered_by.topic,
             x.registered_by.partition, x.registered_by.offset, str(x.event_id), x.num_chunks,
             _layer_table.ranges_text(x.index_ranges), x.properties_schema_sha256, x.properties_batch)
