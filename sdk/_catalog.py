@@ -29,14 +29,13 @@ from events import (
     Event,
     OnDuplicate,
     RegisterBlueprint,
-    RegisterLayer,
     RenameDataset,
     SetDefaultBlueprint,
     UnregisterLayers,
 )
 from events.names import check_dataset_name, check_layer_name
 from producers import EventProducer, Position
-from projector import Dataset, Outcome, SqliteStore, Status, schemas
+from projector import Dataset, Outcome, SqliteStore, Status
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _tables
 from sdk._contents import Contents
@@ -322,20 +321,10 @@ class DatasetEntry:
         definitions: dict[str, bytes] = {}
         events = []
         for recording, name in zip(recordings, layer_names, strict=True):
-            layer_schema = recording.schema_bytes()
-            schema_sha256 = schemas.digest(layer_schema)
-            definitions.setdefault(schema_sha256, layer_schema)
-            properties_sha256, batch = "", b""
-            if (parts := recording.properties_parts()) is not None:
-                properties_sha256 = schemas.digest(parts[0])
-                definitions.setdefault(properties_sha256, parts[0])
-                batch = parts[1]
-            events.append(self._client._event(self._id, RegisterLayer(
-                segment_id=recording.recording_id, layer_name=name,
-                storage_url=recording.uri, on_duplicate=mode, size_bytes=recording.size_bytes,
-                schema_sha256=schema_sha256, properties_schema_sha256=properties_sha256,
-                properties_batch=batch, num_chunks=recording.num_chunks,
-                index_ranges=recording.index_ranges)))
+            command, named = recording.register_layer(name, mode)
+            for digest, schema in named.items():
+                definitions.setdefault(digest, schema)
+            events.append(self._client._event(self._id, command))
         unknown = self._client._undefined_schemas(list(definitions))
         events = [self._client._event(self._id, DefineSchema(digest, definitions[digest]))
                   for digest in unknown] + events

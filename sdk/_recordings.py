@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.ipc
 import pyarrow.parquet as pq
 
-from events import IndexKind, IndexRange
+from events import IndexKind, IndexRange, OnDuplicate, RegisterLayer
 from projector import schemas
 from sdk.errors import NotFoundError
 
@@ -50,6 +50,25 @@ class Recording:
         if self.properties is None or self.properties.num_columns == 0:
             return None
         return schemas.properties_parts(self.properties)
+
+    def register_layer(self, layer_name: str, on_duplicate: OnDuplicate = OnDuplicate.ERROR
+                       ) -> tuple[RegisterLayer, dict[str, bytes]]:
+        """The command registering this file as ``layer_name``, its schemas by reference, and
+        the schemas it names (digest -> Arrow IPC schema message) for ``DefineSchema``."""
+        layer_schema = self.schema_bytes()
+        schema_sha256 = schemas.digest(layer_schema)
+        definitions = {schema_sha256: layer_schema}
+        properties_sha256, batch = "", b""
+        if (parts := self.properties_parts()) is not None:
+            properties_sha256 = schemas.digest(parts[0])
+            definitions[properties_sha256] = parts[0]
+            batch = parts[1]
+        command = RegisterLayer(
+            segment_id=self.recording_id, layer_name=layer_name, storage_url=self.uri,
+            on_duplicate=on_duplicate, size_bytes=self.size_bytes, schema_sha256=schema_sha256,
+            properties_schema_sha256=properties_sha256, properties_batch=batch,
+            num_chunks=self.num_chunks, index_ranges=self.index_ranges)
+        return command, definitions
 
     def properties_bytes(self) -> bytes:
         if self.properties is None or self.properties.num_columns == 0:
