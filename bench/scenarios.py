@@ -16,12 +16,13 @@ from confluent_kafka import Consumer, TopicPartition
 from datafusion import col, lit
 
 from bench import procs
-from bench.recordings import LAYERS, RecordingPool
-from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest
+from bench.recordings import RecordingPool
+from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest, schema_event
 from events import CATALOG_TOPIC, CreateDataset, Event, encode
 from producers import EventProducer
 from projector import LogRecord, SqliteStore, fold
 from sdk._wait import wait_for_positions
+from spark_streaming.job import paused_gc
 
 WAIT_SECS = 1800
 
@@ -41,7 +42,7 @@ def startup(system, pool: RecordingPool, *, idle_secs: float = 5.0) -> dict:
     started = time.perf_counter()
     start_secs = system.start()
     dataset = system.client.create_dataset("startup")
-    dataset.register(pool.uris("base", 1)).wait()
+    dataset.register(pool.episodes(1)).wait()
     first_visible = time.perf_counter() - started
     time.sleep(idle_secs)
     return {"start_s": round(start_secs, 2), "first_registration_visible_s": round(first_visible, 2),
@@ -49,10 +50,11 @@ def startup(system, pool: RecordingPool, *, idle_secs: float = 5.0) -> dict:
 
 
 def latency(system, pool: RecordingPool, *, calls: int, warmup: int) -> dict:
-    """One ``register([uri]).wait()`` at a time; the warm-up calls are not measured."""
+    """One ``register([uri]).wait()`` of a DROID-like episode at a time; the warm-up calls are
+    not measured."""
     dataset = system.client.create_dataset("latency")
     measured = []
-    for i, uri in enumerate(pool.uris("base", calls + warmup)):
+    for i, uri in enumerate(pool.episodes(calls + warmup)):
         started = time.perf_counter()
         dataset.register([uri]).wait()
         if i >= warmup:
@@ -62,35 +64,42 @@ def latency(system, pool: RecordingPool, *, calls: int, warmup: int) -> dict:
     return {**percentiles(measured), "samples_ms": [round(x, 2) for x in measured]}
 
 
-def sdk_throughput(system, pool: RecordingPool, *, count: int, batch: int) -> dict:
-    """``count`` recordings in calls of ``batch`` URIs, all sent before waiting on any."""
-    dataset = system.client.create_dataset("throughput-sdk")
-    uris = pool.uris("base", count)
+def sdk_throughput(system, pool: RecordingPool, *, datasets: int, count: int, batch: int) -> dict:
+    """``datasets`` datasets of ``count`` DROID-like episodes each (the same files in every
+    dataset), registered in calls of ``batch`` URIs, all sent before waiting on any."""
+    uris = pool.episodes(count)
+    entries = [system.client.create_dataset(f"throughput-sdk-{d}") for d in range(datasets)]
     started = time.perf_counter()
-    operations = [dataset.register(uris[i:i + batch]) for i in range(0, count, batch)]
+    operations = [dataset.register(uris[i:i + batch]) for dataset in entries for i in range(0, count, batch)]
     sent = time.perf_counter() - started
     for operation in operations:
         operation.wait(timeout_secs=WAIT_SECS)
     waited = time.perf_counter() - started
-    rows = dataset.segment_table().to_arrow_table().num_rows
+    rows = sum(dataset.segment_table().to_arrow_table().num_rows for dataset in entries)
     visible = time.perf_counter() - started
-    print(f"  {system.name}: {count:,} recordings visible after {visible:.1f} s", flush=True)
-    return {"recordings": count, "batch": batch, "rows_visible": rows, "register_calls_s": round(sent, 2),
-            "until_wait_s": round(waited, 2), "until_segment_table_s": round(visible, 2),
-            "events_per_s": round(count / visible, 1)}
+    total = datasets * count
+    print(f"  {system.name}: {datasets} x {count:,} recordings visible after {visible:.1f} s", flush=True)
+    return {"datasets": datasets, "recordings": total, "batch": batch, "rows_visible": rows,
+            "register_calls_s": round(sent, 2), "until_wait_s": round(waited, 2),
+            "until_segment_table_s": round(visible, 2), "events_per_s": round(total / visible, 1)}
 
 
 def producer_throughput(system, pool: RecordingPool, *, count: int) -> dict:
-    """``count`` RegisterLayer events built and sent with ``producers.EventProducer``, as a data
-    pipeline would, then read back through ``segment_table()``."""
+    """``count`` RegisterLayer events of DROID-like episodes, built and sent with
+    ``producers.EventProducer`` as a data pipeline would (its schemas defined once, first), then
+    read back through ``segment_table()``. Also the mean size of one registration event."""
     dataset = system.client.create_dataset("throughput-pipeline")
-    template = layer_templates(pool)["base"]
+    definitions, templates = layer_templates({"base": pool.episodes(1)[0]})
     uri_prefix = pool.directory.as_uri()
+    sample = [layer_event(dataset.id, templates["base"], i, f"{uri_prefix}/pipeline/{i}.rrd")
+              for i in range(1_000)]
+    registration_bytes = statistics.mean(len(encode(event)) for event in sample)
     producer = EventProducer(system.server.bootstrap_servers)
     started = time.perf_counter()
     try:
+        producer.send([schema_event(dataset.id, d) for d in definitions])
         for start in range(0, count, SEND_CHUNK):
-            events = [layer_event(dataset.id, template, i, f"{uri_prefix}/pipeline/{i}.rrd")
+            events = [layer_event(dataset.id, templates["base"], i, f"{uri_prefix}/pipeline/{i}.rrd")
                       for i in range(start, min(start + SEND_CHUNK, count))]
             last = producer.send(events)[-1]
             done = start + len(events)
@@ -107,7 +116,8 @@ def producer_throughput(system, pool: RecordingPool, *, count: int) -> dict:
     visible = time.perf_counter() - started
     print(f"  strata: {count:,} events projected after {projected:.1f} s, in segment_table() after "
           f"{visible:.1f} s", flush=True)
-    return {"events": count, "rows_visible": rows, "send_s": round(sent, 2),
+    return {"events": count, "rows_visible": rows, "registration_bytes": round(registration_bytes),
+            "schema_bytes": [len(d.arrow_schema) for d in definitions], "send_s": round(sent, 2),
             "send_events_per_s": round(count / sent, 1), "until_projected_s": round(projected, 2),
             "projected_events_per_s": round(count / projected, 1),
             "segment_table_s": round(time.perf_counter() - table_started, 2),
@@ -246,35 +256,37 @@ STAGES = ("decode", "batch_view", "fold", "commit")
 
 def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> dict:
     """The projector's Python work per event, stage by stage, without Spark or Kafka: ``events``
-    register events shaped like the pool's files (3 layers per segment, real schemas and
-    properties) are encoded, then decoded, folded and committed into a fresh SQLite store in
-    batches of ``batch``, as ``ProjectorJob.process`` does after its fetch. CPU time of this
-    process (``time.process_time``), so other load on the machine counts less."""
-    templates = layer_templates(pool)
+    register events of DROID-like episodes (their schemas defined first) are encoded, then
+    decoded, folded and committed into a fresh SQLite store in batches of ``batch``, as
+    ``ProjectorJob.process`` does after its fetch, with the garbage collector paused as there.
+    CPU time of this process (``time.process_time``), so other load on the machine counts less."""
+    definitions, templates = layer_templates({"base": pool.episodes(1)[0]})
     dataset_id = uuid.uuid4()
     records = [encode(Event(dataset_id, CreateDataset("stages")))]
-    records += [encode(layer_event(dataset_id, templates[LAYERS[i % 3]], i // 3, f"file:///stages/{i}.rrd"))
+    records += [encode(schema_event(dataset_id, d)) for d in definitions]
+    records += [encode(layer_event(dataset_id, templates["base"], i, f"file:///stages/{i}.rrd"))
                 for i in range(events)]
     directory.mkdir(parents=True)
     store = SqliteStore(directory / "store.db")
     spent = dict.fromkeys(STAGES, 0.0)
     try:
-        for start in range(0, len(records), batch):
-            began = time.process_time()
-            decoded = [LogRecord.from_kafka(CATALOG_TOPIC, 0, offset, value)
-                       for offset, value in enumerate(records[start:start + batch], start)]
-            decoded_at = time.process_time()
-            offsets = store.next_offsets()
-            view = store.batch_view(decoded)
-            viewed_at = time.process_time()
-            changes = fold(view, decoded)
-            folded_at = time.process_time()
-            store.commit(changes, expected_offsets=offsets)
-            committed_at = time.process_time()
-            for stage, seconds in zip(STAGES, (decoded_at - began, viewed_at - decoded_at,
-                                               folded_at - viewed_at, committed_at - folded_at),
-                                      strict=True):
-                spent[stage] += seconds
+        with paused_gc():
+            for start in range(0, len(records), batch):
+                began = time.process_time()
+                decoded = [LogRecord.from_kafka(CATALOG_TOPIC, 0, offset, value)
+                           for offset, value in enumerate(records[start:start + batch], start)]
+                decoded_at = time.process_time()
+                offsets = store.next_offsets()
+                view = store.batch_view(decoded)
+                viewed_at = time.process_time()
+                changes = fold(view, decoded)
+                folded_at = time.process_time()
+                store.commit(changes, expected_offsets=offsets)
+                committed_at = time.process_time()
+                for stage, seconds in zip(STAGES, (decoded_at - began, viewed_at - decoded_at,
+                                                   folded_at - viewed_at, committed_at - folded_at),
+                                          strict=True):
+                    spent[stage] += seconds
     finally:
         store.close()
     per_event = {stage: round(seconds / len(records) * 1e6, 1) for stage, seconds in spent.items()}
@@ -286,24 +298,11 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
     return result
 
 
-def droid_episodes(directory: Path, count: int) -> list[str]:
-    """``count`` DROID-like episodes (``sdk._droid``) under ``directory``, written if missing."""
-    from sdk._droid import write_episode
-
-    uris = []
-    for index in range(count):
-        path = directory / f"episode_{index:05d}.rrd"
-        if not path.exists():
-            write_episode(path, f"episode_{index:05d}", index)
-        uris.append(path.as_uri())
-    return uris
-
-
-def reads(system, directory: Path, *, sizes: list[int], calls: int) -> dict:
+def reads(system, pool: RecordingPool, *, sizes: list[int], calls: int) -> dict:
     """``reader(index="real_time")`` over whole datasets of DROID-like episodes materialised to
     Arrow (rows/s, the median of three scans), and one segment by a ``rerun_segment_id`` filter
     (latency per call)."""
-    uris = droid_episodes(directory, max(sizes))
+    uris = pool.episodes(max(sizes))
     results = {}
     for size in sizes:
         dataset = system.client.create_dataset(f"reads-{size}")
@@ -335,12 +334,12 @@ def reads(system, directory: Path, *, sizes: list[int], calls: int) -> dict:
     return results
 
 
-def spark_read(system, directory: Path, *, segments: int) -> dict:
+def spark_read(system, pool: RecordingPool, *, segments: int) -> dict:
     """``to_spark(spark, "real_time").count()`` over ``segments`` DROID-like episodes with Spark
     ``local[*]`` in this process: a partition per segment, read on the executors."""
     from pyspark.sql import SparkSession
 
-    uris = droid_episodes(directory, segments)
+    uris = pool.episodes(segments)
     dataset = system.client.create_dataset(f"spark-{segments}")
     for start in range(0, segments, 1000):
         dataset.register(uris[start:start + 1000]).wait(timeout_secs=WAIT_SECS)

@@ -10,18 +10,20 @@ import sys
 import time
 import uuid
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from unittest import mock
 
 from bench import procs
 from bench.recordings import LAYERS, RecordingPool, segment_id
-from events import Event, RegisterLayer
+from events import DefineSchema, Event, RegisterLayer
 from producers import EventProducer
 from sdk import Server, _processes
 from sdk._recordings import read_recording
 from sdk._wait import wait_for_positions
 
 SEND_CHUNK = 20_000
+PRODUCER_ID = "strata-bench-pipeline"
 
 
 class ProbedServer(Server):
@@ -72,11 +74,11 @@ class StrataSystem:
 
     def fill(self, dataset, pool: RecordingPool, segments: int) -> None:
         """Register ``segments`` x 3 layers through the producers API, as a pipeline would: the
-        events carry what the SDK reads from the same files (schema, properties)."""
-        templates = layer_templates(pool)
+        events carry what the SDK reads from the same files (schemas by reference, properties)."""
+        definitions, templates = layer_templates({layer: pool.uris(layer, 1)[0] for layer in LAYERS})
         producer = EventProducer(self.server.bootstrap_servers)
-        last = None
         try:
+            last = producer.send([schema_event(dataset.id, d) for d in definitions])[-1]
             for start in range(0, segments, SEND_CHUNK):
                 events = [layer_event(dataset.id, templates[layer], i, pool.path(layer, i).as_uri())
                           for i in range(start, min(start + SEND_CHUNK, segments)) for layer in LAYERS]
@@ -89,21 +91,24 @@ class StrataSystem:
         self.server.close()
 
 
-def layer_templates(pool: RecordingPool) -> dict[str, RegisterLayer]:
-    """Per layer, the RegisterLayer the SDK would produce for the pool's first file of it."""
+def layer_templates(uris: Mapping[str, str]) -> tuple[list[DefineSchema], dict[str, RegisterLayer]]:
+    """Per layer, the RegisterLayer the SDK produces for that layer's file in ``uris``, and the
+    DefineSchema commands for the schemas they name, which a pipeline produces once, first."""
+    definitions: dict[str, bytes] = {}
     templates = {}
-    for layer in LAYERS:
-        recording = read_recording(pool.uris(layer, 1)[0])
-        templates[layer] = RegisterLayer(
-            segment_id=recording.recording_id, layer_name=layer, storage_url=recording.uri,
-            size_bytes=recording.size_bytes, arrow_schema=recording.schema_bytes(),
-            properties=recording.properties_bytes())
-    return templates
+    for layer, uri in uris.items():
+        templates[layer], named = read_recording(uri).register_layer(layer)
+        definitions.update(named)
+    return [DefineSchema(digest, schema) for digest, schema in definitions.items()], templates
+
+
+def schema_event(dataset_id: uuid.UUID, definition: DefineSchema) -> Event:
+    return Event(dataset_id=dataset_id, producer_id=PRODUCER_ID, command=definition)
 
 
 def layer_event(dataset_id: uuid.UUID, template: RegisterLayer, index: int, uri: str) -> Event:
     """``template`` for segment ``index`` stored at ``uri``, as one event."""
-    return Event(dataset_id=dataset_id, producer_id="strata-bench-pipeline",
+    return Event(dataset_id=dataset_id, producer_id=PRODUCER_ID,
                  command=dataclasses.replace(template, segment_id=segment_id(index), storage_url=uri))
 
 

@@ -8,6 +8,7 @@ else (int32 vs int64, float64 vs float32, a dictionary vs a plain column, ...) i
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import zlib
@@ -44,6 +45,22 @@ def canonical(schema: pa.Schema) -> pa.Schema:
     return pa.schema([_canonical_field(f) for f in schema], metadata=_sorted(schema.metadata))
 
 
+_RECENT: collections.deque[tuple[pa.Schema, bytes]] = collections.deque(maxlen=4)
+
+
+def canonical_bytes(schema: pa.Schema) -> bytes:
+    """``serialize(canonical(schema))``, remembered for the last few distinct schemas. Registering
+    a dataset's files meets the same schema again and again; comparing it with a remembered one
+    (``equals`` compares metadata as maps, in C++) costs a third of canonicalising it in Python
+    (134 against 446 us for a DROID-like episode's 14 KB schema)."""
+    for known, data in tuple(_RECENT):
+        if schema.equals(known, check_metadata=True):
+            return data
+    data = serialize(canonical(schema))
+    _RECENT.appendleft((schema, data))
+    return data
+
+
 def _canonical_field(field: pa.Field) -> pa.Field:
     t = field.type
     if pa.types.is_struct(t):
@@ -65,7 +82,7 @@ def properties_parts(table: pa.Table) -> tuple[bytes, bytes]:
     """A one-row properties table as envelope v5 carries it: its schema message (to define once,
     by digest) and its record batch message, zlib-compressed. ``read_properties`` undoes it."""
     [batch] = table.combine_chunks().to_batches()
-    return serialize(canonical(table.schema)), zlib.compress(batch.serialize().to_pybytes())
+    return canonical_bytes(table.schema), zlib.compress(batch.serialize().to_pybytes())
 
 
 def read_properties(schema_bytes: bytes, compressed_batch: bytes, *,

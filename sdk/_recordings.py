@@ -42,7 +42,7 @@ class Recording:
 
     def schema_bytes(self) -> bytes:
         """The schema as an Arrow IPC message, metadata in key order: equal schemas, equal bytes."""
-        return schemas.serialize(schemas.canonical(self.arrow_schema))
+        return schemas.canonical_bytes(self.arrow_schema)
 
     def properties_parts(self) -> tuple[bytes, bytes] | None:
         """The properties as envelope v5 carries them (schema message, compressed batch); None if

@@ -366,3 +366,17 @@ def test_equal_schemas_with_metadata_in_another_order_get_one_digest():
     assert schemas.serialize(one) != schemas.serialize(other)  # what rerun hands over
     assert schemas.serialize(schemas.canonical(one)) == schemas.serialize(schemas.canonical(other))
     assert schemas.canonical(one).equals(one, check_metadata=True)
+
+
+def test_canonical_bytes_of_a_remembered_schema_are_those_of_an_equal_one_only():
+    def schema(item_metadata: dict, order: bool) -> pa.Schema:
+        meta = dict(sorted({b"rerun:kind": b"data", b"rerun:component": b"c"}.items(), reverse=order))
+        item = pa.field("item", pa.float32(), metadata=item_metadata)
+        return pa.schema([pa.field("l", pa.list_(item), metadata=meta)], metadata=meta)
+
+    first = schemas.canonical_bytes(schema({b"k": b"1"}, True))
+    assert schemas.canonical_bytes(schema({b"k": b"1"}, False)) == first
+    # Differing only in a nested field's metadata: another schema, other bytes.
+    other = schemas.canonical_bytes(schema({b"k": b"2"}, False))
+    assert other != first
+    assert other == schemas.serialize(schemas.canonical(schema({b"k": b"2"}, True)))
