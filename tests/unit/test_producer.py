@@ -1,8 +1,10 @@
-"""EventProducer without a broker: bounded failure, and the settings it never gives up."""
+"""EventProducer without a broker: bounded failure, the settings it never gives up, a quiet log."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 import uuid
 
@@ -74,3 +76,13 @@ def test_required_settings_are_set_without_user_config():
         assert config[key] == value
     assert REQUIRED_CONFIG == {"enable.idempotence": True, "acks": "all",
                                "partitioner": "murmur2_random"}
+
+
+def test_librdkafka_warnings_stay_off_the_terminal_unless_logging_is_configured():
+    # A subprocess: pytest's own log capture would otherwise stand in for the missing handler.
+    script = ("import logging; from producers._logging import LOGGER; "
+              "LOGGER.warning('GETPID: Coordinator load in progress: retrying'); "
+              "logging.basicConfig(); LOGGER.warning('configured')")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert "Coordinator load" not in result.stderr
+    assert "configured" in result.stderr
