@@ -16,7 +16,8 @@ Scenarios (--only, comma-separated; default all):
               and one segment by a rerun_segment_id filter (p50, p99); strata also: the same
               read on Spark local[*] (to_spark(...).count()) over more segments
   stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
-              Python stages (decode, batch_view, fold, commit) on DROID-like register events
+              Python stages (decode, batch_view, fold, commit) on DROID-like register events,
+              and the floors of Avro decoding and SQLite inserts alone
 
 The DROID-like episodes (sdk._droid, about 0.7 MB each) are written once per run, in parallel.
 --scale small finishes in a few minutes; --scale full uses the sizes of the targets. Every size
@@ -318,6 +319,13 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                             stages["us_per_event"][stage], NOT_APPLICABLE, note=note))
         rows.append(Row("projector stages", "decode + fold + commit, no Spark (events/s)", "higher",
                         stages["events_per_s"], NOT_APPLICABLE, note="what replay could reach without Spark"))
+        floors = stages["floor_us_per_event"]
+        rows.append(Row("projector stages", "floor: fastavro reading the Avro body alone (CPU us per event)",
+                        "lower", floors["avro_body"], NOT_APPLICABLE, note="no model objects, no checks"))
+        rows.append(Row("projector stages",
+                        "floor: SQLite inserts of a layer, segment, outcome (CPU us per event)", "lower",
+                        floors["sqlite_rows"], NOT_APPLICABLE,
+                        note="one executemany per table and batch, the store's tables and indexes"))
     if both is False:
         for row in rows:
             if row.rerun is None:

@@ -3,7 +3,9 @@ progress; none asserts anything."""
 
 from __future__ import annotations
 
+import io
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 from confluent_kafka import Consumer, TopicPartition
 from datafusion import col, lit
@@ -18,9 +21,10 @@ from datafusion import col, lit
 from bench import procs
 from bench.recordings import RecordingPool
 from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest, schema_event
-from events import CATALOG_TOPIC, CreateDataset, Event, encode
+from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
 from projector import LogRecord, SqliteStore, fold
+from projector.sqlite_store import TABLES
 from sdk._wait import wait_for_positions
 from spark_streaming.job import paused_gc
 
@@ -293,9 +297,50 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
     total = sum(spent.values())
     result = {"events": len(records), "batch": batch, "us_per_event": per_event,
               "total_us_per_event": round(total / len(records) * 1e6, 1),
-              "events_per_s": round(len(records) / total, 1)}
+              "events_per_s": round(len(records) / total, 1),
+              "floor_us_per_event": _floors(records[1 + len(definitions):], directory, batch)}
     print(f"  strata: {result}", flush=True)
     return result
+
+
+def _floors(records: list[bytes], directory: Path, batch: int) -> dict[str, float]:
+    """CPU per register event of the two steps no fold can avoid while events are decoded and
+    rows written in Python: fastavro reading the Avro body alone (no model objects), and SQLite
+    inserting the rows one accepted registration writes (a layer, a segment, an outcome) with one
+    ``executemany`` per table and batch, into the store's own tables and indexes."""
+    writer = codec.SCHEMAS[codec.SCHEMA_VERSION]
+    with paused_gc():
+        began = time.process_time()
+        bodies = [fastavro.schemaless_reader(io.BytesIO(value[codec.HEADER_SIZE:]), writer, None)
+                  for value in records]
+        avro_s = time.process_time() - began
+    dataset_id = str(bodies[0]["dataset_id"])
+    rows = {
+        "layers": [(dataset_id, c["segment_id"], c["layer_name"], c["storage_url"], c["size_bytes"],
+                    c["schema_sha256"], b"", 0, CATALOG_TOPIC, 0, offset, str(body["event_id"]),
+                    c["num_chunks"], "[]", c["properties_schema_sha256"], c["properties_batch"])
+                   for offset, body in enumerate(bodies) for c in [body["command"]]],
+        "segments": [(dataset_id, body["command"]["segment_id"], CATALOG_TOPIC, 0, offset, 0, offset)
+                     for offset, body in enumerate(bodies)],
+        "outcomes": [(str(body["event_id"]), CATALOG_TOPIC, 0, offset, "accepted", "")
+                     for offset, body in enumerate(bodies)],
+    }
+    SqliteStore(directory / "floor.db").close()  # the store's tables and indexes, empty
+    connection = sqlite3.connect(directory / "floor.db")
+    try:
+        began = time.process_time()
+        for start in range(0, len(records), batch):
+            with connection:
+                for table, values in rows.items():
+                    columns = TABLES[table][0]
+                    connection.executemany(
+                        f"insert into {table} ({', '.join(columns)}) "
+                        f"values ({', '.join('?' * len(columns))})", values[start:start + batch])
+        insert_s = time.process_time() - began
+    finally:
+        connection.close()
+    return {"avro_body": round(avro_s / len(records) * 1e6, 1),
+            "sqlite_rows": round(insert_s / len(records) * 1e6, 1)}
 
 
 def reads(system, pool: RecordingPool, *, sizes: list[int], calls: int) -> dict:
