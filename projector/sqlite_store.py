@@ -254,11 +254,6 @@ class SqliteStore:
         rows = self._query("select arrow_schema from schemas where digest = ?", (digest,))
         return rows[0]["arrow_schema"] if rows else None
 
-    def known_schemas(self, digests: Sequence[str]) -> set[str]:
-        """Which of ``digests`` the store holds a schema for."""
-        return {row["digest"] for row in self._query_in(
-            "select digest from schemas where digest in ({})", (), list(digests))}
-
     def schemas(self, digests: Sequence[str]) -> dict[str, bytes]:
         """The schemas the store holds of ``digests``, by digest."""
         return {row["digest"]: row["arrow_schema"] for row in self._query_in(

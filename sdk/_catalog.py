@@ -613,7 +613,7 @@ class CatalogClient:
         """Of ``digests``, those neither in the store nor defined earlier by this client (its
         definitions are in the log before anything it produces next), in the given order."""
         candidates = [d for d in digests if d not in self._defined]
-        stored = self._store.known_schemas(candidates)
+        stored = set(self._store.schemas(candidates))
         self._defined.update(stored)
         return [d for d in candidates if d not in stored]
 
