@@ -23,17 +23,23 @@ import fastavro
 from events.model import (
     Command,
     CreateDataset,
+    CreateTable,
     DefineSchema,
     DeleteDataset,
+    DeleteTable,
     Event,
     IndexKind,
     IndexRange,
     OnDuplicate,
     RegisterBlueprint,
     RegisterLayer,
+    RegisterTable,
     RenameDataset,
+    RenameTable,
     SetDefaultBlueprint,
+    TableWriteMode,
     UnregisterLayers,
+    WriteTable,
 )
 
 MAGIC = b"\xc3\x01"
@@ -95,7 +101,8 @@ _COMMAND_FIELDS = {
 }
 _COMMAND_TYPES: dict[str, type[Command]] = {t.__name__: t for t in (
     CreateDataset, DefineSchema, RenameDataset, DeleteDataset, RegisterLayer, UnregisterLayers,
-    RegisterBlueprint, SetDefaultBlueprint)}
+    RegisterBlueprint, SetDefaultBlueprint, CreateTable, RegisterTable, RenameTable, DeleteTable,
+    WriteTable)}
 _BYTES_FIELDS = ("arrow_schema", "properties", "properties_batch")
 
 
@@ -115,6 +122,8 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
         command["on_duplicate"] = str(event.command.on_duplicate)
         if "index_ranges" in command:
             command["index_ranges"] = [{**vars(r), "kind": str(r.kind)} for r in command["index_ranges"]]
+    elif isinstance(event.command, WriteTable):
+        command["mode"] = str(event.command.mode)
     record = {
         "event_id": str(event.event_id),
         "event_type": event.event_type,
@@ -171,6 +180,8 @@ def _event_from_record(record: dict[str, Any]) -> Event:
                 fields[name] = fields[name].encode("latin-1")
     elif command_type is UnregisterLayers:
         fields = {name: tuple(values) for name, values in fields.items()}
+    elif command_type is WriteTable:
+        fields = {**fields, "mode": TableWriteMode(fields["mode"])}
     return Event(
         dataset_id=_as_uuid(record["dataset_id"], "dataset_id"),
         command=command_type(**fields),

@@ -123,8 +123,60 @@ class SetDefaultBlueprint:
     """A registered blueprint's id, or None for no default."""
 
 
+@dataclass(frozen=True)
+class CreateTable:
+    """A new, empty table entry; its rows are kept in the projection."""
+
+    name: str
+    arrow_schema: bytes
+    """An Arrow IPC schema message. A field whose metadata has ``rerun:is_table_index = true`` is
+    the key ``upsert`` matches rows by."""
+
+
+@dataclass(frozen=True)
+class RegisterTable:
+    """A table entry for an existing Lance table, read at ``version``; the rows stay in Lance."""
+
+    name: str
+    storage_url: str
+    arrow_schema: bytes
+    version: int
+
+
+@dataclass(frozen=True)
+class RenameTable:
+    name: str
+
+
+@dataclass(frozen=True)
+class DeleteTable:
+    """Removes the table and its rows; its id is never reused."""
+
+
+class TableWriteMode(StrEnum):
+    APPEND = "append"
+    OVERWRITE = "overwrite"
+    """The write's rows replace every row of the table."""
+    UPSERT = "upsert"
+    """A row whose index value is in the table replaces that row; the others are appended."""
+
+
+@dataclass(frozen=True)
+class WriteTable:
+    """Rows for a created table. A write larger than one Kafka record travels as ``parts``
+    events sharing ``write_id``; it applies, all together, when its last part is folded."""
+
+    mode: TableWriteMode
+    rows: bytes
+    """An Arrow IPC stream in the table's schema: this part's rows."""
+    write_id: str = ""
+    part: int = 0
+    parts: int = 1
+
+
 Command = (CreateDataset | DefineSchema | RenameDataset | DeleteDataset | RegisterLayer | UnregisterLayers
-           | RegisterBlueprint | SetDefaultBlueprint)
+           | RegisterBlueprint | SetDefaultBlueprint | CreateTable | RegisterTable | RenameTable
+           | DeleteTable | WriteTable)
 
 
 def _now() -> datetime:
@@ -133,7 +185,8 @@ def _now() -> datetime:
 
 @dataclass(frozen=True)
 class Event:
-    """One command, as appended to the log.
+    """One command, as appended to the log. ``dataset_id`` is the id of the entry it acts on: a
+    dataset, or a table for the table commands.
 
     >>> Event(dataset_id=uuid.uuid4(), command=CreateDataset("droid")).event_type
     'CreateDataset'

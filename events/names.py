@@ -6,7 +6,7 @@ from __future__ import annotations
 import string
 
 MAX_NAME_LENGTH = 180
-"""Dataset and layer names, in characters."""
+"""Entry (dataset, table) and layer names, in characters."""
 MAX_ID_LENGTH = 1024
 """Segment ids, blueprint ids and storage URLs, in characters."""
 NAME_PUNCTUATION = "_-.: ()[]{}"
@@ -24,16 +24,26 @@ def check_dataset_name(name: object) -> str:
     Traceback (most recent call last):
     ValueError: dataset name 'droid/raw' has an invalid character '/' at position 5: ...
     """
+    return _check_entry_name("dataset", name)
+
+
+def check_table_name(name: object) -> str:
+    """Return ``name`` if it is a valid table name (the same rules as dataset names: entries of
+    both kinds share one namespace), else raise ``ValueError`` saying why."""
+    return _check_entry_name("table", name)
+
+
+def _check_entry_name(kind: str, name: object) -> str:
     if not isinstance(name, str):
-        raise ValueError(f"a dataset name must be a string, got {type(name).__name__}")
+        raise ValueError(f"a {kind} name must be a string, got {type(name).__name__}")
     if not name:
-        raise ValueError("a dataset name must not be empty")
+        raise ValueError(f"a {kind} name must not be empty")
     if len(name) > MAX_NAME_LENGTH:
-        raise ValueError(f"a dataset name has at most {MAX_NAME_LENGTH} characters, got {len(name)}")
+        raise ValueError(f"a {kind} name has at most {MAX_NAME_LENGTH} characters, got {len(name)}")
     for position, character in enumerate(name):
         if character not in _NAME_CHARACTERS:
             raise ValueError(
-                f"dataset name {name!r} has an invalid character {character!r} at position "
+                f"{kind} name {name!r} has an invalid character {character!r} at position "
                 f"{position}: use ASCII letters, digits, spaces, _ - . : and brackets")
     return name
 

@@ -3,7 +3,7 @@
 This script does not import strata: it is what a pipeline in any language does. Each command is
 one Kafka record on the topic ``strata.catalog`` (one partition), keyed by the dataset id (UTF-8),
 whose value is Avro single-object encoded: ``C3 01``, the 8-byte little-endian CRC-64-AVRO
-fingerprint of the writer schema, then the Avro binary body (schema: events/schemas/envelope.v5.avsc).
+fingerprint of the writer schema, then the Avro binary body (schema: events/schemas/envelope.v6.avsc).
 
 A recording's Arrow schema travels by reference: the first time the pipeline meets a schema it
 produces a ``DefineSchema`` event (the schema's SHA-256 and its Arrow IPC bytes), and every
@@ -34,7 +34,7 @@ import fastavro
 from confluent_kafka import Producer
 
 TOPIC = "strata.catalog"
-SCHEMA_FILE = Path(__file__).resolve().parents[1] / "events" / "schemas" / "envelope.v5.avsc"
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "events" / "schemas" / "envelope.v6.avsc"
 
 
 def load_schema(path: Path) -> tuple[dict, bytes]:

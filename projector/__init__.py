@@ -1,6 +1,6 @@
 """The projection: the pure fold of command events into the catalog, and the store it lands in.
 
-Owns every domain rule (dataset names, duplicates, last-writer-wins, schema merges) in ``fold``, the
+Owns every domain rule (entry names, duplicates, last-writer-wins, schema merges, table rows) in ``fold``, the
 ``ProjectionStore`` interface and its SQLite implementation. Must not import pyspark or
 confluent_kafka (tests/unit/test_boundaries.py enforces it).
 """
@@ -18,6 +18,9 @@ from projector.model import (
     SchemaRef,
     Segment,
     Status,
+    Table,
+    TablePart,
+    TableWrite,
 )
 from projector.sqlite_store import SqliteStore
 from projector.store import ProjectionStore, StaleBatchError, apply_batch
@@ -40,6 +43,9 @@ __all__ = [
     "SqliteStore",
     "StaleBatchError",
     "Status",
+    "Table",
+    "TablePart",
+    "TableWrite",
     "apply_batch",
     "fold",
     "log_order",

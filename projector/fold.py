@@ -12,20 +12,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Protocol
 
+import pyarrow as pa
+
 from events import (
     CreateDataset,
+    CreateTable,
     DefineSchema,
     DeleteDataset,
+    DeleteTable,
     Event,
     OnDuplicate,
     RegisterBlueprint,
     RegisterLayer,
+    RegisterTable,
     RenameDataset,
+    RenameTable,
     SetDefaultBlueprint,
+    TableWriteMode,
     UnregisterLayers,
+    WriteTable,
 )
-from events.names import MAX_NAME_LENGTH, check_dataset_name, check_id, check_layer_name
-from projector import schemas
+from events.names import MAX_NAME_LENGTH, check_dataset_name, check_id, check_layer_name, check_table_name
+from projector import schemas, table_rows
 from projector.model import (
     Blueprint,
     Changes,
@@ -37,6 +45,9 @@ from projector.model import (
     SchemaRef,
     Segment,
     Status,
+    Table,
+    TablePart,
+    TableWrite,
 )
 
 __all__ = ["MAX_NAME_LENGTH", "CatalogView", "InvalidCommand", "Refused", "fold", "log_order"]
@@ -69,6 +80,16 @@ class CatalogView(Protocol):
     def schema(self, digest: str) -> bytes | None: ...
 
     def has_outcome(self, event_id: uuid.UUID) -> bool: ...
+
+    def table(self, table_id: uuid.UUID) -> Table | None:
+        """Also a deleted one (a tombstone)."""
+        ...
+
+    def table_by_name(self, name: str) -> Table | None: ...
+
+    def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
+        """The kept parts of a write, by part number."""
+        ...
 
 
 class Refused(Exception):  # noqa: N818 - a decision, not an error of the fold
@@ -158,21 +179,32 @@ def _touch(state: _Overlay, dataset: Dataset, event: Event, **fields: object) ->
 # -- entries ----------------------------------------------------------------------------------
 
 
+def _new_entry(state: _Overlay, event: Event, kind: str) -> None:
+    if state.dataset(event.dataset_id) is not None or state.table(event.dataset_id) is not None:
+        raise InvalidCommand(f"{kind} id {event.dataset_id} is already used; ids are never reused")
+
+
+def _name_free(state: _Overlay, name: str, entry_id: uuid.UUID) -> None:
+    """Entry names are unique across datasets and tables."""
+    dataset = state.dataset_by_name(name)
+    if dataset is not None and dataset.id != entry_id:
+        raise Refused(Status.ALREADY_EXISTS, f"already exists: a dataset named {name!r}")
+    table = state.table_by_name(name)
+    if table is not None and table.id != entry_id:
+        raise Refused(Status.ALREADY_EXISTS, f"already exists: a table named {name!r}")
+
+
 def _create_dataset(state: _Overlay, record: LogRecord, event: Event, command: CreateDataset) -> None:
     name = _checked(check_dataset_name, command.name)
-    if state.dataset(event.dataset_id) is not None:
-        raise InvalidCommand(f"dataset id {event.dataset_id} is already used; ids are never reused")
-    if state.dataset_by_name(name) is not None:
-        raise Refused(Status.ALREADY_EXISTS, f"already exists: a dataset named {name!r}")
+    _new_entry(state, event, "dataset")
+    _name_free(state, name, event.dataset_id)
     state.put_dataset(Dataset(event.dataset_id, name, event.produced_at, event.produced_at))
 
 
 def _rename_dataset(state: _Overlay, record: LogRecord, event: Event, command: RenameDataset) -> None:
     name = _checked(check_dataset_name, command.name)
     dataset = _live_dataset(state, event)
-    holder = state.dataset_by_name(name)
-    if holder is not None and holder.id != dataset.id:
-        raise Refused(Status.ALREADY_EXISTS, f"already exists: a dataset named {name!r}")
+    _name_free(state, name, dataset.id)
     _touch(state, dataset, event, name=name)
 
 
@@ -370,6 +402,103 @@ def _set_default_blueprint(
     _touch(state, dataset, event, default_blueprint=command.blueprint_id)
 
 
+# -- tables -----------------------------------------------------------------------------------
+
+
+def _live_table(state: _Overlay, event: Event) -> Table:
+    table = state.table(event.dataset_id)
+    if table is None or table.deleted:
+        gone = "was deleted" if table else "does not exist"
+        raise Refused(Status.NOT_FOUND, f"table {event.dataset_id} {gone}")
+    return table
+
+
+def _touch_table(state: _Overlay, table: Table, event: Event, **fields: object) -> None:
+    state.put_table(replace(table, updated_at=max(table.updated_at, event.produced_at), **fields))
+
+
+def _create_table(state: _Overlay, record: LogRecord, event: Event, command: CreateTable) -> None:
+    name = _checked(check_table_name, command.name)
+    _checked(table_rows.table_schema, command.arrow_schema)
+    _new_entry(state, event, "table")
+    _name_free(state, name, event.dataset_id)
+    state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
+                          command.arrow_schema))
+
+
+def _register_table(state: _Overlay, record: LogRecord, event: Event, command: RegisterTable) -> None:
+    name = _checked(check_table_name, command.name)
+    _checked(check_id, "storage_url", command.storage_url)
+    _checked(table_rows.table_schema, command.arrow_schema)
+    if command.version < 1:
+        raise InvalidCommand(f"a Lance table's versions start at 1, got {command.version}")
+    _new_entry(state, event, "table")
+    _name_free(state, name, event.dataset_id)
+    state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
+                          command.arrow_schema, storage_url=command.storage_url,
+                          lance_version=command.version))
+
+
+def _rename_table(state: _Overlay, record: LogRecord, event: Event, command: RenameTable) -> None:
+    name = _checked(check_table_name, command.name)
+    table = _live_table(state, event)
+    _name_free(state, name, table.id)
+    _touch_table(state, table, event, name=name)
+
+
+def _delete_table(state: _Overlay, record: LogRecord, event: Event, command: DeleteTable) -> None:
+    table = _live_table(state, event)
+    _touch_table(state, table, event, deleted=True)
+    state.purge(table.id)
+
+
+def _write_table(state: _Overlay, record: LogRecord, event: Event, command: WriteTable) -> None:
+    """Rows for a table, in one part or several. A write in several parts applies when its last
+    part is folded, if parts 0 to the last came in order and all were good; any other part drops
+    the write. An upsert's rows replace the rows with their index values, the last of a write's
+    rows with one value winning; the store applies writes in log order."""
+    table = _live_table(state, event)
+    if table.storage_url:
+        raise InvalidCommand(f"table {table.name!r} is the Lance table at {table.storage_url}, "
+                             "registered to be read: strata writes only the tables it created")
+    schema = table_rows.table_schema(table.arrow_schema)
+    index = table_rows.index_column(schema)
+    if command.mode is TableWriteMode.UPSERT and index is None:
+        raise InvalidCommand(f"table {table.name!r} has no index column (a field with metadata "
+                             "rerun:is_table_index = true): upsert needs one; use append or overwrite")
+    if not 0 <= command.part < command.parts:
+        raise InvalidCommand(f"part {command.part} of a write in {command.parts} parts")
+    if command.parts > 1 and not command.write_id:
+        raise InvalidCommand("a write in several parts needs a write_id")
+    earlier = state.table_parts(table.id, command.write_id) if command.parts > 1 else []
+    try:
+        if [p.part for p in earlier] != list(range(command.part)) or any(
+                (p.parts, p.mode) != (command.parts, command.mode) for p in earlier):
+            raise ValueError(
+                f"part {command.part} of {command.parts} of write {command.write_id!r} follows parts "
+                f"{[p.part for p in earlier]}: a write's parts come in order, with one mode and count")
+        rows = table_rows.read_rows(schema, command.rows)
+        if command.part < command.parts - 1:
+            state.put_part(TablePart(table.id, command.write_id, command.part, command.parts,
+                                     command.mode, command.rows))
+            return
+        if earlier:
+            rows = pa.concat_tables([table_rows.read_rows(schema, p.rows) for p in earlier] + [rows])
+        if command.mode is TableWriteMode.UPSERT:
+            rows = table_rows.last_per_index(rows, index)
+        elif index is not None:
+            table_rows.check_index(rows, index)
+    except ValueError as exc:
+        for part in earlier:
+            state.drop_part(part)
+        dropped = f" (write {command.write_id!r} dropped)" if command.parts > 1 else ""
+        raise InvalidCommand(f"{exc}{dropped}") from None
+    for part in earlier:
+        state.drop_part(part)
+    state.changes.table_writes.append(TableWrite(table.id, command.mode, rows, index))
+    _touch_table(state, table, event, revision=table.revision + 1)
+
+
 _HANDLERS: dict[type, Callable[..., None]] = {
     CreateDataset: _create_dataset,
     DefineSchema: _define_schema,
@@ -379,6 +508,11 @@ _HANDLERS: dict[type, Callable[..., None]] = {
     UnregisterLayers: _unregister_layers,
     RegisterBlueprint: _register_blueprint,
     SetDefaultBlueprint: _set_default_blueprint,
+    CreateTable: _create_table,
+    RegisterTable: _register_table,
+    RenameTable: _rename_table,
+    DeleteTable: _delete_table,
+    WriteTable: _write_table,
 }
 
 
@@ -389,6 +523,7 @@ class _Overlay:
         self.view = view
         self.changes = Changes()
         self._names: dict[str, uuid.UUID | None] = {}
+        self._table_names: dict[str, uuid.UUID | None] = {}
         self._changed_layers: dict[tuple[uuid.UUID, str], set[str]] = {}
         """The layer names of each (dataset, segment) that ``changes.layers`` has."""
 
@@ -445,6 +580,39 @@ class _Overlay:
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return event_id in self.changes.outcomes or self.view.has_outcome(event_id)
 
+    def table(self, table_id: uuid.UUID) -> Table | None:
+        if table_id in self.changes.tables:
+            return self.changes.tables[table_id]
+        return self.view.table(table_id)
+
+    def table_by_name(self, name: str) -> Table | None:
+        if name in self._table_names:
+            holder = self._table_names[name]
+            return None if holder is None else self.changes.tables[holder]
+        return self.view.table_by_name(name)
+
+    def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
+        parts = {} if table_id in self.changes.purged else {
+            p.part: p for p in self.view.table_parts(table_id, write_id)}
+        for (changed_table, changed_write, number), part in self.changes.table_parts.items():
+            if (changed_table, changed_write) == (table_id, write_id):
+                parts[number] = part
+        return [parts[n] for n in sorted(parts) if parts[n] is not None]
+
+    def put_table(self, table: Table) -> None:
+        previous = self.table(table.id)
+        if previous is not None and not previous.deleted:
+            self._table_names[previous.name] = None
+        self.changes.tables[table.id] = table
+        if not table.deleted:
+            self._table_names[table.name] = table.id
+
+    def put_part(self, part: TablePart) -> None:
+        self.changes.table_parts[(part.table_id, part.write_id, part.part)] = part
+
+    def drop_part(self, part: TablePart) -> None:
+        self.changes.table_parts[(part.table_id, part.write_id, part.part)] = None
+
     def put_dataset(self, dataset: Dataset) -> None:
         previous = self.dataset(dataset.id)
         if previous is not None and not previous.deleted:
@@ -454,8 +622,11 @@ class _Overlay:
             self._names[dataset.name] = dataset.id
 
     def purge(self, dataset_id: uuid.UUID) -> None:
+        """Everything of a deleted entry (dataset or table) goes."""
         self.changes.purged.add(dataset_id)
-        for changed in (self.changes.segments, self.changes.layers, self.changes.blueprints):
+        self.changes.table_writes = [w for w in self.changes.table_writes if w.table_id != dataset_id]
+        for changed in (self.changes.segments, self.changes.layers, self.changes.blueprints,
+                        self.changes.table_parts):
             for key in [k for k in changed if k[0] == dataset_id]:
                 del changed[key]
         for key in [k for k in self._changed_layers if k[0] == dataset_id]:

@@ -8,7 +8,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import NamedTuple
 
-from events import DecodeError, Event, IndexRange, decode
+import pyarrow as pa
+
+from events import DecodeError, Event, IndexRange, TableWriteMode, decode
 
 
 @dataclass(frozen=True, order=True)
@@ -109,6 +111,51 @@ class Blueprint:
     registered_by: LogPosition
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table entry. Created tables keep their rows in the projection; a registered one is a
+    Lance table read at ``lance_version``, whose rows stay where they are."""
+
+    id: uuid.UUID
+    name: str
+    created_at: datetime
+    updated_at: datetime
+    arrow_schema: bytes
+    """Its Arrow schema, an IPC schema message, with the field metadata it was created with."""
+    storage_url: str = ""
+    """The Lance table's URL; empty for a table created in strata."""
+    lance_version: int | None = None
+    deleted: bool = False
+    """Deleted tables stay as tombstones so their id is never reused; their name is free again."""
+    revision: int = 0
+    """How many writes changed its rows: readers holding an older revision read again."""
+
+
+@dataclass(frozen=True)
+class TablePart:
+    """One part of a write sent in several, kept until the write's last part arrives."""
+
+    table_id: uuid.UUID
+    write_id: str
+    part: int
+    parts: int
+    mode: TableWriteMode
+    rows: bytes
+    """The part's Arrow IPC stream, checked against the table's schema when it arrived."""
+
+
+@dataclass(frozen=True)
+class TableWrite:
+    """Rows that change a created table, decided by the fold; the store applies them in order."""
+
+    table_id: uuid.UUID
+    mode: TableWriteMode
+    rows: pa.Table
+    """In the table's schema. For an upsert, at most one row per index value."""
+    index: str | None = None
+    """The table's index column, if it has one: the store keeps which rows hold each value."""
+
+
 class Status(StrEnum):
     """What became of a command. Everything but ``ACCEPTED`` changed nothing."""
 
@@ -155,6 +202,11 @@ class Changes:
     blueprints: dict[tuple[uuid.UUID, str], Blueprint] = field(default_factory=dict)
     schemas: dict[str, bytes] = field(default_factory=dict)
     """Layer schemas by digest; content-addressed, so never changed once written."""
+    tables: dict[uuid.UUID, Table] = field(default_factory=dict)
+    table_writes: list[TableWrite] = field(default_factory=list)
+    """In log order: the store applies them one after the other."""
+    table_parts: dict[tuple[uuid.UUID, str, int], TablePart | None] = field(default_factory=dict)
+    """Parts of writes still waiting for their last part; None: the part is no longer kept."""
     purged: set[uuid.UUID] = field(default_factory=set)
     """Deleted datasets: every segment, layer and blueprint of theirs goes, before the rest."""
     outcomes: dict[uuid.UUID, Outcome] = field(default_factory=dict)

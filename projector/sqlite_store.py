@@ -20,8 +20,9 @@ from typing import Any
 import pyarrow as pa
 import sqlite_utils
 
-from events import DefineSchema, RegisterLayer
+from events import DefineSchema, RegisterLayer, TableWriteMode
 from projector import layer_table as _layer_table
+from projector import sqlite_tables, table_rows
 from projector.fold import CatalogView
 from projector.model import (
     Blueprint,
@@ -35,12 +36,14 @@ from projector.model import (
     SchemaRef,
     Segment,
     Status,
+    Table,
+    TablePart,
 )
 from projector.store import StaleBatchError, StoreUnavailableError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
@@ -82,13 +85,27 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
     "batches": ({"topic": str, "partition": int, "first_offset": int, "next_offset": int, "records": int},
                 ("topic", "partition", "first_offset")),
     "layer_chunks": ({"dataset_id": str, "chunk": int, "layers": bytes}, ("dataset_id", "chunk")),
+    "tables": (
+        {"id": str, "name": str, "created_at": int, "updated_at": int, "arrow_schema": bytes,
+         "storage_url": str, "lance_version": int, "deleted": int, "revision": int},
+        ("id",),
+    ),
+    "table_chunks": ({"table_id": str, "chunk": int, "num_rows": int, "rows": bytes}, ("table_id", "chunk")),
+    "table_keys": ({"table_id": str, "key": str, "chunk": int}, ("table_id", "key", "chunk")),
+    "table_parts": (
+        {"table_id": str, "write_id": str, "part": int, "parts": int, "mode": str, "rows": bytes},
+        ("table_id", "write_id", "part"),
+    ),
 }
 """``batches`` records how the projection was applied, not what it holds: per committed batch and
 partition, the offsets it folded (``first_offset`` up to ``next_offset``) and how many records.
 Exactly-once application shows as ranges that tile the log without overlap.
 
 ``layer_chunks`` is derived: each dataset's layer table (see ``projector.layer_table``) in
-chunks of consecutive segment positions, rewritten with the rows they are made of."""
+chunks of consecutive segment positions, rewritten with the rows they are made of.
+
+``table_chunks``, ``table_keys`` and ``table_parts`` hold the rows of created tables and the parts
+of writes still waiting for their last part (see ``projector.sqlite_tables``)."""
 
 _CHUNK_LAYERS = (
     "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
@@ -160,6 +177,7 @@ class SqliteStore:
         self.db["outcomes"].create_index(["topic", "partition", "offset"], if_not_exists=True)
         self.db["segments"].create_index(["dataset_id", "position"], if_not_exists=True)
         self.db["layers"].create_index(["dataset_id", "layer_name"], if_not_exists=True)
+        self.db["tables"].create_index(["name"], if_not_exists=True)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     def close(self) -> None:
@@ -262,6 +280,20 @@ class SqliteStore:
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return bool(self._query("select 1 from outcomes where event_id = ?", (str(event_id),)))
 
+    def table(self, table_id: uuid.UUID) -> Table | None:
+        rows = self._query("select * from tables where id = ?", (str(table_id),))
+        return _table(rows[0]) if rows else None
+
+    def table_by_name(self, name: str) -> Table | None:
+        rows = self._query("select * from tables where name = ? and not deleted", (name,))
+        return _table(rows[0]) if rows else None
+
+    def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
+        rows = self._query("select * from table_parts where table_id = ? and write_id = ? order by part",
+                           (str(table_id), write_id))
+        return [TablePart(uuid.UUID(r["table_id"]), r["write_id"], r["part"], r["parts"],
+                          TableWriteMode(r["mode"]), r["rows"]) for r in rows]
+
     # -- offsets and the atomic commit --------------------------------------------------------
 
     def next_offsets(self) -> dict[tuple[str, int], int]:
@@ -286,6 +318,9 @@ class SqliteStore:
             "layers": [_layer_values(x) for x in changes.layers.values() if x is not None],
             "blueprints": [_blueprint_values(b) for b in changes.blueprints.values()],
             "schemas": list(changes.schemas.items()),
+            "tables": [_table_values(t) for t in changes.tables.values()],
+            "table_parts": [(str(p.table_id), p.write_id, p.part, p.parts, str(p.mode), p.rows)
+                            for p in changes.table_parts.values() if p is not None],
             "outcomes": [_outcome_values(o) for o in changes.outcomes.values()],
             "rejections": [_rejection_values(r) for r in changes.rejections],
             "offsets": [(t, p, o) for (t, p), o in changes.next_offsets.items()],
@@ -305,6 +340,11 @@ class SqliteStore:
             purged = [(str(dataset_id),) for dataset_id in changes.purged]
             for table in ("segments", "layers", "blueprints", "layer_chunks"):
                 self._conn.executemany(f"delete from {table} where dataset_id = ?", purged)
+            for (entry_id,) in purged:
+                sqlite_tables.remove(self._conn, entry_id)
+            self._conn.executemany(
+                "delete from table_parts where table_id = ? and write_id = ? and part = ?",
+                [(str(t), w, n) for (t, w, n), part in changes.table_parts.items() if part is None])
             self._conn.executemany(
                 "delete from segments where dataset_id = ? and segment_id = ?",
                 [(str(d), s) for (d, s), segment in changes.segments.items() if segment is None])
@@ -318,6 +358,8 @@ class SqliteStore:
                         f"insert or replace into {table} ({', '.join(columns)}) "
                         f"values ({', '.join('?' for _ in columns)})", values)
             self._rewrite_chunks(chunks)
+            for write in changes.table_writes:
+                sqlite_tables.apply(self._conn, write)
 
     def _touched_chunks(self, changes: Changes) -> set[tuple[str, int]]:
         """The (dataset id, chunk) of every segment the batch adds, changes or removes: where it
@@ -421,6 +463,19 @@ class SqliteStore:
                 "select layers from layer_chunks where dataset_id = ? order by chunk", (str(dataset_id),))]
         return _layer_table.from_ipc(blobs)
 
+    def tables(self) -> list[Table]:
+        """The live tables (not the deleted ones), oldest first."""
+        return [_table(r) for r in
+                self._query("select * from tables where not deleted order by created_at, id")]
+
+    def table_data(self, table: Table) -> pa.Table:
+        """The rows of a created table, in its schema (field metadata included)."""
+        schema = table_rows.table_schema(table.arrow_schema)
+        with self._lock, self._faults():
+            blobs = [blob for (blob,) in self._conn.execute(
+                "select rows from table_chunks where table_id = ? order by chunk", (str(table.id),))]
+        return sqlite_tables.from_ipc(blobs, schema)
+
     def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
         rows = self._query("select * from blueprints where dataset_id = ? order by "
                            "registered_topic, registered_partition, registered_offset",
@@ -455,6 +510,9 @@ class _BatchView:
         self.dataset_by_name = store.dataset_by_name
         self.matching_layers = store.matching_layers
         self.blueprint = store.blueprint
+        self.table = store.table
+        self.table_by_name = store.table_by_name
+        self.table_parts = store.table_parts
 
     def schema(self, digest: str) -> bytes | None:
         if digest in self._digests:
@@ -536,6 +594,17 @@ def _layer(r: dict[str, Any]) -> Layer:
         properties_schema_sha256=r["properties_schema_sha256"] or "",
         properties_batch=r["properties_batch"] or b"",
     )
+
+
+def _table_values(t: Table) -> tuple[Any, ...]:
+    return (str(t.id), t.name, _micros(t.created_at), _micros(t.updated_at), t.arrow_schema, t.storage_url,
+            t.lance_version, int(t.deleted), t.revision)
+
+
+def _table(r: dict[str, Any]) -> Table:
+    return Table(uuid.UUID(r["id"]), r["name"], _datetime(r["created_at"]), _datetime(r["updated_at"]),
+                 r["arrow_schema"], storage_url=r["storage_url"], lance_version=r["lance_version"],
+                 deleted=bool(r["deleted"]), revision=r["revision"])
 
 
 def _outcome(r: dict[str, Any]) -> Outcome:

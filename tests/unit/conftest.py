@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import events
 from events import (
     CreateDataset,
+    CreateTable,
     DefineSchema,
     DeleteDataset,
     Event,
@@ -25,7 +27,9 @@ from events import (
     RegisterLayer,
     RenameDataset,
     SetDefaultBlueprint,
+    TableWriteMode,
     UnregisterLayers,
+    WriteTable,
 )
 from projector import (
     Blueprint,
@@ -37,8 +41,11 @@ from projector import (
     Outcome,
     Rejection,
     Segment,
+    Table,
+    TablePart,
     fold,
     layer_table,
+    table_rows,
 )
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
@@ -63,6 +70,11 @@ class MemoryCatalog:
         self.outcomes: dict[uuid.UUID, Outcome] = {}
         self.rejections: list[Rejection] = []
         self.next_offsets: dict[tuple[str, int], int] = {}
+        self.tables: dict[uuid.UUID, Table] = {}
+        """Also the deleted ones (tombstones)."""
+        self.parts: dict[tuple[uuid.UUID, str, int], TablePart] = {}
+        self.rows: dict[uuid.UUID, pa.Table] = {}
+        """Each created table's rows, in the order the writes leave them."""
 
     # -- CatalogView ----------------------------------------------------------------------------
 
@@ -101,6 +113,18 @@ class MemoryCatalog:
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         return event_id in self.outcomes
 
+    def table(self, table_id: uuid.UUID) -> Table | None:
+        return self.tables.get(table_id)
+
+    def table_by_name(self, name: str) -> Table | None:
+        live = [t for t in self.tables.values() if t.name == name and not t.deleted]
+        assert len(live) <= 1, f"two live tables named {name!r}: {live}"
+        return live[0] if live else None
+
+    def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
+        return sorted((p for (t, w, _), p in self.parts.items() if (t, w) == (table_id, write_id)),
+                      key=lambda p: p.part)
+
     # -- merging a batch ------------------------------------------------------------------------
 
     def apply(self, changes: Changes) -> None:
@@ -117,6 +141,25 @@ class MemoryCatalog:
                     table[key] = value
         for digest, schema_bytes in changes.schemas.items():
             assert self.schemas.setdefault(digest, schema_bytes) == schema_bytes
+        for key in [k for k in self.parts if k[0] in changes.purged]:
+            del self.parts[key]
+        for table_id in changes.purged:
+            self.rows.pop(table_id, None)
+        self.tables.update(changes.tables)
+        for key, part in changes.table_parts.items():
+            if part is None:
+                self.parts.pop(key, None)
+            else:
+                self.parts[key] = part
+        for write in changes.table_writes:
+            old = self.rows.get(write.table_id, write.rows.schema.empty_table())
+            if write.mode == "overwrite":
+                old = old.schema.empty_table()
+            elif write.mode == "upsert":
+                replaced = table_rows.key_texts(write.rows, write.index)
+                old = old.filter(pc.invert(pc.is_in(table_rows.key_texts(old, write.index),
+                                                    value_set=replaced.combine_chunks())))
+            self.rows[write.table_id] = pa.concat_tables([old, write.rows])
         self.outcomes.update(changes.outcomes)
         self.rejections.extend(changes.rejections)
         self.next_offsets.update(changes.next_offsets)
@@ -140,6 +183,9 @@ class MemoryCatalog:
             "layers": dict(self.layer_rows),
             "blueprints": dict(self.blueprints),
             "schemas": dict(self.schemas),
+            "tables": dict(self.tables),
+            "parts": dict(self.parts),
+            "rows": {t: rows.to_pylist() for t, rows in self.rows.items()},
             "outcomes": dict(self.outcomes),
             "rejections": sorted(self.rejections, key=lambda r: r.position),
             "next_offsets": dict(self.next_offsets),
@@ -270,6 +316,34 @@ def register_blueprint(dataset_id: uuid.UUID, blueprint_id: str, *, url: str | N
 def set_default_blueprint(dataset_id: uuid.UUID, blueprint_id: str | None, *, when: datetime = T0,
                           **kwargs) -> Event:
     return Event(dataset_id, SetDefaultBlueprint(blueprint_id), produced_at=when, **kwargs)
+
+
+# -- tables -----------------------------------------------------------------------------------
+
+LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata={b"rerun:is_table_index": b"true"}),
+                    pa.field("label", pa.string())])
+"""A table schema with an index column, as Rerun marks one."""
+
+
+def rows_ipc(rows: pa.Table | list[dict], schema: pa.Schema = LABELS) -> bytes:
+    """Rows as an Arrow IPC stream, the way ``WriteTable`` carries them."""
+    table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=schema)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def create_table(table_id: uuid.UUID, name: str, schema: pa.Schema = LABELS, *, when: datetime = T0,
+                 **kwargs) -> Event:
+    return Event(table_id, CreateTable(name, schema.serialize().to_pybytes()), produced_at=when, **kwargs)
+
+
+def write(table_id: uuid.UUID, mode: str, rows: pa.Table | list[dict] | bytes, *, when: datetime = T0,
+          write_id: str = "", part: int = 0, parts: int = 1, **kwargs) -> Event:
+    data = rows if isinstance(rows, bytes) else rows_ipc(rows)
+    return Event(table_id, WriteTable(TableWriteMode(mode), data, write_id, part, parts),
+                 produced_at=when, **kwargs)
 
 
 # -- Arrow schemas ----------------------------------------------------------------------------

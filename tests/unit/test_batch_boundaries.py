@@ -12,7 +12,19 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from events import DecodeError, DefineSchema, Event, IndexKind, IndexRange, OnDuplicate, decode, encode
+from events import (
+    DecodeError,
+    DefineSchema,
+    DeleteTable,
+    Event,
+    IndexKind,
+    IndexRange,
+    OnDuplicate,
+    RenameTable,
+    WriteTable,
+    decode,
+    encode,
+)
 from projector import (
     Changes,
     LogPosition,
@@ -27,10 +39,12 @@ from projector import (
 from stores import PROJECTION_TABLES, dump
 
 from .conftest import (
+    LABELS,
     MemoryCatalog,
     arrow_schema,
     at,
     create,
+    create_table,
     define,
     delete,
     fold_into,
@@ -40,6 +54,7 @@ from .conftest import (
     set_default_blueprint,
     table_of,
     unregister,
+    write,
 )
 
 TOPIC = "strata.catalog"
@@ -101,6 +116,34 @@ defines = st.builds(
 unregisters = st.builds(lambda d, s, n, t: unregister(d, s, n, when=t), busy_dataset_ids,
                         st.lists(st.sampled_from(SEGMENT_IDS), max_size=2, unique=True),
                         st.lists(st.sampled_from(LAYER_NAMES), max_size=2, unique=True), clocks)
+TABLE_IDS = [uuid.UUID(int=101), uuid.UUID(int=102), DATASET_IDS[2]]
+"""The last is also a dataset's id: whichever entry takes it first keeps it."""
+TABLE_SCHEMAS = [LABELS, pa.schema([("id", pa.int64()), ("label", pa.string())])]  # the second has no index
+ROWS = [[], [{"id": 1, "label": "a"}], [{"id": 1, "label": "b"}, {"id": 2, "label": None}],
+        [{"id": 2, "label": "c"}, {"id": 3, "label": "d"}, {"id": 2, "label": "e"}],
+        [{"id": None, "label": "f"}]]
+table_ids = st.sampled_from(TABLE_IDS)
+busy_table_ids = st.sampled_from([TABLE_IDS[0]] * 4 + TABLE_IDS[1:])
+# Mostly whole writes; now and then a stray part of a write in several.
+table_writes = st.builds(
+    lambda d, mode, rows, write_id, part, t: write(
+        d, mode, b"not arrow" if rows is None else pa.Table.from_pylist(
+            rows, schema=TABLE_SCHEMAS[1]), write_id=write_id, part=part[0], parts=part[1], when=t),
+    busy_table_ids, st.sampled_from(["append", "append", "overwrite", "upsert", "upsert"]),
+    st.sampled_from([*ROWS] * 3 + [None]), st.sampled_from(["w1", "w2"]),
+    st.sampled_from([(0, 1)] * 6 + [(1, 1), (1, 2), (2, 3)]), clocks)
+
+def _write_in_parts(d, mode, rows, parts, skipped, write_id, t) -> tuple[str, list[Event]]:
+    events = [write(d, mode, pa.Table.from_pylist(r, schema=TABLE_SCHEMAS[1]), write_id=write_id, part=n,
+                    parts=parts, when=t) for n, r in enumerate(rows[:parts])]
+    return ("parts", [e for n, e in enumerate(events) if n != skipped])
+
+
+# One write's parts one after the other, now and then with one of them missing.
+writes_in_parts = st.builds(
+    _write_in_parts, busy_table_ids, st.sampled_from(["append", "overwrite", "upsert"]),
+    st.lists(st.sampled_from(ROWS[:4]), min_size=3, max_size=3), st.integers(2, 3),
+    st.sampled_from([None] * 4 + [0, 1]), st.sampled_from(["w1", "w2"]), clocks)
 # Repeats weight the kinds a real log has most of (one_of would ignore repeats).
 command_choices = [
     creates,
@@ -113,11 +156,19 @@ command_choices = [
               busy_dataset_ids, st.sampled_from(BLUEPRINT_IDS), st.booleans(), clocks),
     st.builds(lambda d, b, t: set_default_blueprint(d, b, when=t), busy_dataset_ids,
               st.sampled_from([*BLUEPRINT_IDS, None]), clocks),
+    st.builds(lambda d, n, schema, t: create_table(d, n, schema, when=t), table_ids,
+              st.sampled_from(["labels", *NAMES]), st.sampled_from(TABLE_SCHEMAS), clocks),
+    *[table_writes] * 4,
+    st.builds(lambda d, n, t: Event(d, RenameTable(n), produced_at=t), table_ids,
+              st.sampled_from(["labels", *NAMES]), clocks),
+    st.builds(lambda d, t: Event(d, DeleteTable(), produced_at=t), table_ids, clocks).filter(
+        lambda e: e.dataset_id != TABLE_IDS[0] or e.produced_at.second % 3 == 0),  # seldom the busy one
 ]
 commands = st.sampled_from(command_choices).flatmap(lambda kind: kind)
 
 steps = st.sampled_from([
     *command_choices * 3,
+    writes_in_parts,
     st.tuples(st.just("again"), st.integers(0, 1000)),  # an earlier event appended once more
     st.tuples(st.just("raw"), st.sampled_from([b"", b"\xc3\x01\x00\x00", b"not avro"])),
     st.tuples(st.just("truncated"), commands),
@@ -125,10 +176,12 @@ steps = st.sampled_from([
 
 
 # Every history starts by creating the first dataset and trying the second (its name may clash or
-# be invalid), so that most later commands find a live dataset and the third id is still free for
-# a later create; hypothesis likes short lists, hence the minimum length.
+# be invalid), and by creating a table with an index, so that most later commands find a live
+# entry and the third id is still free for a later create; hypothesis likes short lists, hence the
+# minimum length.
 histories = st.builds(
-    lambda name, rest: [create(DATASET_IDS[0], NAMES[0]), create(DATASET_IDS[1], name), *rest],
+    lambda name, rest: [create(DATASET_IDS[0], NAMES[0]), create(DATASET_IDS[1], name),
+                        create_table(TABLE_IDS[0], "labels"), *rest],
     st.sampled_from([NAMES[1], *NAMES]), st.lists(steps, min_size=10, max_size=40))
 
 
@@ -142,6 +195,9 @@ def build_log(history: list) -> list[LogRecord]:
             raws.append(encode(step))
         elif step[0] == "again":
             raws.append(encode(appended[step[1] % len(appended)]) if appended else b"")
+        elif step[0] == "parts":
+            appended += step[1]
+            raws += [encode(e) for e in step[1]]
         elif step[0] == "raw":
             raws.append(step[1])
         else:
@@ -204,6 +260,11 @@ def check_batch_boundaries(directory, records: list[LogRecord], batches: list[tu
         # The layer chunks hold exactly the layer rows.
         for dataset_id in DATASET_IDS:
             assert in_batches.layer_table(dataset_id) == table_of(in_batches.layers(dataset_id))
+        # The chunks hold each table's rows as the writes, applied one by one, leave them.
+        for table in in_batches.tables():
+            expected_rows = memory.rows.get(table.id)
+            assert in_batches.table_data(table).to_pylist() == (
+                [] if expected_rows is None else expected_rows.to_pylist())
     finally:
         in_batches.close()
 
@@ -234,8 +295,8 @@ def has_status(status: Status):
 
 def defined_twice(history: list, changes: Changes) -> bool:
     """One schema defined twice, both accepted: the second changed nothing."""
-    accepted = [e.command.sha256 for e in history if isinstance(e, Event)
-                and isinstance(e.command, DefineSchema)
+    accepted = [e.command.sha256 for e in _events(history)
+                if isinstance(e.command, DefineSchema)
                 and changes.outcomes[e.event_id].status is Status.ACCEPTED]
     return len(accepted) > len(set(accepted))
 
@@ -253,7 +314,28 @@ GOALS = {
         for x in c.layers.values()),
     "schema-defined-twice": defined_twice,
     "two-datasets-share-a-schema": lambda h, c: any(len(users) > 1 for users in _schema_users(c).values()),
+    "upsert-replaces-a-row": lambda h, c: any(
+        w.mode == "upsert" and w.rows.num_rows and w.table_id in {x.table_id for x in c.table_writes[:i]}
+        for i, w in enumerate(c.table_writes)),
+    "write-in-parts-applied": lambda h, c: any(
+        isinstance(e.command, WriteTable) and e.command.parts > 1 and e.command.part == e.command.parts - 1
+        and c.outcomes[e.event_id].status is Status.ACCEPTED for e in _events(h)),
+    "write-in-parts-dropped": lambda h, c: any("dropped" in o.reason for o in c.outcomes.values()),
+    "entry-name-taken-across-kinds": lambda h, c: any(
+        "a dataset named" in o.reason for o in c.outcomes.values()) and bool(c.tables),
+    "table-deleted": lambda h, c: any(t.deleted for t in c.tables.values()),
 }
+
+
+def _events(history: list) -> list[Event]:
+    """The events of a history, those of writes in parts included."""
+    found = []
+    for step in history:
+        if isinstance(step, Event):
+            found.append(step)
+        elif step[0] == "parts":
+            found += step[1]
+    return found
 
 
 def _schema_users(changes: Changes) -> dict[str, set[uuid.UUID]]:

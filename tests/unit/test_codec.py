@@ -18,18 +18,24 @@ import pytest
 from events import (
     SCHEMA_VERSION,
     CreateDataset,
+    CreateTable,
     DecodeError,
     DefineSchema,
     DeleteDataset,
+    DeleteTable,
     Event,
     IndexKind,
     IndexRange,
     OnDuplicate,
     RegisterBlueprint,
     RegisterLayer,
+    RegisterTable,
     RenameDataset,
+    RenameTable,
     SetDefaultBlueprint,
+    TableWriteMode,
     UnregisterLayers,
+    WriteTable,
     codec,
     decode,
     encode,
@@ -146,7 +152,7 @@ def test_version_1_create_dataset_decodes():
     assert decode(encode(event, schema_version=1)) == event
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 def test_events_written_by_older_versions_decode(version, event):
     create_event = Event(uuid.uuid4(), CreateDataset("old"), produced_at=WHEN)
     for written in (event, create_event):
@@ -158,7 +164,7 @@ def test_events_written_by_older_versions_decode(version, event):
     # Versions 2 to 4 carried the layer's schema and properties inline, version 1 did not; from
     # version 4 on events carry the chunk count and index ranges.
     decoded = decode(encode(event, schema_version=version))
-    carried = (event.command if version == 4 else
+    carried = (event.command if version >= 4 else
                dataclasses.replace(event.command, num_chunks=None, index_ranges=()) if version > 1 else
                RegisterLayer(event.command.segment_id, event.command.layer_name,
                              event.command.storage_url, event.command.on_duplicate,
@@ -218,6 +224,17 @@ NEW_COMMANDS = [
     SetDefaultBlueprint(None),
 ]
 
+TABLE_COMMANDS = [
+    CreateTable("labels ü", bytes(range(256))),
+    RegisterTable("lance labels", "file:///data/labels.lance", b"\xff\x00schema", 7),
+    RenameTable("labels v2"),
+    DeleteTable(),
+    WriteTable(TableWriteMode.APPEND, b"\x00rows"),
+    WriteTable(TableWriteMode.OVERWRITE, b""),
+    WriteTable(TableWriteMode.UPSERT, bytes(range(256)) * 4, write_id="w-1", part=2, parts=3),
+]
+NEW_COMMANDS += TABLE_COMMANDS
+
 
 @pytest.mark.parametrize("command", NEW_COMMANDS, ids=repr)
 def test_new_command_round_trip(command):
@@ -238,6 +255,18 @@ def test_new_commands_cannot_be_written_with_an_older_schema(command, version):
     event = Event(uuid.uuid4(), command, produced_at=WHEN)
     with pytest.raises(ValueError, match=f"schema version {version} has no {type(command).__name__}"):
         encode(event, schema_version=version)
+
+
+@pytest.mark.parametrize("command", TABLE_COMMANDS, ids=repr)
+def test_table_commands_need_version_6(command):
+    event = Event(uuid.uuid4(), command, produced_at=WHEN)
+    for version in (3, 5):
+        with pytest.raises(ValueError, match=f"schema version {version} has no"):
+            encode(event, schema_version=version)
+    decoded = decode(encode(event, schema_version=6))
+    assert decoded == event
+    if isinstance(command, WriteTable):
+        assert decoded.command.mode is command.mode
 
 
 @pytest.mark.parametrize("command", NEW_COMMANDS, ids=repr)

@@ -7,7 +7,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from events import CATALOG_TOPIC, OnDuplicate
+from events import CATALOG_TOPIC, DeleteTable, Event, OnDuplicate
 from projector import (
     Changes,
     LogRecord,
@@ -29,6 +29,7 @@ from .conftest import (
     arrow_schema,
     at,
     create,
+    create_table,
     delete,
     log_record,
     parsed,
@@ -36,6 +37,7 @@ from .conftest import (
     register_blueprint,
     rename,
     unregister,
+    write,
 )
 
 SCHEMA_X = arrow_schema(("x", pa.int64()))
@@ -68,18 +70,39 @@ def history() -> tuple[uuid.UUID, list[LogRecord]]:
     log.append(register(other, "o1", "base", when=at(7)))
     log.append(register(uuid.uuid4(), "o2", "base", when=at(8)))  # unknown dataset
     log.append(register_blueprint(droid, "bp", when=at(9)))
-    return droid, log.records
+    return droid, log.records + table_history(len(log.records))
+
+
+def table_history(start: int = 0) -> list[LogRecord]:
+    """Tables: writes of every mode, a write in parts, bad writes, a deleted table, a write whose
+    last part never came."""
+    labels, gone = uuid.uuid4(), uuid.uuid4()
+    log = Log()
+    log.records = [None] * start  # offsets continue after ``start`` records
+    log.append(create_table(labels, "labels", when=at(10)))
+    log.append(create_table(uuid.uuid4(), "droid", when=at(10)))  # the name is a dataset's
+    log.append(write(labels, "append", [{"id": i, "label": f"a{i}"} for i in range(5)], when=at(11)))
+    log.append(write(labels, "upsert", [{"id": 3, "label": "x"}, {"id": 9, "label": "y"},
+                                        {"id": 3, "label": "z"}], when=at(12)))
+    log.append(write(labels, "append", [{"id": 1, "label": None}], write_id="w", parts=2, when=at(13)))
+    log.append(write(labels, "append", [{"id": 2, "label": "b"}], write_id="w", part=1, parts=2, when=at(13)))
+    log.append(write(labels, "append", b"not arrow", when=at(14)))  # invalid
+    log.append(write(labels, "upsert", [{"id": 7, "label": "p"}], write_id="open", parts=3, when=at(15)))
+    log.append(create_table(gone, "gone", when=at(16)))
+    log.append(write(gone, "append", [{"id": 1, "label": "g"}], when=at(16)))
+    log.append(Event(gone, DeleteTable(), produced_at=at(17)))
+    return log.records[start:]
 
 
 def test_commit_then_read_back_what_the_fold_produced(store):
     droid, records = history()
     changes = fold(store, records)
-    assert len(changes.rejections) == 3 and len(changes.outcomes) == 12
+    assert len(changes.rejections) == 4 and len(changes.outcomes) == 23
 
     store.commit(changes, expected_offsets={})
 
-    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 13}
-    assert store.next_offset(CATALOG_TOPIC, 0) == 13
+    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 24}
+    assert store.next_offset(CATALOG_TOPIC, 0) == 24
     assert store.next_offset(CATALOG_TOPIC, 9) == 0
 
     assert store.datasets() == sorted(changes.datasets.values(),
@@ -108,6 +131,14 @@ def test_commit_then_read_back_what_the_fold_produced(store):
     for digest, schema_bytes in changes.schemas.items():
         assert store.schema(digest) == schema_bytes
     assert set(changes.schemas) == {schemas.digest(SCHEMA_X), schemas.digest(SCHEMA_Y)}
+    [labels] = store.tables()
+    assert store.table_by_name("labels") == labels == changes.tables[labels.id]
+    assert store.table_by_name("gone") is None and any(t.deleted for t in changes.tables.values())
+    assert store.table_data(labels).to_pylist() == [
+        {"id": i, "label": label} for i, label in [(0, "a0"), (1, "a1"), (2, "a2"), (4, "a4"), (9, "y"),
+                                                   (3, "z"), (1, None), (2, "b")]]
+    assert labels.revision == 3
+    assert [p.part for p in store.table_parts(labels.id, "open")] == [0]
     assert store.schema("0" * 64) is None
     for event_id, outcome in changes.outcomes.items():
         assert store.outcome(event_id) == outcome
@@ -244,7 +275,7 @@ def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     assert store.layers(droid) == []
     # The store is still usable: the right expectation commits.
     store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 4})
-    assert store.next_offset(CATALOG_TOPIC, 0) == 13
+    assert store.next_offset(CATALOG_TOPIC, 0) == 24
 
 
 def test_a_second_writer_loses_the_race(tmp_path):

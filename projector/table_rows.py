@@ -1,0 +1,120 @@
+"""What a table's schema and rows must be: the checks the fold makes on table commands.
+
+A table's schema is an Arrow schema with unique, non-empty field names. A field whose metadata has
+``rerun:is_table_index = true`` (Rerun's marker) is the table's index: ``upsert`` matches rows by
+its value, which may not be null. Rows travel as Arrow IPC streams and must have the table's
+columns, by name, with the table's types; a column the table declares non-nullable holds no null.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc
+
+INDEX_KEY = b"rerun:is_table_index"
+
+
+def is_index(field: pa.Field) -> bool:
+    return (field.metadata or {}).get(INDEX_KEY, b"").lower() == b"true"
+
+
+def table_schema(schema_bytes: bytes) -> pa.Schema:
+    """The schema of a table, from an Arrow IPC schema message. Raises ``ValueError`` saying what
+    is wrong with it."""
+    try:
+        schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ValueError(f"the table's schema is not an Arrow IPC schema message: {exc}") from None
+    check_schema(schema)
+    return schema
+
+
+def check_schema(schema: pa.Schema) -> None:
+    """Raises ``ValueError`` if ``schema`` cannot be a table's: no columns, an empty or repeated
+    column name, or more than one index column, or an index of a type without a text key."""
+    if not len(schema):
+        raise ValueError("a table needs at least one column")
+    seen: set[str] = set()
+    for name in schema.names:
+        if not name:
+            raise ValueError("a table's column names must not be empty")
+        if name in seen:
+            raise ValueError(f"the table's schema has the column {name!r} twice")
+        seen.add(name)
+    indexes = [f for f in schema if is_index(f)]
+    if len(indexes) > 1:
+        raise ValueError(f"a table has at most one index column (metadata rerun:is_table_index = "
+                         f"true), got {[f.name for f in indexes]}")
+    for field in indexes:
+        try:
+            pc.cast(pa.array([], field.type), pa.string())
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            raise ValueError(f"index column {field.name!r} has type {field.type}, which has no "
+                             "text form to match rows by; use an integer, string or time") from None
+
+
+def index_column(schema: pa.Schema) -> str | None:
+    """The name of the table's index column, None if it has none."""
+    return next((f.name for f in schema if is_index(f)), None)
+
+
+def read_rows(schema: pa.Schema, data: bytes) -> pa.Table:
+    """The rows of an Arrow IPC stream as a table in ``schema``. Raises ``ValueError`` naming
+    every column that is missing, extra or of another type, or null where it may not be."""
+    try:
+        rows = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ValueError(f"the rows are not an Arrow IPC stream: {exc}") from None
+    check_columns(schema, rows.schema)
+    rows = pa.Table.from_arrays(rows.columns, schema=schema)
+    for field, column in zip(schema, rows.columns, strict=True):
+        if not field.nullable and column.null_count:
+            raise ValueError(f"column {field.name!r} may not be null, and {column.null_count} of "
+                             f"the rows have no value in it")
+    return rows
+
+
+def check_columns(schema: pa.Schema, given: pa.Schema) -> None:
+    """Raises ``ValueError`` unless ``given`` has exactly ``schema``'s column names, in order,
+    with its types (field metadata aside)."""
+    expected = {f.name: f.type for f in schema}
+    actual = {f.name: f.type for f in given}
+    problems = [f"missing column {name!r} ({kind})" for name, kind in expected.items()
+                if name not in actual]
+    problems += [f"column {name!r} is not in the table" for name in actual if name not in expected]
+    problems += [f"column {name!r} has type {actual[name]}, the table's is {kind}"
+                 for name, kind in expected.items() if name in actual and actual[name] != kind]
+    if not problems and given.names != schema.names:
+        problems.append(f"columns in the order {given.names}, the table's are {schema.names}")
+    if len(given.names) != len(set(given.names)):
+        problems.append(f"a column appears twice: {given.names}")
+    if problems:
+        raise ValueError("the rows do not match the table's schema: " + "; ".join(problems))
+
+
+def check_index(rows: pa.Table, index: str) -> None:
+    """Raises ``ValueError`` if a row has no value in the index column."""
+    nulls = rows.column(index).null_count
+    if nulls:
+        raise ValueError(f"{nulls} rows have no value in the index column {index!r}")
+
+
+def key_texts(rows: pa.Table, index: str) -> pa.ChunkedArray:
+    """The index value of each row as text: what upserts match rows by."""
+    return pc.cast(rows.column(index), pa.string())
+
+
+def keys(rows: pa.Table, index: str) -> list[str]:
+    """``key_texts`` as Python strings, after ``check_index``."""
+    check_index(rows, index)
+    return key_texts(rows, index).to_pylist()
+
+
+def last_per_index(rows: pa.Table, index: str) -> pa.Table:
+    """``rows`` with one row per index value: of rows sharing a value, the last one, in its
+    place."""
+    last = {key: position for position, key in enumerate(keys(rows, index))}
+    if len(last) == rows.num_rows:
+        return rows
+    return rows.take(sorted(last.values()))
