@@ -474,7 +474,7 @@ class SqliteStore:
         with self._lock, self._faults():
             blobs = [blob for (blob,) in self._conn.execute(
                 "select rows from table_chunks where table_id = ? order by chunk", (str(table.id),))]
-        return sqlite_tables.from_ipc(blobs, schema)
+        return table_rows.from_ipc(blobs, schema)
 
     def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
         rows = self._query("select * from blueprints where dataset_id = ? order by "

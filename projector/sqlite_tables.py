@@ -12,7 +12,6 @@ import sqlite3
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc
 
 from events import TableWriteMode
 from projector import table_rows
@@ -21,18 +20,6 @@ from projector.model import TableWrite
 SMALL_CHUNK_ROWS = 8192
 """A last chunk with fewer rows takes the next write's rows in."""
 _IN_CHUNK = 500
-
-
-def to_ipc(rows: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows.combine_chunks())
-    return sink.getvalue().to_pybytes()
-
-
-def from_ipc(blobs: list[bytes], schema: pa.Schema) -> pa.Table:
-    batches = [batch for blob in blobs for batch in pa.ipc.open_stream(pa.py_buffer(blob))]
-    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
 def apply(conn: sqlite3.Connection, write: TableWrite) -> None:
@@ -67,11 +54,11 @@ def _remove_keys(conn: sqlite3.Connection, table_id: str, rows: pa.Table, index:
     for chunk in sorted(chunks):
         (blob,) = conn.execute("select rows from table_chunks where table_id = ? and chunk = ?",
                                (table_id, chunk)).fetchone()
-        held = from_ipc([blob], rows.schema)
+        held = table_rows.from_ipc([blob], rows.schema)
         kept = held.filter(pc.invert(pc.is_in(table_rows.key_texts(held, index), value_set=replaced)))
         if kept.num_rows:
             conn.execute("update table_chunks set num_rows = ?, rows = ? where table_id = ? and chunk = ?",
-                         (kept.num_rows, to_ipc(kept), table_id, chunk))
+                         (kept.num_rows, table_rows.to_ipc(kept), table_id, chunk))
         else:
             conn.execute("delete from table_chunks where table_id = ? and chunk = ?", (table_id, chunk))
 
@@ -81,13 +68,13 @@ def _add(conn: sqlite3.Connection, table_id: str, rows: pa.Table, index: str | N
                         "order by chunk desc limit 1", (table_id,)).fetchone()
     if last is not None and last[1] < SMALL_CHUNK_ROWS:
         chunk = last[0]
-        merged = pa.concat_tables([from_ipc([last[2]], rows.schema), rows])
+        merged = pa.concat_tables([table_rows.from_ipc([last[2]], rows.schema), rows])
         conn.execute("update table_chunks set num_rows = ?, rows = ? where table_id = ? and chunk = ?",
-                     (merged.num_rows, to_ipc(merged), table_id, chunk))
+                     (merged.num_rows, table_rows.to_ipc(merged), table_id, chunk))
     else:
         chunk = 0 if last is None else last[0] + 1
         conn.execute("insert into table_chunks (table_id, chunk, num_rows, rows) values (?, ?, ?, ?)",
-                     (table_id, chunk, rows.num_rows, to_ipc(rows)))
+                     (table_id, chunk, rows.num_rows, table_rows.to_ipc(rows)))
     if index is not None:
         conn.executemany("insert or ignore into table_keys (table_id, key, chunk) values (?, ?, ?)",
                          ((table_id, key, chunk) for key in table_rows.key_texts(rows, index).to_pylist()))

@@ -66,6 +66,11 @@ def read_rows(schema: pa.Schema, data: bytes) -> pa.Table:
         rows = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
     except (pa.ArrowInvalid, OSError) as exc:
         raise ValueError(f"the rows are not an Arrow IPC stream: {exc}") from None
+    return check_rows(schema, rows)
+
+
+def check_rows(schema: pa.Schema, rows: pa.Table) -> pa.Table:
+    """``rows`` in ``schema`` (its field metadata), or ``ValueError`` as for ``read_rows``."""
     check_columns(schema, rows.schema)
     rows = pa.Table.from_arrays(rows.columns, schema=schema)
     for field, column in zip(schema, rows.columns, strict=True):
@@ -91,6 +96,20 @@ def check_columns(schema: pa.Schema, given: pa.Schema) -> None:
         problems.append(f"a column appears twice: {given.names}")
     if problems:
         raise ValueError("the rows do not match the table's schema: " + "; ".join(problems))
+
+
+def to_ipc(rows: pa.Table) -> bytes:
+    """``rows`` as an Arrow IPC stream of one record batch."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows.combine_chunks())
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(blobs: list[bytes], schema: pa.Schema) -> pa.Table:
+    """The rows of Arrow IPC streams, one after the other, in ``schema``."""
+    batches = [batch for blob in blobs for batch in pa.ipc.open_stream(pa.py_buffer(blob))]
+    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
 def check_index(rows: pa.Table, index: str) -> None:

@@ -23,6 +23,7 @@ from sdk._catalog import (
 )
 from sdk._selection import DatasetSelection
 from sdk._server import Server
+from sdk._table_entry import EntryKind, TableEntry
 from sdk.errors import (
     AlreadyExistsError,
     DeliveryError,
@@ -57,6 +58,7 @@ __all__ = [
     "DatasetSelection",
     "DatasetView",
     "DeliveryError",
+    "EntryKind",
     "LayerInfo",
     "NotFoundError",
     "OnDuplicate",
@@ -69,4 +71,5 @@ __all__ = [
     "SegmentRegistrationResult",
     "Server",
     "StrataError",
+    "TableEntry",
 ]

@@ -24,27 +24,29 @@ import pyarrow.compute as pc
 from events import (
     Command,
     CreateDataset,
+    CreateTable,
     DefineSchema,
     DeleteDataset,
     Event,
     OnDuplicate,
     RegisterBlueprint,
+    RegisterTable,
     RenameDataset,
     SetDefaultBlueprint,
     UnregisterLayers,
 )
-from events.names import check_dataset_name, check_layer_name
+from events.names import check_dataset_name, check_layer_name, check_table_name
 from producers import EventProducer, Position
-from projector import Dataset, Outcome, SqliteStore, Status
+from projector import Dataset, Outcome, SqliteStore, Status, Table, table_rows
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _tables
 from sdk._contents import Contents
 from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
 from sdk._selection import DatasetSelection
-from sdk._wait import wait_for_positions
+from sdk._table_entry import EntryKind, TableEntry, lance_table
+from sdk._wait import DEFAULT_TIMEOUT_SECS, wait_for_positions
 from sdk.errors import AlreadyExistsError, NotFoundError
 
-DEFAULT_TIMEOUT_SECS = 60.0
 SERVER_FILE = "server.json"
 RECORDING_SUFFIXES = (".rrd",)
 """What ``register_prefix`` registers."""
@@ -215,6 +217,10 @@ class DatasetEntry:
     @property
     def name(self) -> str:
         return self._current().name
+
+    @property
+    def kind(self) -> EntryKind:
+        return EntryKind.DATASET
 
     @property
     def created_at(self) -> datetime:
@@ -517,6 +523,9 @@ class CatalogClient:
                                        delivery_timeout_secs=delivery_timeout_secs)
         self._store = SqliteStore(self.store_path)
         self._ctx = datafusion.SessionContext()
+        self._ctx_tables: dict[str, tuple[uuid.UUID, int]] = {}
+        """The tables registered in ``ctx`` by name, with the revision registered."""
+        self._ctx_version: int | None = None
         self._defined: set[str] = set()
         """Schema digests this client has seen defined, in the store or by its own events."""
 
@@ -534,9 +543,25 @@ class CatalogClient:
 
     @property
     def ctx(self) -> datafusion.SessionContext:
-        """The DataFusion session of this client: every DataFrame it returns belongs to it. To
-        query a dataset with SQL, register a ``reader()`` DataFrame with ``ctx.register_view()``,
-        as in Rerun."""
+        """The DataFusion session of this client: every DataFrame it returns belongs to it.
+
+        Every table is in it by name, as it is now (``client.ctx.sql('SELECT * FROM labels')``;
+        quote names with capitals or spaces). To query a dataset with SQL, register a
+        ``reader()`` or ``segment_table()`` DataFrame with ``ctx.register_view()``, as in Rerun.
+        """
+        version = self._store.data_version()
+        if version != self._ctx_version:
+            self._ctx_version = version
+            current = {t.name: t for t in self._store.tables()}
+            for name, registered in list(self._ctx_tables.items()):
+                table = current.get(name)
+                if table is None or (table.id, table.revision) != registered:
+                    self._ctx.deregister_table(name)
+                    del self._ctx_tables[name]
+            for name, table in current.items():
+                if name not in self._ctx_tables:
+                    self._ctx.register_view(name, self._dataframe(self._table_data(table)))
+                    self._ctx_tables[name] = (table.id, table.revision)
         return self._ctx
 
     def __repr__(self) -> str:
@@ -593,16 +618,83 @@ class CatalogClient:
                 raise LookupError(f"No dataset found with name {name!r}")
         return DatasetEntry(self, dataset)
 
-    def datasets(self) -> list[DatasetEntry]:
-        """All datasets, oldest first."""
+    def datasets(self, *, include_hidden: bool = False) -> list[DatasetEntry]:
+        """All datasets, oldest first. strata has no hidden entries: ``include_hidden`` is
+        accepted, as in Rerun, and changes nothing."""
         return [DatasetEntry(self, d) for d in self._store.datasets()]
 
-    def entries(self) -> list[DatasetEntry]:
-        """Every catalog entry; strata's entries are all datasets."""
-        return self.datasets()
+    def tables(self, *, include_hidden: bool = False) -> list[TableEntry]:
+        """All tables, oldest first."""
+        return [TableEntry(self, t) for t in self._store.tables()]
 
-    def dataset_names(self) -> list[str]:
+    def entries(self, *, include_hidden: bool = False) -> list[DatasetEntry | TableEntry]:
+        """Every dataset and table, oldest first; ``entry.kind`` says which."""
+        return sorted([*self.datasets(), *self.tables()], key=lambda e: (e.created_at, str(e.id)))
+
+    def dataset_names(self, *, include_hidden: bool = False) -> list[str]:
         return [d.name for d in self._store.datasets()]
+
+    def table_names(self, *, include_hidden: bool = False) -> list[str]:
+        return [t.name for t in self._store.tables()]
+
+    def entry_names(self, *, include_hidden: bool = False) -> list[str]:
+        return [e.name for e in self.entries()]
+
+    def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
+        """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
+        if (name is None) == (id is None):
+            raise ValueError("get_table() takes exactly one of name or id")
+        if id is not None:
+            try:
+                table_id = id if isinstance(id, uuid.UUID) else uuid.UUID(str(id))
+            except ValueError:
+                raise ValueError(f"a table id is a UUID, got {id!r}") from None
+            table = self._store.table(table_id)
+            if table is None or table.deleted:
+                raise NotFoundError(f"no table with id {id}")
+        else:
+            table = self._store.table_by_name(name)
+            if table is None:
+                raise LookupError(f"No table found with name {name!r}")
+        return TableEntry(self, table)
+
+    def create_table(self, name: str, schema: pa.Schema, url: str | None = None) -> TableEntry:
+        """Create an empty table with ``schema`` and wait until the catalog has it. A field with
+        metadata ``rerun:is_table_index = true`` is the index ``upsert`` matches rows by.
+
+        Its rows are kept in strata's log and projection, so ``url`` (where Rerun's server would
+        put a Lance table) must be None. ``AlreadyExistsError`` if an entry has the name,
+        ``ValueError`` for an invalid name or schema (nothing is sent).
+
+        >>> client.create_table("labels", pa.schema([("id", pa.int64())]))  # doctest: +SKIP
+        TableEntry(name='labels', id=...)
+        """
+        check_table_name(name)
+        if url is not None:
+            raise ValueError(f"create_table(url={url!r}): strata keeps a created table's rows in its "
+                             "log, not at a URL; leave url out, or write a Lance table there and "
+                             "register_table() it to read it")
+        if not isinstance(schema, pa.Schema):
+            raise ValueError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        table_rows.check_schema(schema)
+        operation = self._submit(uuid.uuid4(), CreateTable(name, schema.serialize().to_pybytes()),
+                                 f"creating table {name!r}")
+        operation.wait()
+        return self.get_table(id=operation._event.dataset_id)
+
+    def register_table(self, name: str, url: str) -> TableEntry:
+        """Register the Lance table at a ``file://`` URL as a table entry, read at its current
+        version: later writes to the Lance table are not seen, and strata does not write it.
+        ``NotFoundError`` if there is nothing at the URL, ``ValueError`` if it is not a Lance
+        table, ``AlreadyExistsError`` if an entry has the name."""
+        check_table_name(name)
+        lance = lance_table(url)
+        schema = lance.schema
+        table_rows.check_schema(schema)
+        command = RegisterTable(name, url, schema.serialize().to_pybytes(), lance.version)
+        operation = self._submit(uuid.uuid4(), command, f"registering table {name!r}")
+        operation.wait()
+        return self.get_table(id=operation._event.dataset_id)
 
     # -- plumbing shared by entries and operations --------------------------------------------
 
@@ -638,3 +730,9 @@ class CatalogClient:
 
     def _dataframe(self, table: pa.Table) -> datafusion.DataFrame:
         return self._ctx.from_arrow(table)
+
+    def _table_data(self, table: Table) -> pa.Table:
+        """A table's rows: from the projection, or a registered table's Lance version."""
+        if not table.storage_url:
+            return self._store.table_data(table)
+        return lance_table(table.storage_url).checkout_version(table.lance_version).to_table()

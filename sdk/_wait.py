@@ -9,6 +9,8 @@ from producers import Position
 from projector import SqliteStore
 from sdk.errors import ProjectionTimeoutError
 
+DEFAULT_TIMEOUT_SECS = 60.0
+"""How long a call waits for the projection to apply its events, unless told otherwise."""
 POLL_SECS = 0.001
 """How often the store's data version is checked: about 1 ms added to a wait, a few
 microseconds of CPU per check."""

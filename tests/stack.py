@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -129,3 +131,11 @@ class PipelineLoad(threading.Thread):
     def stop(self) -> None:
         self.stopping.set()
         self.join(30)
+
+
+def strata_replay(server: Server, into: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "sdk.cli", "replay", "--data-dir", str(server.data_dir), "--into", str(into),
+         *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

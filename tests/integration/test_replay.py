@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
@@ -18,36 +15,39 @@ import sdk
 from events import (
     CATALOG_TOPIC,
     CreateDataset,
+    CreateTable,
     DeleteDataset,
+    DeleteTable,
     Event,
     OnDuplicate,
     RegisterBlueprint,
     RegisterLayer,
     RenameDataset,
+    RenameTable,
     SetDefaultBlueprint,
+    TableWriteMode,
     UnregisterLayers,
+    WriteTable,
 )
 from producers import EventProducer
+from projector import table_rows
 from sdk._server import Server
-from stack import wait_caught_up
+from stack import strata_replay, wait_caught_up
 from stores import dump
 
 SCHEMAS = [pa.schema(fields).serialize().to_pybytes() for fields in (
     [("/x", pa.int32())], [("/x", pa.int64())], [("/y", pa.struct([("a", pa.float32())]))],
     [("/y", pa.struct([("a", pa.float32()), ("b", pa.float32())]))], [("/x", pa.null())])]
+TABLE_SCHEMA = pa.schema([pa.field("id", pa.int64(), metadata={b"rerun:is_table_index": b"true"}),
+                          pa.field("label", pa.string())])
+ROWS = [table_rows.to_ipc(pa.Table.from_pylist(rows, schema=TABLE_SCHEMA)) for rows in (
+    [{"id": 1, "label": "a"}], [{"id": 1, "label": "b"}, {"id": 2, "label": "c"}],
+    [{"id": 2, "label": "d"}, {"id": 3, "label": None}, {"id": 2, "label": "e"}])]
 SEGMENTS = ["s1", "s2", "s3"]
 LAYERS = ["base", "extra"]
 
 
-def strata_replay(server: Server, into: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "sdk.cli", "replay", "--data-dir", str(server.data_dir), "--into", str(into),
-         *args], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-def commands(datasets: list[uuid.UUID], token: str) -> st.SearchStrategy:
+def commands(datasets: list[uuid.UUID], tables: list[uuid.UUID], token: str) -> st.SearchStrategy:
     dataset = st.sampled_from(datasets)
     name = st.sampled_from([f"{token}-a", f"{token}-b", f"{token}-c"])
     segments = st.lists(st.sampled_from(SEGMENTS), max_size=2, unique=True).map(tuple)
@@ -63,15 +63,20 @@ def commands(datasets: list[uuid.UUID], token: str) -> st.SearchStrategy:
         st.builds(RegisterBlueprint, st.sampled_from(["bp1", "bp2"]), st.just("file:///bp.rbl"),
                   st.booleans()),
         st.builds(SetDefaultBlueprint, st.sampled_from([None, "bp1", "bp2"])))
-    return st.tuples(dataset, command)
+    write = st.builds(WriteTable, st.sampled_from(list(TableWriteMode)), st.sampled_from(ROWS))
+    table_command = st.one_of(
+        st.builds(CreateTable, name, st.just(TABLE_SCHEMA.serialize().to_pybytes())),
+        st.builds(RenameTable, name), st.just(DeleteTable()), write, write, write)
+    return st.one_of(st.tuples(dataset, command), st.tuples(st.sampled_from(tables), table_command))
 
 
 @st.composite
 def histories(draw: st.DrawFn) -> tuple[list[list[Event]], int]:
     token = uuid.uuid4().hex[:8]
     datasets = [uuid.uuid4() for _ in range(2)]
+    tables = [uuid.uuid4() for _ in range(2)]
     events = [Event(dataset_id, command) for dataset_id, command in
-              draw(st.lists(commands(datasets, token), min_size=5, max_size=40))]
+              draw(st.lists(commands(datasets, tables, token), min_size=5, max_size=40))]
     for i in draw(st.lists(st.integers(0, len(events) - 1), max_size=3)):
         events.append(events[i])  # the same event appended twice
     cuts = sorted(draw(st.lists(st.integers(1, len(events)), max_size=4, unique=True)))
