@@ -15,6 +15,8 @@ Scenarios (--only, comma-separated; default all):
   reads       reader(index="real_time") over datasets of DROID-like episodes, to Arrow (rows/s),
               and one segment by a rerun_segment_id filter (p50, p99); strata also: the same
               read on Spark local[*] (to_spark(...).count()) over more segments
+  tables      a 10-column table: append in calls of many rows, single-row upserts, and
+              reader() of the whole table to Arrow (rows/s; per call p50, p99)
   stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
               Python stages (decode, batch_view, fold, commit) on DROID-like register events,
               and the floors of Avro decoding and SQLite inserts alone
@@ -42,18 +44,19 @@ from bench.report import NOT_APPLICABLE, Row
 from bench.systems import RerunSystem, StrataSystem
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
-SCENARIOS = ("startup", "latency", "throughput", "queries", "reads", "replay", "stages")
+SCENARIOS = ("startup", "latency", "throughput", "queries", "reads", "tables", "replay", "stages")
 SCALES = {
     "small": {"latency_calls": 50, "warmup": 5, "sdk_datasets": 2, "sdk_count": 250, "sdk_batch": 250,
               "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
               "query_repeats": 3, "replay_caps": "20000,5000",
               "stage_events": 30_000, "stage_batch": 10_000, "read_sizes": "20", "read_calls": 20,
-              "spark_segments": 100},
+              "spark_segments": 100, "table_rows": 100_000, "table_batch": 10_000, "table_upserts": 200},
     "full": {"latency_calls": 300, "warmup": 20, "sdk_datasets": 8, "sdk_count": 1_000, "sdk_batch": 1_000,
              "producer_count": 200_000, "query_sizes": "1000,10000,100000",
              "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "20000,50000",
              "stage_events": 300_000, "stage_batch": 100_000, "read_sizes": "20,200", "read_calls": 50,
-             "spark_segments": 1_000},
+             "spark_segments": 1_000, "table_rows": 1_000_000, "table_batch": 10_000,
+             "table_upserts": 10_000},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -90,6 +93,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--read-calls", type=int, help="one-segment reads measured per size (full: 50)")
     parser.add_argument("--spark-segments", type=int,
                         help="DROID-like segments read with to_spark on Spark local[*] (full: 1000)")
+    parser.add_argument("--table-rows", type=int, help="rows appended to the table (full: 1000000)")
+    parser.add_argument("--table-batch", type=int, help="rows per append() call (full: 10000)")
+    parser.add_argument("--table-upserts", type=int, help="single-row upsert() calls (full: 10000)")
     parser.add_argument("--label", help="names the results <date>-<label> (default: the scale); "
                                          "use one when overriding sizes")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
@@ -170,6 +176,9 @@ def run_common(args, system, pool: RecordingPool, timings: dict, results: dict, 
     if "reads" in args.only:
         results["reads"] = timed(timings, f"{name} reads", scenarios.reads, system, pool,
                                  sizes=args.read_sizes, calls=args.read_calls)
+    if "tables" in args.only:
+        results["tables"] = timed(timings, f"{name} tables", scenarios.tables, system, rows=args.table_rows,
+                                  batch=args.table_batch, upserts=args.table_upserts)
 
 
 def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
@@ -289,6 +298,23 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                                 pick(strata, "reads", str(size), "one_segment", key),
                                 other("reads", str(size), "one_segment", key),
                                 note="target: p50 at most 2x rerun's" if key == "p50_ms" else ""))
+    if "tables" in args.only:
+        size = f"{args.table_rows:,} rows x 10 columns"
+        rows.append(Row("tables", f"append, {size} in calls of {args.table_batch:,} (rows/s)", "higher",
+                        pick(strata, "tables", "append_rows_per_s"), other("tables", "append_rows_per_s"),
+                        note="each call waits until its rows are readable; target: at least rerun's"))
+        for key in ("p50_ms", "p99_ms"):
+            rows.append(Row("tables", f"append call, {key[:-3]} (ms)", "lower",
+                            pick(strata, "tables", "append_call", key), other("tables", "append_call", key)))
+        rows.append(Row("tables", f"{args.table_upserts:,} single-row upsert calls (rows/s)", "higher",
+                        pick(strata, "tables", "upsert_rows_per_s"), other("tables", "upsert_rows_per_s"),
+                        note="every other one replaces a row"))
+        for key in ("p50_ms", "p99_ms"):
+            rows.append(Row("tables", f"upsert call, {key[:-3]} (ms)", "lower",
+                            pick(strata, "tables", "upsert_call", key), other("tables", "upsert_call", key)))
+        rows.append(Row("tables", "reader() of the whole table to Arrow (rows/s)", "higher",
+                        pick(strata, "tables", "read_rows_per_s"), other("tables", "read_rows_per_s"),
+                        note="median of 3; target: at least rerun's"))
     if "spark_read" in strata:
         read = strata["spark_read"]
         rows.append(Row("reads", f"Spark path: to_spark('real_time').count(), {read['segments']:,} "

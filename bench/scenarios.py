@@ -412,3 +412,59 @@ def spark_read(system, pool: RecordingPool, *, segments: int) -> dict:
     print(f"  strata: Spark read {segments:,} segments, {rows:,} rows in {seconds:.1f} s", flush=True)
     return {"segments": segments, "rows": rows, "seconds": round(seconds, 2),
             "rows_per_s": round(rows / seconds, 1), "segments_per_s": round(segments / seconds, 1)}
+
+
+TABLE_INDEX = {b"rerun:is_table_index": b"true"}
+TABLE_SCHEMA = pa.schema(
+    [pa.field("id", pa.int64(), nullable=False, metadata=TABLE_INDEX)]
+    + [pa.field(f"value_{i}", pa.float64()) for i in range(3)]
+    + [pa.field(f"count_{i}", pa.int64()) for i in range(3)]
+    + [pa.field(f"label_{i}", pa.string()) for i in range(3)])
+"""Ten columns, like a table of job status or labels: the index, numbers and short strings."""
+
+
+def _table_rows(start: int, count: int) -> pa.RecordBatch:
+    ids = pa.array(range(start, start + count), pa.int64())
+    columns = [ids] + [pa.array([float(i) * 0.5 + k for i in range(start, start + count)]) for k in range(3)]
+    columns += [pa.array([i * 3 + k for i in range(start, start + count)], pa.int64()) for k in range(3)]
+    columns += [pa.array([f"label-{k}-{i % 1000}" for i in range(start, start + count)]) for k in range(3)]
+    return pa.RecordBatch.from_arrays(columns, schema=TABLE_SCHEMA)
+
+
+def tables(system, *, rows: int, batch: int, upserts: int) -> dict:
+    """A 10-column table: ``append`` of ``rows`` rows in calls of ``batch``, then ``upserts``
+    single-row ``upsert`` calls (every other one replaces an existing row, the others add one),
+    then ``reader()`` of the whole table to Arrow (median of three). Per call: p50/p99 (ms)."""
+    table = system.client.create_table(f"bench_{uuid.uuid4().hex[:8]}", TABLE_SCHEMA)
+    batches = [_table_rows(start, min(batch, rows - start)) for start in range(0, rows, batch)]
+    appends = []
+    started = time.perf_counter()
+    for number, data in enumerate(batches, 1):
+        call = time.perf_counter()
+        table.append(data)
+        appends.append((time.perf_counter() - call) * 1000)
+        if number % 20 == 0:
+            print(f"  {system.name}: appended {number * batch:,} rows", flush=True)
+    append_s = time.perf_counter() - started
+    singles = [_table_rows(rows + i if i % 2 else (i * 7919) % rows, 1) for i in range(upserts)]
+    upsert_ms = []
+    started = time.perf_counter()
+    for data in singles:
+        call = time.perf_counter()
+        table.upsert(data)
+        upsert_ms.append((time.perf_counter() - call) * 1000)
+    upsert_s = time.perf_counter() - started
+    scans = []
+    for _ in range(3):
+        call = time.perf_counter()
+        read = table.reader().to_arrow_table()
+        scans.append(time.perf_counter() - call)
+    scan_s = statistics.median(scans)
+    print(f"  {system.name}: append {rows / append_s:,.0f} rows/s, upsert p50 "
+          f"{statistics.median(upsert_ms):.1f} ms, read {read.num_rows / scan_s:,.0f} rows/s", flush=True)
+    return {"rows": rows, "batch": batch, "append_s": round(append_s, 2),
+            "append_rows_per_s": round(rows / append_s, 1), "append_call": percentiles(appends),
+            "upserts": upserts, "upsert_rows_per_s": round(upserts / upsert_s, 1) if upserts else None,
+            "upsert_call": percentiles(upsert_ms) if upserts else None,
+            "read_rows": read.num_rows, "read_s": round(scan_s, 3),
+            "read_rows_per_s": round(read.num_rows / scan_s, 1)}
