@@ -1,9 +1,9 @@
 """Every error the SDK raises, importable from ``sdk``.
 
     StrataError
-    ├── AlreadyExistsError      a dataset name is taken
+    ├── AlreadyExistsError      an entry (dataset or table) name is taken
     ├── NotFoundError (LookupError)
-    │                           no dataset with that id, or no file at a registered URI
+    │                           no dataset or table with that id, or no file at a registered URI
     ├── RecordingChangedError (ValueError)
     │                           a registered recording's file changed since its registration
     └── ProjectionTimeoutError (TimeoutError)
@@ -11,8 +11,9 @@
     DeliveryError (ConnectionError, from producers)
                                 Kafka did not acknowledge an event in time
 
-Bad arguments and failed registrations raise the builtin ``ValueError``; an unknown dataset name
-raises the builtin ``LookupError``, as in rerun-sdk.
+Bad arguments, failed registrations and rows that do not fit a table raise the builtin
+``ValueError``; an unknown dataset or table name raises the builtin ``LookupError``, as in
+rerun-sdk.
 """
 
 from __future__ import annotations
