@@ -13,7 +13,6 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ from sdk import _tables
 from sdk._contents import Contents
 from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
 from sdk._selection import DatasetSelection
-from sdk._table_entry import EntryKind, TableEntry, lance_table
+from sdk._table_entry import Entry, EntryKind, TableEntry, lance_table
 from sdk._wait import DEFAULT_TIMEOUT_SECS, wait_for_positions
 from sdk.errors import AlreadyExistsError, NotFoundError
 
@@ -183,52 +182,20 @@ class DatasetInfo:
         return "\n".join(lines)
 
 
-class DatasetEntry:
+class DatasetEntry(Entry):
     """A dataset in the catalog: a collection of segments, each the union of named layers.
 
     ``name``, ``updated_at`` and the tables are read from the projection at each access.
     """
 
-    def __init__(self, client: CatalogClient, dataset: Dataset) -> None:
-        self._client = client
-        self._id = dataset.id
-        self._seen = dataset
+    _kind_name = "dataset"
 
-    def __repr__(self) -> str:
-        return f"DatasetEntry(name={self._seen.name!r}, id={self.id})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DatasetEntry) and other.id == self.id
-
-    def __hash__(self) -> int:
-        return hash(self._id)
-
-    def _current(self) -> Dataset:
-        dataset = self._client._store.dataset(self._id)
-        if dataset is None or dataset.deleted:
-            raise NotFoundError(f"dataset {self._seen.name!r} ({self._id}) was deleted")
-        self._seen = dataset
-        return dataset
-
-    @property
-    def id(self) -> uuid.UUID:
-        return self._id
-
-    @property
-    def name(self) -> str:
-        return self._current().name
+    def _lookup(self, entry_id: uuid.UUID) -> Dataset | None:
+        return self._client._store.dataset(entry_id)
 
     @property
     def kind(self) -> EntryKind:
         return EntryKind.DATASET
-
-    @property
-    def created_at(self) -> datetime:
-        return self._seen.created_at
-
-    @property
-    def updated_at(self) -> datetime:
-        return self._current().updated_at
 
     # -- entry lifecycle ----------------------------------------------------------------------
 
@@ -602,21 +569,8 @@ class CatalogClient:
 
     def get_dataset(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> DatasetEntry:
         """A dataset by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
-        if (name is None) == (id is None):
-            raise ValueError("get_dataset() takes exactly one of name or id")
-        if id is not None:
-            try:
-                dataset_id = id if isinstance(id, uuid.UUID) else uuid.UUID(str(id))
-            except ValueError:
-                raise ValueError(f"a dataset id is a UUID, got {id!r}") from None
-            dataset = self._store.dataset(dataset_id)
-            if dataset is None or dataset.deleted:
-                raise NotFoundError(f"no dataset with id {id}")
-        else:
-            dataset = self._store.dataset_by_name(name)
-            if dataset is None:
-                raise LookupError(f"No dataset found with name {name!r}")
-        return DatasetEntry(self, dataset)
+        return DatasetEntry(self, self._entry("dataset", self._store.dataset_by_name, self._store.dataset,
+                                              name, id))
 
     def datasets(self, *, include_hidden: bool = False) -> list[DatasetEntry]:
         """All datasets, oldest first. strata has no hidden entries: ``include_hidden`` is
@@ -642,21 +596,7 @@ class CatalogClient:
 
     def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
         """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
-        if (name is None) == (id is None):
-            raise ValueError("get_table() takes exactly one of name or id")
-        if id is not None:
-            try:
-                table_id = id if isinstance(id, uuid.UUID) else uuid.UUID(str(id))
-            except ValueError:
-                raise ValueError(f"a table id is a UUID, got {id!r}") from None
-            table = self._store.table(table_id)
-            if table is None or table.deleted:
-                raise NotFoundError(f"no table with id {id}")
-        else:
-            table = self._store.table_by_name(name)
-            if table is None:
-                raise LookupError(f"No table found with name {name!r}")
-        return TableEntry(self, table)
+        return TableEntry(self, self._entry("table", self._store.table_by_name, self._store.table, name, id))
 
     def create_table(self, name: str, schema: pa.Schema, url: str | None = None) -> TableEntry:
         """Create an empty table with ``schema`` and wait until the catalog has it. A field with
@@ -697,6 +637,25 @@ class CatalogClient:
         return self.get_table(id=operation._event.dataset_id)
 
     # -- plumbing shared by entries and operations --------------------------------------------
+
+    @staticmethod
+    def _entry(kind: str, by_name: Any, by_id: Any, name: str | None, id: uuid.UUID | str | None) -> Any:
+        """The live ``kind`` entry named ``name`` or with id ``id`` (exactly one of them)."""
+        if (name is None) == (id is None):
+            raise ValueError(f"get_{kind}() takes exactly one of name or id")
+        if name is not None:
+            found = by_name(name)
+            if found is None:
+                raise LookupError(f"No {kind} found with name {name!r}")
+            return found
+        try:
+            entry_id = id if isinstance(id, uuid.UUID) else uuid.UUID(str(id))
+        except ValueError:
+            raise ValueError(f"a {kind} id is a UUID, got {id!r}") from None
+        found = by_id(entry_id)
+        if found is None or found.deleted:
+            raise NotFoundError(f"no {kind} with id {id}")
+        return found
 
     def _event(self, dataset_id: uuid.UUID, command: Command) -> Event:
         return Event(dataset_id=dataset_id, command=command, producer_id=self.producer_id)

@@ -40,31 +40,35 @@ class EntryKind(IntEnum):
     TABLE = 3
 
 
-class TableEntry:
-    """A table in the catalog: rows with a fixed Arrow schema, read with DataFusion, written with
-    ``append``, ``overwrite`` and ``upsert``. Read-your-writes: a write returns once the
-    projection has it."""
+class Entry:
+    """What datasets and tables share: an id, a name and times, read from the projection at
+    each access (``NotFoundError`` once the entry is deleted)."""
 
-    def __init__(self, client: CatalogClient, table: Table) -> None:
+    _kind_name = "entry"
+
+    def __init__(self, client: CatalogClient, record: Any) -> None:
         self._client = client
-        self._id = table.id
-        self._seen = table
+        self._id = record.id
+        self._seen = record
 
     def __repr__(self) -> str:
-        return f"TableEntry(name={self._seen.name!r}, id={self.id})"
+        return f"{type(self).__name__}(name={self._seen.name!r}, id={self.id})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TableEntry) and other.id == self.id
+        return type(other) is type(self) and other.id == self.id
 
     def __hash__(self) -> int:
         return hash(self._id)
 
-    def _current(self) -> Table:
-        table = self._client._store.table(self._id)
-        if table is None or table.deleted:
-            raise NotFoundError(f"table {self._seen.name!r} ({self._id}) was deleted")
-        self._seen = table
-        return table
+    def _lookup(self, entry_id: uuid.UUID) -> Any:
+        raise NotImplementedError
+
+    def _current(self) -> Any:
+        record = self._lookup(self._id)
+        if record is None or record.deleted:
+            raise NotFoundError(f"{self._kind_name} {self._seen.name!r} ({self._id}) was deleted")
+        self._seen = record
+        return record
 
     @property
     def id(self) -> uuid.UUID:
@@ -75,16 +79,27 @@ class TableEntry:
         return self._current().name
 
     @property
-    def kind(self) -> EntryKind:
-        return EntryKind.TABLE
-
-    @property
     def created_at(self) -> datetime:
         return self._seen.created_at
 
     @property
     def updated_at(self) -> datetime:
         return self._current().updated_at
+
+
+class TableEntry(Entry):
+    """A table in the catalog: rows with a fixed Arrow schema, read with DataFusion, written with
+    ``append``, ``overwrite`` and ``upsert``. Read-your-writes: a write returns once the
+    projection has it."""
+
+    _kind_name = "table"
+
+    def _lookup(self, entry_id: uuid.UUID) -> Table | None:
+        return self._client._store.table(entry_id)
+
+    @property
+    def kind(self) -> EntryKind:
+        return EntryKind.TABLE
 
     @property
     def storage_url(self) -> str:
