@@ -569,8 +569,7 @@ class CatalogClient:
 
     def get_dataset(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> DatasetEntry:
         """A dataset by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
-        return DatasetEntry(self, self._entry("dataset", self._store.dataset_by_name, self._store.dataset,
-                                              name, id))
+        return DatasetEntry(self, self._entry("dataset", name, id))
 
     def datasets(self, *, include_hidden: bool = False) -> list[DatasetEntry]:
         """All datasets, oldest first. strata has no hidden entries: ``include_hidden`` is
@@ -596,7 +595,7 @@ class CatalogClient:
 
     def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
         """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
-        return TableEntry(self, self._entry("table", self._store.table_by_name, self._store.table, name, id))
+        return TableEntry(self, self._entry("table", name, id))
 
     def create_table(self, name: str, schema: pa.Schema, url: str | None = None) -> TableEntry:
         """Create an empty table with ``schema`` and wait until the catalog has it. A field with
@@ -638,16 +637,23 @@ class CatalogClient:
 
     # -- plumbing shared by entries and operations --------------------------------------------
 
-    @staticmethod
-    def _entry(kind: str, by_name: Any, by_id: Any, name: str | None, id: uuid.UUID | str | None) -> Any:
-        """The live ``kind`` entry named ``name`` or with id ``id`` (exactly one of them)."""
+    def _entry(self, kind: str, name: str | None, id: uuid.UUID | str | None) -> Any:
+        """The live ``kind`` entry named ``name`` or with id ``id`` (exactly one of them). A name
+        of no entry raises ``LookupError``, a name of an entry of the other kind ``NotFoundError``,
+        as Rerun's server does."""
+        lookups = {"dataset": (self._store.dataset_by_name, self._store.dataset),
+                   "table": (self._store.table_by_name, self._store.table)}
+        by_name, by_id = lookups[kind]
         if (name is None) == (id is None):
             raise ValueError(f"get_{kind}() takes exactly one of name or id")
         if name is not None:
             found = by_name(name)
-            if found is None:
-                raise LookupError(f"No {kind} found with name {name!r}")
-            return found
+            if found is not None:
+                return found
+            for other, (other_by_name, _) in lookups.items():
+                if other != kind and other_by_name(name) is not None:
+                    raise NotFoundError(f"{name!r} is a {other}, not a {kind}: use get_{other}({name!r})")
+            raise LookupError(f"No {kind} found with name {name!r}")
         try:
             entry_id = id if isinstance(id, uuid.UUID) else uuid.UUID(str(id))
         except ValueError:

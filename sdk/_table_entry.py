@@ -39,6 +39,11 @@ class EntryKind(IntEnum):
     DATASET = 1
     TABLE = 3
 
+    def __repr__(self) -> str:
+        return f"EntryKind.{self.name}"  # as rerun-sdk prints its kinds
+
+    __str__ = __repr__
+
 
 class Entry:
     """What datasets and tables share: an id, a name and times, read from the projection at

@@ -57,6 +57,18 @@ def client(server: Server) -> sdk.CatalogClient:
     return server.client()
 
 
+@pytest.fixture(scope="session")
+def rerun_client() -> Iterator:
+    """A client of Rerun's own catalog server, for differential tests."""
+    import rerun as rr
+
+    server = rr.server.Server()
+    try:
+        yield server.client()
+    finally:
+        server.shutdown()
+
+
 @pytest.fixture
 def dataset(client: sdk.CatalogClient, request: pytest.FixtureRequest) -> sdk.DatasetEntry:
     """A fresh dataset per test, named after it."""

@@ -8,7 +8,7 @@ metadata) and the same rows, after sorting; errors are compared the same way.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import datafusion
@@ -89,15 +89,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         "quality": [_write(directory / "alpha_quality.rrd", "alpha", _quality(True))],
         "replacement": [_write(directory / "gamma_derived_2.rrd", "gamma", _derived(3))],
     }
-
-
-@pytest.fixture(scope="module")
-def rerun_client() -> Iterator[rr.catalog.CatalogClient]:
-    server = rr.server.Server()
-    try:
-        yield server.client()
-    finally:
-        server.shutdown()
 
 
 class Pair:

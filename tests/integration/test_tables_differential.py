@@ -1,0 +1,261 @@
+"""strata's table entries against Rerun's own catalog server, call for call.
+
+Each test makes the same calls on a strata table (the real broker and Spark projector) and on a
+table of ``rr.server.Server``, and asserts the same schema (with Rerun's field metadata), the same
+rows after sorting, and the same errors. Rerun's reader returns rows in no promised order, so
+rows are compared sorted. Where strata differs on purpose, the last test says how.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pytest
+
+import sdk
+
+INDEX = {b"rerun:is_table_index": b"true"}
+LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata=INDEX),
+                    pa.field("label", pa.string()), pa.field("score", pa.float64())])
+
+
+def batch(ids: list[int], labels: list[str], scores: list[float] | None = None) -> pa.RecordBatch:
+    scores = scores or [float(i) for i in ids]
+    return pa.RecordBatch.from_pydict({"id": ids, "label": labels, "score": scores}, schema=LABELS)
+
+
+def unique(prefix: str) -> str:
+    # Rerun's table names must be SQL identifiers; strata's also allow spaces and punctuation.
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def rows(table) -> list[tuple]:
+    data = table.reader().to_arrow_table()
+    return sorted(tuple(row.values()) for row in data.to_pylist())
+
+
+def fields(schema: pa.Schema) -> list[tuple[str, pa.DataType, bool, dict]]:
+    # Rerun adds its own schema-level metadata (sorbet:version); fields are what a user declares.
+    return [(f.name, f.type, f.nullable, dict(f.metadata or {})) for f in schema]
+
+
+class Pair:
+    """One table of the same name and schema on strata and on Rerun's server."""
+
+    def __init__(self, strata: sdk.TableEntry, rerun) -> None:
+        self.strata = strata
+        self.rerun = rerun
+
+    def both(self, call: Callable) -> None:
+        call(self.strata)
+        call(self.rerun)
+
+    def rows(self) -> tuple[list[tuple], list[tuple]]:
+        return rows(self.strata), rows(self.rerun)
+
+
+@pytest.fixture
+def pair(client: sdk.CatalogClient, rerun_client) -> Pair:
+    name = unique("labels")
+    return Pair(client.create_table(name, LABELS), rerun_client.create_table(name, LABELS))
+
+
+def test_created_tables_look_the_same(pair: Pair, client, rerun_client) -> None:
+    assert fields(pair.strata.arrow_schema()) == fields(pair.rerun.arrow_schema()) == fields(LABELS)
+    assert pair.strata.name == pair.rerun.name
+    assert str(pair.strata.kind) == str(pair.rerun.kind) == "EntryKind.TABLE"
+    assert int(pair.strata.kind) == int(pair.rerun.kind)
+    assert pair.strata.reader().schema().names == pair.rerun.reader().schema().names
+    assert pair.rows() == ([], [])
+    for catalog in (client, rerun_client):
+        assert pair.strata.name in catalog.table_names()
+        assert pair.strata.name in catalog.entry_names()
+        assert pair.strata.name not in catalog.dataset_names()
+        kinds = {entry.name: str(entry.kind) for entry in catalog.entries()}
+        assert kinds[pair.strata.name] == "EntryKind.TABLE"
+        assert [t.name for t in catalog.tables()].count(pair.strata.name) == 1
+
+
+WRITES: list[tuple[str, Callable]] = [
+    ("one batch", lambda t: t.append(batch([1], ["a"]))),
+    ("a list of batches", lambda t: t.append([batch([2], ["b"]), batch([3], ["c"])])),
+    ("a list of lists", lambda t: t.append([[batch([4], ["d"])], [batch([5], ["e"])]])),
+    ("a reader", lambda t: t.append(pa.RecordBatchReader.from_batches(LABELS, [batch([6], ["f"])]))),
+    ("named columns, one left out", lambda t: t.append(id=[7, 8], label=["g", "h"])),
+    ("named scalars", lambda t: t.append(id=9, label="i")),
+    ("an empty list", lambda t: t.append([])),
+    ("an upsert of old and new keys", lambda t: t.upsert(id=[2, 10], label=["x", "new"], score=[0.5, 1.5])),
+    ("an upsert of a batch", lambda t: t.upsert(batch([1, 11], ["y", "z"]))),
+    ("an upsert of the table's own rows", lambda t: t.upsert(t.reader().collect())),
+    ("an overwrite", lambda t: t.overwrite(id=[100, 101], label=["only", "these"])),
+    ("an append after it", lambda t: t.append(batch([102], ["more"]))),
+    ("an overwrite with nothing", lambda t: t.overwrite(batch([], []))),
+]
+
+
+def test_every_write_reads_back_the_same_rows(pair: Pair) -> None:
+    for what, write in WRITES:
+        pair.both(write)
+        strata, rerun = pair.rows()
+        assert strata == rerun, f"after {what}"
+    assert pair.strata.to_arrow_reader().read_all().num_rows == 0
+
+
+def test_sql_by_table_name_gives_the_same_answer(pair: Pair, client, rerun_client) -> None:
+    pair.both(lambda t: t.append(batch([1, 2, 3], ["a", "b", "a"], [1.0, 2.0, 4.0])))
+    query = (f"SELECT label, count(*) AS n, sum(score) AS total FROM {pair.strata.name} "
+             "GROUP BY label ORDER BY label")
+    assert client.ctx.sql(query).to_arrow_table() == rerun_client.ctx.sql(query).to_arrow_table()
+
+
+INT32_ID = pa.RecordBatch.from_pydict({"id": pa.array([1], pa.int32())})
+EXTRA_COLUMN = pa.RecordBatch.from_pydict({"id": [1], "extra": ["x"]})
+BAD_WRITES: list[tuple[str, Callable, type[Exception], type[Exception]]] = [
+    # (what, the write, strata's error, Rerun's error)
+    ("an index column of another type", lambda t: t.append(INT32_ID), ValueError, RuntimeError),
+    ("a column not in the table", lambda t: t.append(EXTRA_COLUMN), ValueError, RuntimeError),
+    ("a value that does not convert", lambda t: t.append(id=["one"]), ValueError, ValueError),
+    ("named columns of different lengths", lambda t: t.append(id=[1, 2], label=["a"]),
+     ValueError, ValueError),
+    ("batches and named columns at once", lambda t: t.append(batch([1], ["a"]), id=[2]),
+     TypeError, TypeError),
+    ("a list of numbers", lambda t: t.append([1, 2]), TypeError, TypeError),
+]
+
+
+@pytest.mark.parametrize(("write", "strata_error", "rerun_error"), [w[1:] for w in BAD_WRITES],
+                         ids=[w[0] for w in BAD_WRITES])
+def test_the_same_bad_write_fails_on_both_and_keeps_the_rows(pair: Pair, write, strata_error,
+                                                             rerun_error) -> None:
+    pair.both(lambda t: t.append(batch([1], ["kept"])))
+    with pytest.raises(strata_error):
+        write(pair.strata)
+    with pytest.raises(rerun_error):
+        write(pair.rerun)
+    assert pair.rows() == ([(1, "kept", 1.0)],) * 2
+
+
+def test_upsert_without_an_index_column_fails_on_both(client, rerun_client) -> None:
+    name = unique("plain")
+    schema = pa.schema([("id", pa.int64()), ("label", pa.string())])
+    strata, rerun = client.create_table(name, schema), rerun_client.create_table(name, schema)
+    for table in (strata, rerun):
+        table.append(id=[1], label=["kept"])
+    with pytest.raises(ValueError, match="no index column"):
+        strata.upsert(id=[1], label=["x"])
+    with pytest.raises(RuntimeError, match="requires join keys"):
+        rerun.upsert(id=[1], label=["x"])
+    assert rows(strata) == rows(rerun) == [(1, "kept")]
+
+
+def test_taken_and_unknown_names_raise_the_same_errors(pair: Pair, client, rerun_client) -> None:
+    dataset = unique("dataset")
+    client.create_dataset(dataset)
+    rerun_client.create_dataset(dataset)
+    taken: list[Callable] = [
+        lambda c, t: c.create_table(t.name, LABELS),
+        lambda c, t: c.create_table(dataset, LABELS),
+        lambda c, t: c.create_dataset(t.name),
+        lambda c, t: t.set_name(dataset),
+    ]
+    for call in taken:
+        errors = []
+        for catalog, table in ((client, pair.strata), (rerun_client, pair.rerun)):
+            with pytest.raises(Exception) as info:
+                call(catalog, table)
+            errors.append(type(info.value).__name__)
+        assert errors == ["AlreadyExistsError"] * 2
+
+    wrong_kind: list[Callable] = [  # a name or id of an entry of the other kind
+        lambda c, t: c.get_table(dataset),
+        lambda c, t: c.get_dataset(t.name),
+        lambda c, t: c.get_table(id=c.get_dataset(dataset).id),
+    ]
+    for catalog, table in ((client, pair.strata), (rerun_client, pair.rerun)):
+        with pytest.raises(LookupError):
+            catalog.get_table(unique("missing"))
+        for call in wrong_kind:
+            with pytest.raises(Exception) as info:
+                call(catalog, table)
+            assert type(info.value).__name__ == "NotFoundError"
+        assert catalog.get_table(table.name).id == table.id == catalog.get_table(id=table.id).id
+
+
+def test_rename_and_delete(pair: Pair, client, rerun_client) -> None:
+    old, new = pair.strata.name, unique("renamed")
+    pair.both(lambda t: t.append(batch([1], ["a"])))
+    pair.both(lambda t: t.set_name(new))
+    for catalog in (client, rerun_client):
+        assert new in catalog.table_names() and old not in catalog.table_names()
+        assert rows(catalog.get_table(new)) == [(1, "a", 1.0)]
+    pair.both(lambda t: t.delete())
+    for catalog in (client, rerun_client):
+        assert new not in catalog.table_names() and new not in catalog.entry_names()
+        with pytest.raises(LookupError):
+            catalog.get_table(new)
+    for catalog in (client, rerun_client):  # the name is free again
+        assert catalog.create_table(new, LABELS).name == new
+
+
+def test_register_table_of_the_same_lance_table(client, rerun_client, tmp_path: Path) -> None:
+    data = pa.table({"id": pa.array([3, 1, 2], pa.int64()), "label": ["c", "a", "b"]})
+    lance.write_dataset(data, tmp_path / "labels.lance")
+    name = unique("lance")
+    strata = client.register_table(name, (tmp_path / "labels.lance").as_uri())
+    rerun = rerun_client.register_table(name, (tmp_path / "labels.lance").as_uri())
+    assert fields(strata.arrow_schema()) == fields(rerun.arrow_schema()) == fields(data.schema)
+    assert rows(strata) == rows(rerun) == [(1, "a"), (2, "b"), (3, "c")]
+    assert strata.storage_url.rstrip("/") == rerun.storage_url.rstrip("/")
+
+
+def test_where_strata_differs_on_purpose(pair: Pair, client, rerun_client, tmp_path: Path) -> None:
+    # Duplicate keys in one upsert: strata keeps the last (the issue's documented rule); Rerun's
+    # Lance merge inserts every one of them when the key is new.
+    pair.both(lambda t: t.upsert(id=[5, 5], label=["first", "last"], score=[0.0, 0.0]))
+    assert pair.rows() == ([(5, "last", 0.0)], [(5, "first", 0.0), (5, "last", 0.0)])
+
+    # A non-nullable column left out: strata refuses it with a ValueError; Rerun logs a warning and
+    # writes nothing.
+    with pytest.raises(ValueError, match="missing column 'id'"):
+        pair.strata.append(label=["no id"])
+    pair.rerun.append(label=["no id"])
+    assert len(rows(pair.rerun)) == 2
+
+    # A pyarrow Table: strata takes it like its batches; Rerun's writers do not.
+    pair.strata.append(pa.table(batch([6], ["table"])))
+    with pytest.raises(TypeError):
+        pair.rerun.append(pa.table(batch([6], ["table"])))
+    assert (6, "table", 6.0) in rows(pair.strata)
+
+    # A registered Lance table: strata reads the version it registered and refuses writes (the log
+    # must say what the table is, and a replay must see the same rows); Rerun writes into the files.
+    lance.write_dataset(pa.table({"id": pa.array([1], pa.int64())}), tmp_path / "ids.lance")
+    name = unique("lance")
+    strata = client.register_table(name, (tmp_path / "ids.lance").as_uri())
+    with pytest.raises(ValueError, match="registered to be read"):
+        strata.append(id=[2])
+    rerun_client.register_table(name, (tmp_path / "ids.lance").as_uri()).append(id=[2])
+    assert rows(strata) == [(1,)] and len(lance.dataset(tmp_path / "ids.lance").to_table()) == 2
+
+    # Schema mismatches: strata's ValueError names the column and both types; Rerun's RuntimeError
+    # comes from its storage engine.
+    with pytest.raises(ValueError, match="'id' has type int32.*int64"):
+        pair.strata.append(INT32_ID)
+
+    # After a rename, Rerun's client still finds the table by its old name (it remembers names it
+    # resolved); strata looks names up in the projection.
+    old = pair.strata.name
+    pair.both(lambda t: t.set_name(unique("renamed")))
+    with pytest.raises(LookupError):
+        client.get_table(old)
+    assert rerun_client.get_table(old).name == pair.rerun.name
+
+    # Names: strata also takes spaces and punctuation; Rerun needs a SQL identifier.
+    spaced = f"labels {uuid.uuid4().hex[:8]} (v2)"
+    assert client.create_table(spaced, LABELS).name == spaced
+    with pytest.raises(ValueError, match="Invalid table name"):
+        rerun_client.create_table(spaced, LABELS)
