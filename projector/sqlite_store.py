@@ -12,7 +12,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -393,30 +393,32 @@ class SqliteStore:
                 self._conn.execute("delete from layer_chunks where dataset_id = ? and chunk = ?",
                                    (dataset_id, chunk))
 
-    def replace_contents(
-        self, source: str | Path, catch_up: Callable[[dict[tuple[str, int], int]], None]
-    ) -> None:
-        """Make this store a copy of the store at ``source``, in one transaction.
+    def replace_contents(self, source: str | Path) -> bool:
+        """Make this store a copy of the store at ``source`` in one transaction, if ``source`` has
+        applied at least every record this store has; else change nothing and return False.
 
-        While this store is locked for writing (a projector writing to it waits),
-        ``catch_up(offsets)`` must bring ``source`` at least to this store's ``offsets``. Readers
-        see the old contents or the new, never a mix; nothing this store had applied is lost.
+        Readers see the old contents or the new, never a mix. The copy is the only work done while
+        this store is locked for writing: a projector writing to it waits for no more than that,
+        and its next batch skips the records the new contents already hold.
         """
-        with self._lock, self._conn:
-            self._conn.execute("BEGIN IMMEDIATE")
-            offsets = {(t, p): o for t, p, o in
-                       self._conn.execute("select topic, partition, next_offset from offsets")}
-            catch_up(offsets)
-            other = sqlite3.connect(f"{Path(source).absolute().as_uri()}?mode=ro", uri=True)
-            try:
+        other = sqlite3.connect(f"{Path(source).absolute().as_uri()}?mode=ro", uri=True)
+        try:
+            with self._lock, self._faults(), self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                theirs = {(t, p): o for t, p, o in
+                          other.execute("select topic, partition, next_offset from offsets")}
+                for t, p, o in self._conn.execute("select topic, partition, next_offset from offsets"):
+                    if theirs.get((t, p), 0) < o:
+                        return False
                 for table, (columns, _) in TABLES.items():
                     names = ", ".join(columns)
                     self._conn.execute(f"delete from {table}")
                     self._conn.executemany(
                         f"insert into {table} ({names}) values ({', '.join('?' for _ in columns)})",
                         other.execute(f"select {names} from {table}"))
-            finally:
-                other.close()
+        finally:
+            other.close()
+        return True
 
     def counts(self) -> dict[str, int]:
         """Rows per table (live datasets only), for summaries."""

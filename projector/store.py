@@ -65,18 +65,34 @@ class StoreUnavailableError(RuntimeError):
         self.reason = reason
 
 
+COMMIT_ATTEMPTS = 3
+"""Folds of one batch, at most, when the store moves on during the fold (a ``strata replay
+--swap`` replacing its contents): each fold starts again from the store's new state."""
+
+
 def apply_batch(store: ProjectionStore, records: Iterable[LogRecord]) -> Changes:
     """Fold the records the store has not seen yet and commit the result atomically.
 
     Records below a partition's stored next offset were committed by an earlier run of the same
-    batch (a restart after a crash) and are skipped, so replaying a batch changes nothing.
+    batch (a restart after a crash) or by whatever moved the store on, and are skipped, so
+    replaying a batch changes nothing. If the store's offsets change between the fold and its
+    commit, the batch is folded again over the store as it now is (``StaleBatchError`` after
+    ``COMMIT_ATTEMPTS`` folds).
     """
-    offsets = store.next_offsets()
-    fresh: Sequence[LogRecord] = [
-        r for r in records
-        if r.position.offset >= offsets.get((r.position.topic, r.position.partition), 0)
-    ]
-    changes = fold(store.batch_view(fresh), fresh)
-    if fresh:
-        store.commit(changes, expected_offsets=offsets)
-    return changes
+    records = list(records)
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        offsets = store.next_offsets()
+        fresh: Sequence[LogRecord] = [
+            r for r in records
+            if r.position.offset >= offsets.get((r.position.topic, r.position.partition), 0)
+        ]
+        changes = fold(store.batch_view(fresh), fresh)
+        if not fresh:
+            return changes
+        try:
+            store.commit(changes, expected_offsets=offsets)
+            return changes
+        except StaleBatchError:
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")

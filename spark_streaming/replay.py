@@ -68,31 +68,38 @@ def rebuild(
     return directory / "store.db"
 
 
+SWAP_ATTEMPTS = 20
+"""Catch-ups of the rebuilt store, at most, before a swap gives up on a live projector that keeps
+getting ahead of it."""
+
+
 def swap_into(
     live_path: Path, rebuilt_path: Path, bootstrap_servers: str,
     *, kafka_options: Mapping[str, str] | None = None,
 ) -> int:
     """Make the live store a copy of the rebuilt one without losing what arrived meanwhile.
 
-    With the live store locked for writing, the rebuilt store first applies the records the
-    live projector had applied since the rebuild ended (read straight from Kafka), then its
-    contents replace the live store's in one transaction. A running projector just waits for the
-    lock, and its next batch skips what the new contents already hold. Returns how many records
-    were caught up.
+    The rebuilt store first applies the log up to its current end, read straight from Kafka while
+    the live store is not locked. Then, in one transaction of the live store, its contents replace
+    the live store's if the rebuilt store has applied at least every record the live one has
+    (``SqliteStore.replace_contents``); if the live projector got further meanwhile, the rebuilt
+    store catches up again. Kafka is never read with the live store locked: a running projector
+    waits only for the local copy. Returns how many records were caught up.
     """
     rebuilt = SqliteStore(rebuilt_path)
     live = SqliteStore(live_path)
     caught_up = 0
-
-    def catch_up(live_offsets: dict[tuple[str, int], int]) -> None:
-        nonlocal caught_up
-        rows = read_range(bootstrap_servers, rebuilt.next_offsets(), live_offsets, config=kafka_options)
-        apply_batch(rebuilt, [LogRecord.from_kafka(*row) for row in rows])
-        caught_up = len(rows)
-
     try:
-        live.replace_contents(rebuilt_path, catch_up)
+        for _ in range(SWAP_ATTEMPTS):
+            end = end_offsets(bootstrap_servers, config=kafka_options)
+            rows = read_range(bootstrap_servers, rebuilt.next_offsets(), end, config=kafka_options)
+            apply_batch(rebuilt, [LogRecord.from_kafka(*row) for row in rows])
+            caught_up += len(rows)
+            if live.replace_contents(rebuilt_path):
+                return caught_up
+        raise RuntimeError(f"the live store at {live_path} kept getting ahead of the rebuilt one "
+                           f"over {SWAP_ATTEMPTS} catch-ups; run 'strata replay --swap' again when "
+                           "fewer commands arrive")
     finally:
         live.close()
         rebuilt.close()
-    return caught_up

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import uuid
@@ -29,9 +30,10 @@ from events import (
     UnregisterLayers,
     WriteTable,
 )
-from producers import EventProducer
+from producers import EventProducer, log_reader
 from projector import table_rows
 from sdk._server import Server
+from spark_streaming import replay
 from stack import strata_replay, wait_caught_up
 from stores import dump
 
@@ -127,3 +129,30 @@ def test_replay_swap_loses_nothing_that_arrives_meanwhile(server: Server, client
     strata_replay(server, check)
     assert dump(check / "store.db") == dump(server.store_path)
     assert CATALOG_TOPIC in {row[0] for row in dump(server.store_path)["offsets"]}
+
+
+def test_swap_reads_kafka_with_the_live_store_unlocked(server: Server, client: sdk.CatalogClient,
+                                                       make_rrd, tmp_path, monkeypatch) -> None:
+    # Whenever the swap reads the log, a writer (the live projector) can lock the live store at
+    # once; it waits only for the final copy.
+    dataset = client.create_dataset(f"unlocked-{uuid.uuid4().hex[:8]}")
+    strata_replay(server, tmp_path / "rebuild")
+    dataset.register([make_rrd("unlocked_after_rebuild")]).wait()  # for the swap to catch up
+    reads = []
+
+    def read_range_while_writing(*args, **kwargs):
+        with sqlite3.connect(server.store_path, timeout=0) as conn:
+            conn.execute("BEGIN IMMEDIATE")  # 'database is locked' if the swap held the lock
+            reads.append(conn.execute("select count(*) from offsets").fetchone())
+            conn.rollback()
+        return log_reader.read_range(*args, **kwargs)
+
+    monkeypatch.setattr(replay, "read_range", read_range_while_writing)
+    caught_up = replay.swap_into(server.store_path, tmp_path / "rebuild" / "store.db",
+                                 server.bootstrap_servers)
+    assert reads and caught_up >= 1
+    assert dataset.segment_ids() == ["unlocked_after_rebuild"]
+    wait_caught_up(server.store_path, server.bootstrap_servers, timeout_secs=120)
+    check = tmp_path / "check"
+    strata_replay(server, check)
+    assert dump(check / "store.db") == dump(server.store_path)

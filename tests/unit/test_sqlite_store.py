@@ -295,6 +295,53 @@ def test_a_second_writer_loses_the_race(tmp_path):
         b.close()
 
 
+def test_a_batch_is_folded_again_when_the_store_moves_on_during_its_fold(tmp_path):
+    # A swap (or another writer) commits between the batch's fold and its commit: the batch is
+    # folded again over the new state, skipping what the store now holds.
+    _, records = history()
+    live, other = SqliteStore(tmp_path / "live.db"), SqliteStore(tmp_path / "live.db")
+    moved = False
+    view = live.batch_view
+
+    def batch_view(fresh):
+        nonlocal moved
+        if not moved:
+            moved = True
+            apply_batch(other, records[:10])
+        return view(fresh)
+
+    live.batch_view = batch_view
+    try:
+        apply_batch(live, records)
+        apply_batch(other, records)  # nothing left to apply
+    finally:
+        live.close()
+        other.close()
+    expected = SqliteStore(tmp_path / "expected.db")
+    apply_batch(expected, records)
+    end = expected.next_offsets()
+    expected.close()
+    assert dump(tmp_path / "live.db") == dump(tmp_path / "expected.db")
+    assert_applied_exactly_once(tmp_path / "live.db", end)
+
+
+def test_replace_contents_copies_a_store_that_has_applied_at_least_as_much(tmp_path):
+    _, records = history()
+    live, ahead, behind = (SqliteStore(tmp_path / f"{name}.db") for name in ("live", "ahead", "behind"))
+    apply_batch(live, records[:10])
+    apply_batch(ahead, records)
+    apply_batch(behind, records[:5])
+    before = dump(tmp_path / "live.db")
+    assert not live.replace_contents(tmp_path / "behind.db")
+    assert dump(tmp_path / "live.db") == before
+    assert live.replace_contents(tmp_path / "ahead.db")
+    assert dump(tmp_path / "live.db") == dump(tmp_path / "ahead.db")
+    apply_batch(live, records)  # a projector's batch from before the swap: already held
+    assert dump(tmp_path / "live.db") == dump(tmp_path / "ahead.db")
+    for store in (live, ahead, behind):
+        store.close()
+
+
 def test_fold_over_the_store_matches_fold_over_memory(store):
     # SqliteStore is a CatalogView that answers like the in-memory one between batches.
     _, records = history()
