@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -14,10 +13,9 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+import settings
 from producers._logging import LOGGER
 from sdk import _processes
-
-DEFAULT_JARS_DIR = Path(__file__).resolve().parents[1] / ".cache" / "jars"
 
 LOG4J2 = """\
 status = warn
@@ -33,7 +31,7 @@ logger.server.level = info
 
 
 def broker_classpath() -> str:
-    directory = Path(os.environ.get("STRATA_JARS_DIR", DEFAULT_JARS_DIR)) / "kafka-broker"
+    directory = settings.jars_dir() / "kafka-broker"
     if not any(directory.glob("*.jar")):
         raise FileNotFoundError(
             f"no Kafka broker jars in {directory}: run scripts/setup.sh first "

@@ -20,6 +20,7 @@ import datafusion
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import settings
 from events import (
     Command,
     CreateDataset,
@@ -500,7 +501,7 @@ class CatalogClient:
     def from_state_dir(cls, state_dir: str | Path | None = None, **kwargs: Any) -> CatalogClient:
         """Connect to the stack that ``strata up`` runs on ``state_dir`` (default: $STRATA_HOME
         or ./.strata). Raises ``FileNotFoundError`` if nothing was started there."""
-        directory = Path(state_dir or os.environ.get("STRATA_HOME", ".strata"))
+        directory = Path(state_dir) if state_dir is not None else settings.home()
         path = directory / SERVER_FILE
         if not path.exists():
             raise FileNotFoundError(f"no {SERVER_FILE} in {directory}: start the stack with "

@@ -4,7 +4,6 @@ state under one directory. Any part can instead be an existing cluster."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,14 +12,11 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+import settings
 from producers import ensure_topics
 from sdk import _processes
 from sdk._broker import EmbeddedBroker
 from sdk._catalog import RECORDING_SUFFIXES, SERVER_FILE, CatalogClient
-
-
-def default_state_dir() -> Path:
-    return Path(os.environ.get("STRATA_HOME", ".strata"))
 
 
 class Server:
@@ -32,9 +28,10 @@ class Server:
 
     ``bootstrap_servers`` uses an existing Kafka cluster instead of the embedded broker,
     ``spark_master`` an existing Spark master instead of ``local[*]``; ``kafka_options`` (SASL,
-    TLS, ...) are passed to every Kafka client. ``store_path`` puts the SQLite store elsewhere
-    than ``data_dir/store.db`` (another disk, say). A second ``Server`` on the same ``data_dir``
-    resumes where the first stopped.
+    TLS, ...) are passed to every Kafka client. ``store`` puts the SQLite store elsewhere than
+    ``data_dir/store.db`` (another disk, say). Each defaults to its ``STRATA_*`` environment
+    variable (see ``settings``). A second ``Server`` on the same ``data_dir`` resumes where the
+    first stopped.
     """
 
     def __init__(
@@ -45,17 +42,17 @@ class Server:
         spark_master: str | None = None,
         kafka_options: Mapping[str, str] | None = None,
         broker_port: int | None = None,
-        store_path: str | Path | None = None,
+        store: str | Path | None = None,
         startup_timeout_secs: float = 240.0,
         datasets: Mapping[str, str | PathLike[str] | Sequence[str | PathLike[str]]] | None = None,
     ) -> None:
         self._datasets = {name: _recording_paths(name, paths) for name, paths in (datasets or {}).items()}
-        self.data_dir = Path(data_dir) if data_dir is not None else default_state_dir()
-        self._store_path = Path(store_path) if store_path is not None else None
-        self.spark_master = spark_master or os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
+        self.data_dir = Path(data_dir) if data_dir is not None else settings.home()
+        self.store_path = Path(store) if store is not None else settings.store(self.data_dir)
+        self.spark_master = spark_master or settings.spark_master()
         self.kafka_options = dict(kafka_options or {})
         self.startup_timeout_secs = startup_timeout_secs
-        external = bootstrap_servers or os.environ.get("STRATA_BOOTSTRAP_SERVERS")
+        external = bootstrap_servers or settings.bootstrap_servers()
         self.broker = None if external else EmbeddedBroker(self.data_dir / "kafka", port=broker_port)
         self._external_bootstrap = external
         self._projector: subprocess.Popen | None = None
@@ -64,10 +61,6 @@ class Server:
     @property
     def bootstrap_servers(self) -> str:
         return self.broker.bootstrap_servers if self.broker else self._external_bootstrap
-
-    @property
-    def store_path(self) -> Path:
-        return self._store_path or self.data_dir / "store.db"
 
     @property
     def checkpoint_dir(self) -> Path:

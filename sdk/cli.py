@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import settings
 from spark_streaming.options import (
     add_arguments,
     add_kafka_option,
@@ -16,13 +17,7 @@ from spark_streaming.options import (
     parse_key_values,
 )
 
-ENV_HELP = """\
-environment:
-  STRATA_HOME                 state directory (default ./.strata)
-  STRATA_BOOTSTRAP_SERVERS    use this Kafka cluster instead of the embedded broker
-  STRATA_SPARK_MASTER         use this Spark master instead of local[*]
-  STRATA_JARS_DIR             where scripts/setup.sh put the jars (default .cache/jars)
-"""
+ENV_HELP = settings.help_text()
 
 
 def _stack_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,15 +30,40 @@ def _stack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-master", default=None,
                         help="Spark master for the projector, e.g. spark://host:7077 (default "
                              "local[*])")
+    _store_argument(parser)
     add_kafka_option(parser)
+
+
+def _store_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", type=Path, default=None,
+                        help="the SQLite projection store (default: the running stack's, else "
+                             "$STRATA_STORE, else DATA_DIR/store.db)")
 
 
 def _server(args: argparse.Namespace):
     from sdk._server import Server
 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
-                  spark_master=args.spark_master,
+                  spark_master=args.spark_master, store=args.store,
                   kafka_options=parse_key_values(args.kafka_option))
+
+
+def _running(data_dir: Path) -> dict:
+    """What the stack running on ``data_dir`` wrote about itself (empty if none runs there)."""
+    import json
+
+    from sdk._catalog import SERVER_FILE
+
+    path = data_dir / SERVER_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _store_path(args: argparse.Namespace) -> Path:
+    """The store a command works on: --store, the running stack's, $STRATA_STORE, DATA_DIR/store.db."""
+    data_dir = args.data_dir or settings.home()
+    if args.store is not None:
+        return args.store
+    return Path(_running(data_dir).get("store") or settings.store(data_dir))
 
 
 def _describe(server) -> None:
@@ -101,10 +121,11 @@ def cmd_projector(args: argparse.Namespace) -> int:
 def cmd_rejections(args: argparse.Namespace) -> int:
     from projector import SqliteStore
 
-    store_path = (args.data_dir or _default_dir()) / "store.db"
+    store_path = _store_path(args)
     if not store_path.exists():
-        raise SystemExit(f"strata: no store at {store_path}; start the stack with 'strata up'")
-    rejections = SqliteStore(store_path).rejections()
+        raise SystemExit(f"strata: no store at {store_path}; start the stack with 'strata up', or "
+                         "pass --store")
+    rejections = SqliteStore(store_path, read_only=True).rejections()
     for r in rejections:
         print(f"{r.position.topic}[{r.position.partition}]@{r.position.offset}  "
               f"{len(r.raw)} bytes  {r.reason}")
@@ -113,20 +134,15 @@ def cmd_rejections(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    import json
-
     from projector import SqliteStore
-    from sdk._catalog import SERVER_FILE
     from spark_streaming.replay import rebuild, swap_into
 
-    data_dir = args.data_dir or _default_dir()
-    server_file = data_dir / SERVER_FILE
-    bootstrap = args.bootstrap_servers
-    if bootstrap is None and server_file.exists():
-        bootstrap = json.loads(server_file.read_text())["bootstrap_servers"]
+    data_dir = args.data_dir or settings.home()
+    bootstrap = (args.bootstrap_servers or _running(data_dir).get("bootstrap_servers")
+                 or settings.bootstrap_servers())
     if bootstrap is None:
-        raise SystemExit(f"strata: no running stack in {data_dir} ({SERVER_FILE} is missing): start it "
-                         "with 'strata up', or pass --bootstrap-servers")
+        raise SystemExit(f"strata: no running stack in {data_dir}: start it with 'strata up', or "
+                         "pass --bootstrap-servers")
     kafka_options = parse_key_values(args.kafka_option)
     into = args.into or data_dir / "rebuild"
     print(f"strata replay: rebuilding from offset 0 of {bootstrap} into {into}", flush=True)
@@ -140,16 +156,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
           f"{counts['datasets']} datasets, {counts['segments']} segments, {counts['layers']} layers, "
           f"{counts['outcomes']} outcomes, {counts['rejections']} rejections")
     if args.swap:
-        caught_up = swap_into(data_dir / "store.db", rebuilt, bootstrap, kafka_options=kafka_options)
-        print(f"strata replay: swapped into {data_dir / 'store.db'} "
+        live = _store_path(args)
+        caught_up = swap_into(live, rebuilt, bootstrap, kafka_options=kafka_options)
+        print(f"strata replay: swapped into {live} "
               f"({caught_up} records that arrived during the rebuild caught up)")
     return 0
-
-
-def _default_dir() -> Path:
-    from sdk._server import default_state_dir
-
-    return default_state_dir()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -199,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--into", type=Path, default=None,
                         help="directory for the rebuilt store and its checkpoint (emptied first)")
     replay.add_argument("--swap", action="store_true",
-                        help="make the live store (DATA_DIR/store.db) a copy of the rebuilt one")
+                        help="make the live store (see --store) a copy of the rebuilt one")
     add_max_offsets_option(replay)
     replay.set_defaults(func=cmd_replay)
 
@@ -207,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         "rejections", help="list records the projector rejected as bad input",
         description="List every record in the rejections table: position, size and reason.")
     rej.add_argument("--data-dir", type=Path, default=None, help="state directory")
+    _store_argument(rej)
     rej.set_defaults(func=cmd_rejections)
     return parser
 

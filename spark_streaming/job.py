@@ -16,6 +16,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+import settings
 from events import TOPICS
 from projector import Changes, LogRecord, ProjectionStore, Status, apply_batch
 from projector.store import StoreUnavailableError
@@ -23,12 +24,10 @@ from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 log = logging.getLogger("strata.projector")
 
-DEFAULT_JARS_DIR = Path(__file__).resolve().parents[1] / ".cache" / "jars"
-
 
 def connector_jars() -> list[Path]:
     """Spark's Kafka source and its dependencies, as fetched by scripts/setup.sh."""
-    directory = Path(os.environ.get("STRATA_JARS_DIR", DEFAULT_JARS_DIR)) / "spark-kafka"
+    directory = settings.jars_dir() / "spark-kafka"
     jars = sorted(directory.glob("*.jar"))
     if not jars:
         raise FileNotFoundError(

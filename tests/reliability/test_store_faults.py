@@ -119,7 +119,7 @@ def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
     if not store_dir.own_filesystem:
         pytest.skip("a full disk needs a size-limited tmpfs for the store, which only root can mount")
     with projector_on(server.bootstrap_servers, tmp_path / "full",
-                      store_path=store_dir.path / "store.db") as projector:
+                      store=store_dir.path / "store.db") as projector:
         dataset = projector.client().create_dataset(f"full-{uuid.uuid4().hex[:8]}")
         end = wait_caught_up(projector.store_path, server.bootstrap_servers)
         truncate_wal(projector.store_path)
@@ -151,7 +151,7 @@ def test_a_read_only_store_stops_the_projector_cleanly_and_it_resumes(
     if os.geteuid() == 0 and not store_dir.own_filesystem:
         pytest.skip("as root chmod stops no write, and mounting a read-only file system failed")
     with projector_on(server.bootstrap_servers, tmp_path / "read-only",
-                      store_path=store_dir.path / "store.db") as projector:
+                      store=store_dir.path / "store.db") as projector:
         client: sdk.CatalogClient = projector.client()
         dataset = client.create_dataset(f"read-only-{uuid.uuid4().hex[:8]}")
         end = wait_caught_up(projector.store_path, server.bootstrap_servers)

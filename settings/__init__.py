@@ -1,0 +1,44 @@
+"""strata's settings from the environment: every ``STRATA_*`` variable is read here and nowhere
+else. Explicit arguments (``Server(...)``, command-line options) win over these."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENVIRONMENT = {
+    "STRATA_HOME": "state directory (default ./.strata)",
+    "STRATA_BOOTSTRAP_SERVERS": "use this Kafka cluster instead of the embedded broker",
+    "STRATA_SPARK_MASTER": "use this Spark master instead of local[*]",
+    "STRATA_STORE": "the projection store (default: store.db in the state directory)",
+    "STRATA_JARS_DIR": "where scripts/setup.sh put the jars (default .cache/jars)",
+}
+"""Each variable and what it sets, for ``--help``."""
+
+_PROJECT_JARS = Path(__file__).resolve().parents[1] / ".cache" / "jars"
+
+
+def home() -> Path:
+    return Path(os.environ.get("STRATA_HOME") or ".strata")
+
+
+def bootstrap_servers() -> str | None:
+    return os.environ.get("STRATA_BOOTSTRAP_SERVERS") or None
+
+
+def spark_master() -> str:
+    return os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
+
+
+def store(data_dir: Path) -> Path:
+    """The projection store of the stack whose state is in ``data_dir``."""
+    return Path(os.environ.get("STRATA_STORE") or data_dir / "store.db")
+
+
+def jars_dir() -> Path:
+    return Path(os.environ.get("STRATA_JARS_DIR") or _PROJECT_JARS)
+
+
+def help_text() -> str:
+    width = max(len(name) for name in ENVIRONMENT) + 2
+    return "environment:\n" + "".join(f"  {name:<{width}}{text}\n" for name, text in ENVIRONMENT.items())

@@ -1,0 +1,56 @@
+"""The command line finds the store where the stack put it: ``--store``, the running stack's
+own record of it, ``$STRATA_STORE``, then ``DATA_DIR/store.db``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from projector import SqliteStore, apply_batch
+from sdk import cli
+from sdk._catalog import SERVER_FILE
+
+from .conftest import undecodable
+
+
+def store_with_rejections(path: Path, count: int) -> Path:
+    store = SqliteStore(path)
+    apply_batch(store, [undecodable(b"\x00bad", offset) for offset in range(count)])
+    store.close()
+    return path
+
+
+def listed(capsys: pytest.CaptureFixture, *args: str) -> str:
+    assert cli.main(["rejections", *args]) == 0
+    return capsys.readouterr().out.splitlines()[-1]
+
+
+def test_rejections_reads_the_store_the_running_stack_names(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("STRATA_STORE", raising=False)
+    data_dir = tmp_path / "state"
+    data_dir.mkdir()
+    store_with_rejections(data_dir / "store.db", 1)  # not the stack's store
+    elsewhere = store_with_rejections(tmp_path / "other-disk" / "catalog.db", 3)
+    (data_dir / SERVER_FILE).write_text(json.dumps({"bootstrap_servers": "127.0.0.1:1",
+                                                    "store": str(elsewhere)}))
+    assert listed(capsys, "--data-dir", str(data_dir)) == "3 rejected records"
+    assert listed(capsys, "--data-dir", str(data_dir), "--store", str(data_dir / "store.db")) == \
+        "1 rejected records"
+
+
+def test_rejections_reads_strata_store_when_no_stack_runs(tmp_path, capsys, monkeypatch) -> None:
+    data_dir = tmp_path / "state"
+    store_with_rejections(data_dir / "store.db", 1)
+    monkeypatch.setenv("STRATA_STORE", str(store_with_rejections(tmp_path / "env.db", 2)))
+    assert listed(capsys, "--data-dir", str(data_dir)) == "2 rejected records"
+    monkeypatch.delenv("STRATA_STORE")
+    assert listed(capsys, "--data-dir", str(data_dir)) == "1 rejected records"
+
+
+def test_a_missing_store_says_where_it_looked_and_what_to_do(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("STRATA_STORE", raising=False)
+    with pytest.raises(SystemExit, match=r"no store at .*nowhere.*store\.db.*--store"):
+        cli.main(["rejections", "--data-dir", str(tmp_path / "nowhere")])
+    assert not (tmp_path / "nowhere").exists()  # nothing was created
