@@ -30,8 +30,9 @@ class Server:
     ``spark_master`` an existing Spark master instead of ``local[*]``; ``kafka_options`` (SASL,
     TLS, ...) are passed to every Kafka client. ``store`` puts the SQLite store elsewhere than
     ``data_dir/store.db`` (another disk, say). Each defaults to its ``STRATA_*`` environment
-    variable (see ``settings``). A second ``Server`` on the same ``data_dir`` resumes where the
-    first stopped.
+    variable (see ``settings``). The topics are created to keep every record forever; an existing
+    topic that may delete records is refused (``ValueError``) unless ``allow_finite_retention``.
+    A second ``Server`` on the same ``data_dir`` resumes where the first stopped.
     """
 
     def __init__(
@@ -43,6 +44,7 @@ class Server:
         kafka_options: Mapping[str, str] | None = None,
         broker_port: int | None = None,
         store: str | Path | None = None,
+        allow_finite_retention: bool = False,
         startup_timeout_secs: float = 240.0,
         datasets: Mapping[str, str | PathLike[str] | Sequence[str | PathLike[str]]] | None = None,
     ) -> None:
@@ -51,6 +53,7 @@ class Server:
         self.store_path = Path(store) if store is not None else settings.store(self.data_dir)
         self.spark_master = spark_master or settings.spark_master()
         self.kafka_options = dict(kafka_options or {})
+        self.allow_finite_retention = allow_finite_retention
         self.startup_timeout_secs = startup_timeout_secs
         external = bootstrap_servers or settings.bootstrap_servers()
         self.broker = None if external else EmbeddedBroker(self.data_dir / "kafka", port=broker_port)
@@ -79,7 +82,8 @@ class Server:
         try:
             if self.broker:
                 self.broker.start()
-            ensure_topics(self.bootstrap_servers, config=self.kafka_options)
+            ensure_topics(self.bootstrap_servers, config=self.kafka_options,
+                          allow_finite_retention=self.allow_finite_retention)
             self.start_projector()
             self._register_datasets()
         except BaseException:

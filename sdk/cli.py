@@ -34,6 +34,12 @@ def _stack_arguments(parser: argparse.ArgumentParser) -> None:
     add_kafka_option(parser)
 
 
+def _topic_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-finite-retention", action="store_true",
+                        help="run on an existing topic that may delete records (finite retention or "
+                             "compaction); a replay then misses what the broker deleted")
+
+
 def _store_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", type=Path, default=None,
                         help="the SQLite projection store (default: the running stack's, else "
@@ -45,6 +51,7 @@ def _server(args: argparse.Namespace):
 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
                   spark_master=args.spark_master, store=args.store,
+                  allow_finite_retention=args.allow_finite_retention,
                   kafka_options=parse_key_values(args.kafka_option))
 
 
@@ -179,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the state directory. Running it again on the same directory resumes.",
         epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _stack_arguments(up)
+    _topic_argument(up)
     up.set_defaults(func=cmd_up)
 
     demo = commands.add_parser(
@@ -188,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "manifest(), and stop.",
         epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _stack_arguments(demo)
+    _topic_argument(demo)
     demo.add_argument("--dataset", default="droid", help="dataset name (default droid)")
     demo.set_defaults(func=cmd_demo)
 
