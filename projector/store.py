@@ -80,7 +80,8 @@ def apply_batch(store: ProjectionStore, records: Iterable[LogRecord]) -> Changes
     ``COMMIT_ATTEMPTS`` folds).
     """
     records = list(records)
-    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+    folds = 1
+    while True:
         offsets = store.next_offsets()
         fresh: Sequence[LogRecord] = [
             r for r in records
@@ -93,6 +94,6 @@ def apply_batch(store: ProjectionStore, records: Iterable[LogRecord]) -> Changes
             store.commit(changes, expected_offsets=offsets)
             return changes
         except StaleBatchError:
-            if attempt == COMMIT_ATTEMPTS:
+            if folds == COMMIT_ATTEMPTS:
                 raise
-    raise AssertionError("unreachable")
+            folds += 1

@@ -48,6 +48,15 @@ from sdk._wait import DEFAULT_TIMEOUT_SECS, wait_for_positions
 from sdk.errors import AlreadyExistsError, NotFoundError
 
 SERVER_FILE = "server.json"
+"""What a running ``Server`` writes about itself in its state directory, removed when it stops."""
+
+
+def running_stack(state_dir: Path) -> dict[str, str]:
+    """What the stack running on ``state_dir`` wrote about itself (bootstrap servers, store,
+    Spark master); empty if none runs there."""
+    path = state_dir / SERVER_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
 RECORDING_SUFFIXES = (".rrd",)
 """What ``register_prefix`` registers."""
 
@@ -502,11 +511,10 @@ class CatalogClient:
         """Connect to the stack that ``strata up`` runs on ``state_dir`` (default: $STRATA_HOME
         or ./.strata). Raises ``FileNotFoundError`` if nothing was started there."""
         directory = Path(state_dir) if state_dir is not None else settings.home()
-        path = directory / SERVER_FILE
-        if not path.exists():
+        info = running_stack(directory)
+        if not info:
             raise FileNotFoundError(f"no {SERVER_FILE} in {directory}: start the stack with "
                                     f"'strata up --data-dir {directory}' first")
-        info = json.loads(path.read_text())
         return cls(info["bootstrap_servers"], info["store"], **kwargs)
 
     @property

@@ -55,22 +55,14 @@ def _server(args: argparse.Namespace):
                   kafka_options=parse_key_values(args.kafka_option))
 
 
-def _running(data_dir: Path) -> dict:
-    """What the stack running on ``data_dir`` wrote about itself (empty if none runs there)."""
-    import json
-
-    from sdk._catalog import SERVER_FILE
-
-    path = data_dir / SERVER_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
 def _store_path(args: argparse.Namespace) -> Path:
     """The store a command works on: --store, the running stack's, $STRATA_STORE, DATA_DIR/store.db."""
-    data_dir = args.data_dir or settings.home()
+    from sdk._catalog import running_stack
+
     if args.store is not None:
         return args.store
-    return Path(_running(data_dir).get("store") or settings.store(data_dir))
+    data_dir = args.data_dir or settings.home()
+    return Path(running_stack(data_dir).get("store") or settings.store(data_dir))
 
 
 def _describe(server) -> None:
@@ -142,10 +134,11 @@ def cmd_rejections(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from projector import SqliteStore
+    from sdk._catalog import running_stack
     from spark_streaming.replay import rebuild, swap_into
 
     data_dir = args.data_dir or settings.home()
-    bootstrap = (args.bootstrap_servers or _running(data_dir).get("bootstrap_servers")
+    bootstrap = (args.bootstrap_servers or running_stack(data_dir).get("bootstrap_servers")
                  or settings.bootstrap_servers())
     if bootstrap is None:
         raise SystemExit(f"strata: no running stack in {data_dir}: start it with 'strata up', or "
