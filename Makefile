@@ -2,7 +2,7 @@
 # idempotent: a second run does nothing).
 VENV := .venv/bin
 
-.PHONY: setup demo up lint test unit integration bench clean
+.PHONY: setup demo up lint test test-deps unit integration bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -16,8 +16,14 @@ up: setup
 lint: setup
 	$(VENV)/ruff check .
 
-test: setup lint
+# The whole suite on the embedded SQLite store, then the integration and reliability tiers again
+# with every stack on PostgreSQL.
+test: setup lint test-deps
 	$(VENV)/python -m pytest tests
+	STRATA_TEST_STORE=postgresql $(VENV)/python -m pytest tests/integration tests/reliability
+
+test-deps:
+	bash scripts/test-deps.sh
 
 unit: setup
 	$(VENV)/python -m pytest tests/unit

@@ -5,6 +5,7 @@ the single-object-encoding codec. Imports no Kafka, Spark or store code.
 """
 
 from events.codec import SCHEMA_VERSION, DecodeError, decode, encode
+from events.errors import StrataError
 from events.model import (
     Command,
     CreateDataset,
@@ -49,6 +50,7 @@ __all__ = [
     "RenameDataset",
     "RenameTable",
     "SetDefaultBlueprint",
+    "StrataError",
     "TableWriteMode",
     "UnregisterLayers",
     "WriteTable",

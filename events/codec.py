@@ -20,6 +20,7 @@ from typing import Any
 
 import fastavro
 
+from events.errors import StrataError
 from events.model import (
     Command,
     CreateDataset,
@@ -46,7 +47,7 @@ MAGIC = b"\xc3\x01"
 HEADER_SIZE = len(MAGIC) + 8
 
 
-class DecodeError(ValueError):
+class DecodeError(StrataError, ValueError):
     """A record value that is not a readable strata event; ``reason`` says why."""
 
     def __init__(self, reason: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from events import Event, encode, topic_for
+from events import Event, StrataError, encode, topic_for
 from producers._logging import LOGGER
 
 
@@ -23,7 +23,7 @@ class Position:
     offset: int
 
 
-class DeliveryError(ConnectionError):
+class DeliveryError(StrataError, ConnectionError):
     """Kafka did not acknowledge one or more events in time; nothing was silently dropped.
 
     ``failed`` maps the event id of each unacknowledged event to the broker's or client's reason.

@@ -1,10 +1,11 @@
 """The projection: the pure fold of command events into the catalog, and the store it lands in.
 
-Owns every domain rule (entry names, duplicates, last-writer-wins, schema merges, table rows) in ``fold``, the
-``ProjectionStore`` interface and its SQLite implementation. Must not import pyspark or
-confluent_kafka (tests/unit/test_boundaries.py enforces it).
+Owns every domain rule (entry names, duplicates, last-writer-wins, schema merges, table rows) in
+``fold``, the store's ports (``ProjectionWriter``, ``CatalogReader``) and their SQLite and
+PostgreSQL backends. Must not import pyspark or confluent_kafka (tests/unit/test_boundaries.py enforces it).
 """
 
+from projector.backends import open_store
 from projector.fold import CatalogView, InvalidCommand, Refused, fold, log_order
 from projector.model import (
     Blueprint,
@@ -22,11 +23,19 @@ from projector.model import (
     TablePart,
     TableWrite,
 )
+from projector.sql_store import SqlStore
 from projector.sqlite_store import SqliteStore
-from projector.store import ProjectionStore, StaleBatchError, apply_batch
+from projector.store import (
+    CatalogReader,
+    ProjectionWriter,
+    StaleBatchError,
+    StoreUnavailableError,
+    apply_batch,
+)
 
 __all__ = [
     "Blueprint",
+    "CatalogReader",
     "CatalogView",
     "Changes",
     "Dataset",
@@ -35,13 +44,15 @@ __all__ = [
     "LogPosition",
     "LogRecord",
     "Outcome",
-    "ProjectionStore",
+    "ProjectionWriter",
     "Refused",
     "Rejection",
     "SchemaRef",
     "Segment",
+    "SqlStore",
     "SqliteStore",
     "StaleBatchError",
+    "StoreUnavailableError",
     "Status",
     "Table",
     "TablePart",
@@ -49,4 +60,5 @@ __all__ = [
     "apply_batch",
     "fold",
     "log_order",
+    "open_store",
 ]

@@ -1,4 +1,5 @@
-"""The one narrow interface between the projection and where it is stored."""
+"""The ports between the projection and where it is stored: the projector writes through
+``ProjectionWriter``, clients read through ``CatalogReader``."""
 
 from __future__ import annotations
 
@@ -6,12 +7,26 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+import pyarrow as pa
+
+from events import StrataError
 from projector.fold import CatalogView, fold
-from projector.model import Blueprint, Changes, Dataset, Layer, LogRecord, Outcome, Rejection, Segment
+from projector.model import (
+    Blueprint,
+    Changes,
+    Dataset,
+    Layer,
+    LogPosition,
+    LogRecord,
+    Outcome,
+    Rejection,
+    Segment,
+    Table,
+)
 
 
-class ProjectionStore(CatalogView, Protocol):
-    """A projection store: the fold's reads, one atomic commit per batch, and the SDK's reads."""
+class ProjectionWriter(CatalogView, Protocol):
+    """The projector's port: the fold's reads (``CatalogView``) and one atomic commit per batch."""
 
     def batch_view(self, records: Sequence[LogRecord]) -> CatalogView:
         """The view to fold ``records`` over; a store may read what they need in bulk."""
@@ -29,7 +44,30 @@ class ProjectionStore(CatalogView, Protocol):
         """
         ...
 
+
+class CatalogReader(Protocol):
+    """The clients' port: what the SDK and the CLI read. A client never writes the store."""
+
+    location: str
+    """Where the store is, for messages: a path, or a URL without its password."""
+
+    def next_offsets(self) -> dict[tuple[str, int], int]: ...
+
+    def data_version(self) -> int:
+        """A number that changes whenever the projector commits."""
+        ...
+
+    def wait_for_commit(self, version: int, timeout_secs: float) -> int:
+        """Block until ``data_version()`` differs from ``version`` or the timeout; return it."""
+        ...
+
     def outcome(self, event_id: uuid.UUID) -> Outcome | None: ...
+
+    def outcome_at(self, position: LogPosition) -> Outcome | None: ...
+
+    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None: ...
+
+    def dataset_by_name(self, name: str) -> Dataset | None: ...
 
     def datasets(self) -> list[Dataset]:
         """The live datasets, oldest first."""
@@ -43,20 +81,41 @@ class ProjectionStore(CatalogView, Protocol):
         """Grouped by segment (in ``segments`` order), each segment's layers in registration order."""
         ...
 
+    def layer_table(self, dataset_id: uuid.UUID) -> pa.Table:
+        """``layers`` as one Arrow table (``projector.layer_table.LAYER_COLUMNS``)."""
+        ...
+
     def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
         """In registration order."""
         ...
 
+    def schemas(self, digests: Sequence[str]) -> dict[str, bytes]:
+        """The schemas the store holds of ``digests``, by digest."""
+        ...
+
+    def table(self, table_id: uuid.UUID) -> Table | None: ...
+
+    def table_by_name(self, name: str) -> Table | None: ...
+
+    def tables(self) -> list[Table]:
+        """The live tables, oldest first."""
+        ...
+
+    def table_data(self, table: Table) -> pa.Table: ...
+
     def rejections(self) -> list[Rejection]: ...
 
+    def close(self) -> None: ...
 
-class StaleBatchError(RuntimeError):
+
+class StaleBatchError(StrataError, RuntimeError):
     """The store moved on while a batch was being folded; the batch was not committed."""
 
 
-class StoreUnavailableError(RuntimeError):
+class StoreUnavailableError(StrataError, RuntimeError):
     """The store could not be opened, read or written: a read-only or full disk, a missing
-    directory, a lock held too long. Nothing of the batch at hand was committed; once the fault is
+    file or directory, a lock held too long, a PostgreSQL server down, unreachable or refusing
+    the credentials. Nothing of the batch at hand was committed; once the fault is
     fixed, a restarted projector resumes from the store's offsets."""
 
     def __init__(self, path: object, reason: str) -> None:
@@ -70,7 +129,7 @@ COMMIT_ATTEMPTS = 3
 --swap`` replacing its contents): each fold starts again from the store's new state."""
 
 
-def apply_batch(store: ProjectionStore, records: Iterable[LogRecord]) -> Changes:
+def apply_batch(store: ProjectionWriter, records: Iterable[LogRecord]) -> Changes:
     """Fold the records the store has not seen yet and commit the result atomically.
 
     Records below a partition's stored next offset were committed by an earlier run of the same

@@ -30,6 +30,7 @@ from sdk.errors import (
     NotFoundError,
     ProjectionTimeoutError,
     RecordingChangedError,
+    StoreUnavailableError,
     StrataError,
 )
 
@@ -70,6 +71,7 @@ __all__ = [
     "RegistrationResult",
     "SegmentRegistrationResult",
     "Server",
+    "StoreUnavailableError",
     "StrataError",
     "TableEntry",
 ]

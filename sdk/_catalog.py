@@ -37,7 +37,8 @@ from events import (
 )
 from events.names import check_dataset_name, check_layer_name, check_table_name
 from producers import EventProducer, Position
-from projector import Dataset, Outcome, SqliteStore, Status, Table, table_rows
+from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store, table_rows
+from projector.backends import describe, normalize
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _tables
 from sdk._contents import Contents
@@ -480,7 +481,12 @@ def _on_duplicate(value: OnDuplicate | str) -> OnDuplicate:
 class CatalogClient:
     """A client of a strata catalog: writes go to Kafka, reads come from the projection store.
 
+    ``store`` is the projection store the stack's projector writes: its SQLite file (on the
+    projector's host) or its PostgreSQL URL (from any host). The client only reads it, and raises
+    ``StoreUnavailableError`` if it cannot (``ValueError`` for a location of an unknown kind).
+
     >>> client = CatalogClient("localhost:9092", ".strata/store.db")  # doctest: +SKIP
+    >>> client = CatalogClient("kafka-1:9092", store="postgresql://reader@db/strata")  # doctest: +SKIP
     >>> client = CatalogClient.from_state_dir(".strata")  # written by ``strata up``
     """
 
@@ -494,11 +500,11 @@ class CatalogClient:
         delivery_timeout_secs: float = 15.0,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.store_path = Path(store)
+        self.store = normalize(store)
         self.producer_id = producer_id or f"strata-sdk@{os.uname().nodename}:{os.getpid()}"
+        self._store: CatalogReader = open_store(self.store, read_only=True)
         self._producer = EventProducer(bootstrap_servers, config=kafka_config,
                                        delivery_timeout_secs=delivery_timeout_secs)
-        self._store = SqliteStore(self.store_path)
         self._ctx = datafusion.SessionContext()
         self._ctx_tables: dict[str, tuple[uuid.UUID, int]] = {}
         """The tables registered in ``ctx`` by name, with the revision registered."""
@@ -541,7 +547,7 @@ class CatalogClient:
         return self._ctx
 
     def __repr__(self) -> str:
-        return f"CatalogClient(bootstrap_servers={self.bootstrap_servers!r}, store={str(self.store_path)!r})"
+        return f"CatalogClient(bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.store)!r})"
 
     def close(self) -> None:
         self._producer.close()

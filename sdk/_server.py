@@ -14,6 +14,8 @@ from typing import Any
 
 import settings
 from producers import ensure_topics
+from projector import open_store
+from projector.backends import normalize, scheme
 from sdk import _processes
 from sdk._broker import EmbeddedBroker
 from sdk._catalog import RECORDING_SUFFIXES, SERVER_FILE, CatalogClient
@@ -29,9 +31,11 @@ class Server:
     ``bootstrap_servers`` uses an existing Kafka cluster instead of the embedded broker,
     ``spark_master`` an existing Spark master instead of ``local[*]``; ``kafka_options`` (SASL,
     TLS, ...) are passed to every Kafka client. ``store`` puts the SQLite store elsewhere than
-    ``data_dir/store.db`` (another disk, say). Each defaults to its ``STRATA_*`` environment
-    variable (see ``settings``). The topics are created to keep every record forever; an existing
-    topic that may delete records is refused (``ValueError``) unless ``allow_finite_retention``.
+    ``data_dir/store.db`` (another disk, say), or names a PostgreSQL database
+    (``postgresql://user@host/database``) that clients on other hosts can read. Each defaults to
+    its ``STRATA_*`` environment variable (see ``settings``). The topics are created to keep every
+    record forever; an existing topic that may delete records is refused (``ValueError``) unless
+    ``allow_finite_retention``.
     A second ``Server`` on the same ``data_dir`` resumes where the first stopped.
     """
 
@@ -50,7 +54,7 @@ class Server:
     ) -> None:
         self._datasets = {name: _recording_paths(name, paths) for name, paths in (datasets or {}).items()}
         self.data_dir = Path(data_dir) if data_dir is not None else settings.home()
-        self.store_path = Path(store) if store is not None else settings.store(self.data_dir)
+        self.store = normalize(store if store is not None else settings.store(self.data_dir))
         self.spark_master = spark_master or settings.spark_master()
         self.kafka_options = dict(kafka_options or {})
         self.allow_finite_retention = allow_finite_retention
@@ -79,6 +83,8 @@ class Server:
         Raises ``RuntimeError`` with the end of the failing part's log if a part does not start.
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if scheme(self.store) == "postgresql":  # an unreachable server fails here, in one line
+            open_store(self.store).close()
         try:
             if self.broker:
                 self.broker.start()
@@ -90,7 +96,7 @@ class Server:
             self.close()
             raise
         (self.data_dir / SERVER_FILE).write_text(json.dumps(
-            {"bootstrap_servers": self.bootstrap_servers, "store": str(self.store_path.absolute()),
+            {"bootstrap_servers": self.bootstrap_servers, "store": self.store,
              "spark_master": self.spark_master}, indent=2))
         return self
 
@@ -113,7 +119,7 @@ class Server:
         ready.unlink(missing_ok=True)
         args = [sys.executable, "-m", "spark_streaming",
                 "--bootstrap-servers", self.bootstrap_servers,
-                "--store", str(self.store_path), "--checkpoint", str(self.checkpoint_dir),
+                "--store", self.store, "--checkpoint", str(self.checkpoint_dir),
                 "--spark-master", self.spark_master, "--ready-file", str(ready)]
         for key, value in self.kafka_options.items():
             args += ["--kafka-option", f"{key}={value}"]
@@ -139,7 +145,7 @@ class Server:
 
     def client(self, **kwargs: Any) -> CatalogClient:
         """A client of this server; closed with it."""
-        client = CatalogClient(self.bootstrap_servers, self.store_path,
+        client = CatalogClient(self.bootstrap_servers, self.store,
                                kafka_config=self.kafka_options, **kwargs)
         self._clients.append(client)
         return client

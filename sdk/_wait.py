@@ -6,40 +6,39 @@ import time
 from collections.abc import Iterable
 
 from producers import Position
-from projector import SqliteStore
+from projector import CatalogReader
 from sdk.errors import ProjectionTimeoutError
 
 DEFAULT_TIMEOUT_SECS = 60.0
 """How long a call waits for the projection to apply its events, unless told otherwise."""
-POLL_SECS = 0.001
-"""How often the store's data version is checked: about 1 ms added to a wait, a few
-microseconds of CPU per check."""
+SLICE_SECS = 1.0
+"""The longest a wait sleeps between two reads of the store's offsets, should a wake-up be lost
+(a PostgreSQL listener reconnecting, say)."""
 
 
 def wait_for_positions(
-    store: SqliteStore, positions: Iterable[Position], timeout_secs: float | None
+    store: CatalogReader, positions: Iterable[Position], timeout_secs: float | None
 ) -> None:
     """Block until the store's next offset is past every position (``>``, never ``==``: Kafka
     transactions leave gaps in offsets).
 
-    Checks the store's data version every millisecond and reads its offsets only when another
-    connection has committed since, against a monotonic deadline; ``timeout_secs=None`` waits
-    forever. Raises ``ProjectionTimeoutError`` naming the awaited positions and how far the store got.
+    Reads the store's offsets again each time the projector commits (the store's
+    ``wait_for_commit``: SQLite's data version checked every millisecond, PostgreSQL's
+    ``LISTEN``), against a monotonic deadline; ``timeout_secs=None`` waits forever. Raises
+    ``ProjectionTimeoutError`` naming the awaited positions and how far the store got.
     """
     awaited = sorted(set(positions))
     needed: dict[tuple[str, int], int] = {}
     for p in awaited:
         needed[(p.topic, p.partition)] = max(needed.get((p.topic, p.partition), -1), p.offset)
     deadline = None if timeout_secs is None else time.monotonic() + timeout_secs
-    seen_version = None
+    version = store.data_version()
     while True:
-        version = store.data_version()
-        if version != seen_version:
-            seen_version = version
-            reached = store.next_offsets()
-            if all(reached.get(key, 0) > offset for key, offset in needed.items()):
-                return
-        if deadline is not None and time.monotonic() >= deadline:
+        reached = store.next_offsets()
+        if all(reached.get(key, 0) > offset for key, offset in needed.items()):
+            return
+        left = SLICE_SECS if deadline is None else min(SLICE_SECS, deadline - time.monotonic())
+        if left <= 0:
             behind = ", ".join(
                 f"{topic}[{partition}] offset {offset} (store's next offset: "
                 f"{reached.get((topic, partition), 0)})"
@@ -49,4 +48,4 @@ def wait_for_positions(
                 f"the projection did not pass {behind} within {timeout_secs:g} s; is the "
                 f"projector running (strata up) and reading the same topics?",
                 awaited, {key: reached.get(key, 0) for key in needed})
-        time.sleep(POLL_SECS if deadline is None else max(0.0, min(POLL_SECS, deadline - time.monotonic())))
+        version = store.wait_for_commit(version, left)

@@ -41,9 +41,10 @@ def _topic_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _store_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", type=Path, default=None,
-                        help="the SQLite projection store (default: the running stack's, else "
-                             "$STRATA_STORE, else DATA_DIR/store.db)")
+    parser.add_argument("--store", default=None, metavar="PATH|URL",
+                        help="the projection store: a SQLite file, or a postgresql://user@host/db "
+                             "URL (default: the running stack's, else $STRATA_STORE, else "
+                             "DATA_DIR/store.db)")
 
 
 def _server(args: argparse.Namespace):
@@ -55,22 +56,24 @@ def _server(args: argparse.Namespace):
                   kafka_options=parse_key_values(args.kafka_option))
 
 
-def _store_path(args: argparse.Namespace) -> Path:
+def _store_location(args: argparse.Namespace) -> str:
     """The store a command works on: --store, the running stack's, $STRATA_STORE, DATA_DIR/store.db."""
     from sdk._catalog import running_stack
 
     if args.store is not None:
         return args.store
     data_dir = args.data_dir or settings.home()
-    return Path(running_stack(data_dir).get("store") or settings.store(data_dir))
+    return running_stack(data_dir).get("store") or settings.store(data_dir)
 
 
 def _describe(server) -> None:
+    from projector.backends import describe
+
     print(f"  kafka      {server.bootstrap_servers}"
           + (f"  (embedded, log {server.broker.directory})" if server.broker else "  (external)"))
     print(f"  projector  Spark {server.spark_master}, checkpoint {server.checkpoint_dir}, "
           f"log {server.projector_log}")
-    print(f"  store      {server.store_path}")
+    print(f"  store      {describe(server.store)}")
     print(f"  connect    sdk.CatalogClient.from_state_dir({str(server.data_dir)!r})")
 
 
@@ -118,13 +121,14 @@ def cmd_projector(args: argparse.Namespace) -> int:
 
 
 def cmd_rejections(args: argparse.Namespace) -> int:
-    from projector import SqliteStore
+    from projector import StoreUnavailableError, open_store
 
-    store_path = _store_path(args)
-    if not store_path.exists():
-        raise SystemExit(f"strata: no store at {store_path}; start the stack with 'strata up', or "
-                         "pass --store")
-    rejections = SqliteStore(store_path, read_only=True).rejections()
+    try:
+        store = open_store(_store_location(args), read_only=True)
+    except (StoreUnavailableError, ValueError) as exc:
+        raise SystemExit(f"strata: {exc}") from None
+    rejections = store.rejections()
+    store.close()
     for r in rejections:
         print(f"{r.position.topic}[{r.position.partition}]@{r.position.offset}  "
               f"{len(r.raw)} bytes  {r.reason}")
@@ -134,6 +138,7 @@ def cmd_rejections(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from projector import SqliteStore
+    from projector.backends import describe
     from sdk._catalog import running_stack
     from spark_streaming.replay import rebuild, swap_into
 
@@ -156,9 +161,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
           f"{counts['datasets']} datasets, {counts['segments']} segments, {counts['layers']} layers, "
           f"{counts['outcomes']} outcomes, {counts['rejections']} rejections")
     if args.swap:
-        live = _store_path(args)
+        live = _store_location(args)
         caught_up = swap_into(live, rebuilt, bootstrap, kafka_options=kafka_options)
-        print(f"strata replay: swapped into {live} "
+        print(f"strata replay: swapped into {describe(live)} "
               f"({caught_up} records that arrived during the rebuild caught up)")
     return 0
 

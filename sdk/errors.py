@@ -6,9 +6,12 @@
     │                           no dataset or table with that id, or no file at a registered URI
     ├── RecordingChangedError (ValueError)
     │                           a registered recording's file changed since its registration
-    └── ProjectionTimeoutError (TimeoutError)
-                                the projection did not reach an event's offset in time
-    DeliveryError (ConnectionError, from producers)
+    ├── ProjectionTimeoutError (TimeoutError)
+    │                           the projection did not reach an event's offset in time
+    ├── StoreUnavailableError (RuntimeError, from projector)
+    │                           the projection store cannot be opened or read: a missing file,
+    │                           a PostgreSQL server down or refusing the credentials
+    └── DeliveryError (ConnectionError, from producers)
                                 Kafka did not acknowledge an event in time
 
 Bad arguments, failed registrations and rows that do not fit a table raise the builtin
@@ -18,11 +21,9 @@ rerun-sdk.
 
 from __future__ import annotations
 
+from events import StrataError
 from producers import DeliveryError, Position
-
-
-class StrataError(Exception):
-    """Root of strata's own errors."""
+from projector import StoreUnavailableError
 
 
 class AlreadyExistsError(StrataError):
@@ -58,5 +59,6 @@ __all__ = [
     "NotFoundError",
     "ProjectionTimeoutError",
     "RecordingChangedError",
+    "StoreUnavailableError",
     "StrataError",
 ]

@@ -30,9 +30,10 @@ def spark_master() -> str:
     return os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
 
 
-def store(data_dir: Path) -> Path:
-    """The projection store of the stack whose state is in ``data_dir``."""
-    return Path(os.environ.get("STRATA_STORE") or data_dir / "store.db")
+def store(data_dir: Path) -> str:
+    """The projection store of the stack whose state is in ``data_dir``: a SQLite file's path or
+    a ``postgresql://`` URL."""
+    return os.environ.get("STRATA_STORE") or str(data_dir / "store.db")
 
 
 def jars_dir() -> Path:

@@ -6,12 +6,13 @@ import argparse
 import logging
 import signal
 import sys
+from pathlib import Path
 
 from py4j.protocol import Py4JError
 from pyspark.errors import StreamingQueryException
 
-from projector import SqliteStore
-from projector.store import StoreUnavailableError
+from projector import StoreUnavailableError, open_store
+from projector.backends import scheme
 from spark_streaming.options import add_arguments, parse_key_values
 
 
@@ -30,6 +31,12 @@ def main(argv: list[str] | None = None) -> int:
 
 STORE_FAULT_EXIT_CODE = 2
 """The exit code when the store cannot be opened or written (read-only, full): fix it, restart."""
+
+
+def _store_advice(location: str) -> str:
+    if scheme(location) == "sqlite":
+        return f"Make {Path(location).absolute().parent} writable and give it free space"
+    return "Check that the PostgreSQL server is up and reachable and that its user may create tables"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,10 +64,10 @@ def run(args: argparse.Namespace) -> int:
 
     log = logging.getLogger("strata.projector")
     try:
-        store = SqliteStore(args.store)
+        store = open_store(args.store)
     except StoreUnavailableError as exc:
-        log.error("cannot open the projection store, nothing was read: %s. Make %s writable and "
-                  "give it free space, then start the projector again.", exc, args.store.parent)
+        log.error("cannot open the projection store, nothing was read: %s. %s, then start the "
+                  "projector again.", exc, _store_advice(args.store))
         return STORE_FAULT_EXIT_CODE
     spark = build_session(args.spark_master)
     job = ProjectorJob(spark, args.bootstrap_servers, store, args.checkpoint,
@@ -69,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     query = job.start()
     log.info(
         "projector running: %s -> %s (checkpoint %s, master %s)",
-        args.bootstrap_servers, args.store, args.checkpoint, args.spark_master)
+        args.bootstrap_servers, store.location, args.checkpoint, args.spark_master)
     if args.ready_file:
         args.ready_file.write_text(str(query.id))
     try:

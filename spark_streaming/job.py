@@ -18,7 +18,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 import settings
 from events import TOPICS
-from projector import Changes, LogRecord, ProjectionStore, Status, apply_batch
+from projector import Changes, LogRecord, ProjectionWriter, Status, apply_batch
 from projector.store import StoreUnavailableError
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
@@ -138,7 +138,7 @@ class ProjectorJob:
         self,
         spark: SparkSession,
         bootstrap_servers: str,
-        store: ProjectionStore,
+        store: ProjectionWriter,
         checkpoint_dir: str | Path,
         *,
         kafka_options: Mapping[str, str] | None = None,

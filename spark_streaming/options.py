@@ -50,7 +50,8 @@ def add_max_offsets_option(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
-    parser.add_argument("--store", required=True, type=Path, help="SQLite projection store file")
+    parser.add_argument("--store", required=True, metavar="PATH|URL",
+                        help="the projection store: a SQLite file or a postgresql:// URL")
     parser.add_argument("--checkpoint", required=True, type=Path,
                         help="Spark checkpoint directory (keep it across restarts; without one, "
                              "the projector starts from the store's offsets)")

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from producers import end_offsets, read_range
-from projector import LogRecord, SqliteStore, apply_batch
+from projector import LogRecord, SqliteStore, apply_batch, open_store
+from projector.backends import describe
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 
@@ -74,20 +75,21 @@ getting ahead of it."""
 
 
 def swap_into(
-    live_path: Path, rebuilt_path: Path, bootstrap_servers: str,
+    live_location: str | Path, rebuilt_path: Path, bootstrap_servers: str,
     *, kafka_options: Mapping[str, str] | None = None,
 ) -> int:
-    """Make the live store a copy of the rebuilt one without losing what arrived meanwhile.
+    """Make the live store (SQLite or PostgreSQL) a copy of the rebuilt one without losing what
+    arrived meanwhile.
 
     The rebuilt store first applies the log up to its current end, read straight from Kafka while
     the live store is not locked. Then, in one transaction of the live store, its contents replace
     the live store's if the rebuilt store has applied at least every record the live one has
-    (``SqliteStore.replace_contents``); if the live projector got further meanwhile, the rebuilt
+    (``SqlStore.replace_contents``); if the live projector got further meanwhile, the rebuilt
     store catches up again. Kafka is never read with the live store locked: a running projector
     waits only for the local copy. Returns how many records were caught up.
     """
     rebuilt = SqliteStore(rebuilt_path)
-    live = SqliteStore(live_path)
+    live = open_store(live_location)
     caught_up = 0
     try:
         for _ in range(SWAP_ATTEMPTS):
@@ -95,11 +97,11 @@ def swap_into(
             rows = read_range(bootstrap_servers, rebuilt.next_offsets(), end, config=kafka_options)
             apply_batch(rebuilt, [LogRecord.from_kafka(*row) for row in rows])
             caught_up += len(rows)
-            if live.replace_contents(rebuilt_path):
+            if live.replace_contents(rebuilt):
                 return caught_up
-        raise RuntimeError(f"the live store at {live_path} kept getting ahead of the rebuilt one "
-                           f"over {SWAP_ATTEMPTS} catch-ups; run 'strata replay --swap' again when "
-                           "fewer commands arrive")
+        raise RuntimeError(f"the live store at {describe(live_location)} kept getting ahead of the "
+                           f"rebuilt one over {SWAP_ATTEMPTS} catch-ups; run 'strata replay --swap' "
+                           "again when fewer commands arrive")
     finally:
         live.close()
         rebuilt.close()

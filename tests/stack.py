@@ -16,6 +16,7 @@ from pathlib import Path
 
 from events import Event, RegisterLayer
 from producers import EventProducer, Position, end_offsets
+from projector import StoreUnavailableError
 from sdk._server import Server
 from stores import Offsets, store_offsets
 
@@ -30,11 +31,17 @@ def wait_until(condition: Callable[[], bool], timeout_secs: float, what: str,
         time.sleep(poll_secs)
 
 
-def wait_caught_up(store_path: Path, bootstrap_servers: str, timeout_secs: float = 300) -> Offsets:
+def wait_caught_up(store: str | Path, bootstrap_servers: str, timeout_secs: float = 300) -> Offsets:
     """Wait until the store has applied every record in the log; return the offsets."""
     end = {key: offset for key, offset in end_offsets(bootstrap_servers).items() if offset > 0}
-    wait_until(lambda: store_path.exists() and store_offsets(store_path) == end, timeout_secs,
-               f"the store {store_path} to reach the log end {end}", poll_secs=0.5)
+
+    def caught_up() -> bool:
+        try:
+            return store_offsets(store) == end
+        except StoreUnavailableError:  # not created yet
+            return False
+
+    wait_until(caught_up, timeout_secs, f"the store {store} to reach the log end {end}", poll_secs=0.5)
     return end
 
 

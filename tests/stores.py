@@ -1,5 +1,5 @@
-"""Reading a projection store on a read-only connection of its own: every table's rows and the
-offsets. Plain SQLite, so every tier can use it."""
+"""Reading a projection store (SQLite file or PostgreSQL URL) on a read-only connection of its
+own: every table's rows and the offsets."""
 
 from __future__ import annotations
 
@@ -8,16 +8,22 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from projector.sqlite_store import TABLES
+import psycopg
+
+from projector import SqlStore, open_store
+from projector.backends import scheme
+from projector.sql_store import TABLES
 
 Offsets = dict[tuple[str, int], int]
 
 
 @contextlib.contextmanager
-def _read_only(store_path: str | Path) -> Iterator[sqlite3.Connection]:
-    uri = f"{Path(store_path).absolute().as_uri()}?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=30)) as conn:
-        yield conn
+def _read_only(location: str | Path) -> Iterator[SqlStore]:
+    store = open_store(location, read_only=True)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 PROJECTION_TABLES = [table for table in TABLES if table != "batches"]
@@ -25,26 +31,25 @@ PROJECTION_TABLES = [table for table in TABLES if table != "batches"]
 where batches ended."""
 
 
-def dump(store_path: str | Path) -> dict[str, list[tuple]]:
+def dump(location: str | Path) -> dict[str, list[tuple]]:
     """Every row of every projection table, in primary-key order: two stores with equal dumps
-    hold the same projection."""
-    with _read_only(store_path) as conn:
-        return {table: conn.execute(f"select * from {table} order by {', '.join(TABLES[table][1])}")
-                .fetchall() for table in PROJECTION_TABLES}
+    hold the same projection, whatever their backends."""
+    with _read_only(location) as store:
+        return {table: store.rows(table) for table in PROJECTION_TABLES}
 
 
-def applied_batches(store_path: str | Path) -> list[tuple[str, int, int, int, int]]:
+def applied_batches(location: str | Path) -> list[tuple[str, int, int, int, int]]:
     """The store's committed batches: (topic, partition, first_offset, next_offset, records)."""
-    with _read_only(store_path) as conn:
-        return conn.execute("select * from batches order by topic, partition, first_offset").fetchall()
+    with _read_only(location) as store:
+        return store.rows("batches")
 
 
-def assert_applied_exactly_once(store_path: str | Path, end: Offsets) -> None:
+def assert_applied_exactly_once(location: str | Path, end: Offsets) -> None:
     """Every record below ``end`` was folded by exactly one committed batch: per partition, the
     batches' ranges start at 0, follow each other without gap or overlap, end at ``end``, and
     folded as many records as their ranges span (a partition's offsets have no gaps here)."""
     by_partition: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
-    for topic, partition, first, after, records in applied_batches(store_path):
+    for topic, partition, first, after, records in applied_batches(location):
         by_partition.setdefault((topic, partition), []).append((first, after, records))
     assert set(by_partition) == {key for key, offset in end.items() if offset}, by_partition.keys()
     for key, ranges in by_partition.items():
@@ -56,7 +61,23 @@ def assert_applied_exactly_once(store_path: str | Path, end: Offsets) -> None:
         assert expected_first == end[key], f"{key}: batches end at {expected_first}, the log at {end[key]}"
 
 
-def store_offsets(store_path: str | Path) -> Offsets:
+def lock_for_writing_at_once(location: str | Path) -> Offsets:
+    """Take the lock a projector's commit takes, without waiting (an error if another connection
+    holds it), release it, and return the offsets read under it."""
+    if scheme(location) == "sqlite":
+        with contextlib.closing(sqlite3.connect(location, timeout=0)) as conn:
+            conn.execute("BEGIN IMMEDIATE")  # 'database is locked' if held
+            offsets = conn.execute("select topic, partition, next_offset from offsets").fetchall()
+            conn.rollback()
+    else:
+        with psycopg.connect(str(location)) as conn:  # in a transaction until the block ends
+            conn.execute("lock table offsets in exclusive mode nowait")  # LockNotAvailable if held
+            offsets = conn.execute("select topic, partition, next_offset from offsets").fetchall()
+            conn.rollback()
+    return {(t, p): o for t, p, o in offsets}
+
+
+def store_offsets(location: str | Path) -> Offsets:
     """The store's next offset per (topic, partition)."""
-    with _read_only(store_path) as conn:
-        return {(t, p): o for t, p, o in conn.execute("select topic, partition, next_offset from offsets")}
+    with _read_only(location) as store:
+        return store.next_offsets()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 import uuid
@@ -35,7 +34,7 @@ from projector import table_rows
 from sdk._server import Server
 from spark_streaming import replay
 from stack import strata_replay, wait_caught_up
-from stores import dump
+from stores import dump, lock_for_writing_at_once
 
 SCHEMAS = [pa.schema(fields).serialize().to_pybytes() for fields in (
     [("/x", pa.int32())], [("/x", pa.int64())], [("/y", pa.struct([("a", pa.float32())]))],
@@ -94,11 +93,11 @@ def test_random_histories_rebuild_to_identical_tables(server: Server, tmp_path_f
         for chunk in chunks:  # pauses between chunks give the live projector other batches
             producer.send(chunk)
             time.sleep(0.3)
-    wait_caught_up(server.store_path, server.bootstrap_servers, timeout_secs=120)
+    wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=120)
     into = tmp_path_factory.mktemp("rebuild")
     output = strata_replay(server, into, "--max-offsets-per-trigger", str(replay_batch))
     assert "records" in output
-    assert dump(into / "store.db") == dump(server.store_path)
+    assert dump(into / "store.db") == dump(server.store)
 
 
 def test_replay_swap_loses_nothing_that_arrives_meanwhile(server: Server, client: sdk.CatalogClient,
@@ -123,12 +122,12 @@ def test_replay_swap_loses_nothing_that_arrives_meanwhile(server: Server, client
         stop.set()
         writer.join()
     assert "swapped into" in output
-    wait_caught_up(server.store_path, server.bootstrap_servers, timeout_secs=120)
+    wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=120)
     assert registered and set(registered) <= set(dataset.segment_ids())
     check = tmp_path / "check"
     strata_replay(server, check)
-    assert dump(check / "store.db") == dump(server.store_path)
-    assert CATALOG_TOPIC in {row[0] for row in dump(server.store_path)["offsets"]}
+    assert dump(check / "store.db") == dump(server.store)
+    assert CATALOG_TOPIC in {row[0] for row in dump(server.store)["offsets"]}
 
 
 def test_swap_reads_kafka_with_the_live_store_unlocked(server: Server, client: sdk.CatalogClient,
@@ -141,18 +140,15 @@ def test_swap_reads_kafka_with_the_live_store_unlocked(server: Server, client: s
     reads = []
 
     def read_range_while_writing(*args, **kwargs):
-        with sqlite3.connect(server.store_path, timeout=0) as conn:
-            conn.execute("BEGIN IMMEDIATE")  # 'database is locked' if the swap held the lock
-            reads.append(conn.execute("select count(*) from offsets").fetchone())
-            conn.rollback()
+        reads.append(lock_for_writing_at_once(server.store))  # raises if the swap held the lock
         return log_reader.read_range(*args, **kwargs)
 
     monkeypatch.setattr(replay, "read_range", read_range_while_writing)
-    caught_up = replay.swap_into(server.store_path, tmp_path / "rebuild" / "store.db",
+    caught_up = replay.swap_into(server.store, tmp_path / "rebuild" / "store.db",
                                  server.bootstrap_servers)
     assert reads and caught_up >= 1
     assert dataset.segment_ids() == ["unlocked_after_rebuild"]
-    wait_caught_up(server.store_path, server.bootstrap_servers, timeout_secs=120)
+    wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=120)
     check = tmp_path / "check"
     strata_replay(server, check)
-    assert dump(check / "store.db") == dump(server.store_path)
+    assert dump(check / "store.db") == dump(server.store)

@@ -9,24 +9,26 @@ import signal
 import pyarrow as pa
 
 from sdk._server import Server
+from stores import dump
 
 
 def counts(server: Server) -> dict[str, int]:
-    db = server.client()._store.db
-    return {table: db[table].count for table in ("datasets", "schemas", "segments", "layers", "outcomes")}
+    return {table: len(rows) for table, rows in dump(server.store).items()
+            if table in ("datasets", "schemas", "segments", "layers", "outcomes")}
 
 
-def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd) -> None:
+def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd, new_store) -> None:
     data_dir = tmp_path / "stack"
     uris = [make_rrd(f"restart_{i}") for i in range(30)]
-    with Server(data_dir) as first:
+    store = new_store()
+    with Server(data_dir, store=store) as first:
         dataset = first.client().create_dataset("restart")
         dataset.register(uris[:10]).wait()
         # In flight when the stack stops: sent, not awaited.
         dataset.register(uris[10:20])
         broker_port = first.broker.port
 
-    with Server(data_dir) as second:
+    with Server(data_dir, store=store) as second:
         assert second.broker.port == broker_port
         client = second.client()
         dataset = client.get_dataset(name="restart")
@@ -50,15 +52,16 @@ def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd) -> None:
         assert sum(offsets.values()) == 33
 
 
-def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd) -> None:
+def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd, new_store) -> None:
     data_dir = tmp_path / "stack"
     uris = [make_rrd(f"lost_{i}") for i in range(6)]
-    with Server(data_dir) as first:
+    store = new_store()
+    with Server(data_dir, store=store) as first:
         first.client().create_dataset("lost").register(uris[:3]).wait()
     shutil.rmtree(first.checkpoint_dir)
     earlier_log = first.projector_log.read_text()
 
-    with Server(data_dir) as second:
+    with Server(data_dir, store=store) as second:
         dataset = second.client().get_dataset(name="lost")
         dataset.register(uris[3:]).wait(timeout_secs=120)
         assert dataset.segment_ids() == [f"lost_{i}" for i in range(6)]

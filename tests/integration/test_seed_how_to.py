@@ -30,12 +30,13 @@ def how_to(dataset, directory: Path) -> tuple[pa.Table, pa.Table, pa.Table]:
     return before, stats, after
 
 
-def test_the_how_to_gives_rerun_s_tables(server: Server, tmp_path: Path) -> None:
+def test_the_how_to_gives_rerun_s_tables(server: Server, tmp_path: Path, new_store) -> None:
     base = tmp_path / "sample_5"
     _demo.write_base(base)
     name = f"sample_dataset_{os.urandom(3).hex()}"
 
-    with projector_on(server.bootstrap_servers, tmp_path / "strata", datasets={name: base}) as ours:
+    with projector_on(server.bootstrap_servers, tmp_path / "strata", datasets={name: base},
+                      store=new_store()) as ours:
         strata = how_to(ours.client().get_dataset(name=name), tmp_path / "strata-layers")
     theirs = rr.server.Server(datasets={name: base})
     try:
@@ -50,15 +51,18 @@ def test_the_how_to_gives_rerun_s_tables(server: Server, tmp_path: Path) -> None
         [False], [False], [True], [True], [True]]
 
 
-def test_datasets_are_registered_once(server: Server, tmp_path: Path) -> None:
+def test_datasets_are_registered_once(server: Server, tmp_path: Path, new_store) -> None:
     directory = tmp_path / "episodes"
     _demo.write_base(directory)
     name = f"once_{os.urandom(3).hex()}"
-    with projector_on(server.bootstrap_servers, tmp_path / "stack", datasets={name: directory}) as first:
+    store = new_store()
+    with projector_on(server.bootstrap_servers, tmp_path / "stack", datasets={name: directory},
+                      store=store) as first:
         assert sorted(first.client().get_dataset(name=name).segment_ids()) == sorted(_demo.SEGMENT_IDS)
     write_episode(directory / "later" / "added.rrd", "added_later", 9)
     log_end = sum(end_offsets(server.bootstrap_servers).values())
-    with projector_on(server.bootstrap_servers, tmp_path / "stack", datasets={name: directory}) as again:
+    with projector_on(server.bootstrap_servers, tmp_path / "stack", datasets={name: directory},
+                      store=store) as again:
         dataset = again.client().get_dataset(name=name)
         assert sorted(dataset.segment_ids()) == sorted([*_demo.SEGMENT_IDS, "added_later"])
         # One event: the new recording's; nothing registered twice, no dataset created again.

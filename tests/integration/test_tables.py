@@ -184,8 +184,8 @@ def test_sql_sees_every_table_and_joins_with_a_segment_table(client: sdk.Catalog
 
 def test_upsert_race_between_two_clients_ends_with_the_last_in_log_order(server: Server, tmp_path) -> None:
     name = unique("race")
-    with sdk.CatalogClient(server.bootstrap_servers, server.store_path) as first, \
-            sdk.CatalogClient(server.bootstrap_servers, server.store_path) as second:
+    with sdk.CatalogClient(server.bootstrap_servers, server.store) as first, \
+            sdk.CatalogClient(server.bootstrap_servers, server.store) as second:
         first.create_table(name, LABELS)
         start = end_offsets(server.bootstrap_servers)
 
@@ -205,9 +205,9 @@ def test_upsert_race_between_two_clients_ends_with_the_last_in_log_order(server:
         live = first.get_table(name).reader().to_arrow_table()
         assert live.column("label").to_pylist() == last.column("label").to_pylist()
         assert second.get_table(name).reader().to_arrow_table() == live
-    wait_caught_up(server.store_path, server.bootstrap_servers)
+    wait_caught_up(server.store, server.bootstrap_servers)
     strata_replay(server, tmp_path)
-    assert dump(tmp_path / "store.db") == dump(server.store_path)
+    assert dump(tmp_path / "store.db") == dump(server.store)
 
 
 def test_table_writes_interleaved_with_dataset_commands(client: sdk.CatalogClient, make_rrd) -> None:

@@ -196,7 +196,7 @@ def test_unreadable_files_produce_nothing(server: Server, target: sdk.DatasetEnt
     path.chmod(0)
     try:
         outcome = run_unprivileged(REGISTER_IN_CHILD, server.bootstrap_servers,
-                                   str(server.store_path), str(target.id), path.as_uri())
+                                   str(server.store), str(target.id), path.as_uri())
     finally:
         path.chmod(0o644)
     assert outcome["error"] == "ValueError", outcome

@@ -11,7 +11,7 @@ import pytest
 
 import sdk
 from events import CATALOG_TOPIC
-from projector import SqliteStore, Status
+from projector import Status, open_store
 from sdk._server import Server
 from stack import PipelineLoad, wait_caught_up, wait_until
 
@@ -35,8 +35,8 @@ def start_broker_again(server: Server) -> None:
     assert server.broker.port == port, "the broker came back at another address"
 
 
-def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd) -> None:
-    with Server(tmp_path / "stack") as stack:
+def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd, new_store) -> None:
+    with Server(tmp_path / "stack", store=new_store()) as stack:
         client = stack.client(delivery_timeout_secs=120)
         dataset = client.create_dataset("broker-restart")
         load = PipelineLoad(stack.bootstrap_servers, [dataset.id], PIPELINE_EVENTS, prefix="load",
@@ -74,13 +74,13 @@ def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd) ->
             backlog.stop()
         assert operation.wait(timeout_secs=300).segment_ids == ["during_restart"]
 
-        end = wait_caught_up(stack.store_path, stack.bootstrap_servers)
+        end = wait_caught_up(stack.store, stack.bootstrap_servers)
         produced = [*load.events, *backlog.events]
-        store = SqliteStore(stack.store_path, read_only=True)
+        store = open_store(stack.store, read_only=True)
         try:
             # Nothing duplicated in the log: one record per event (the create, the SDK's register
             # and the schemas it defined first, besides the loads).
-            ours = 2 + store.db["schemas"].count
+            ours = 2 + len(store.rows("schemas"))
             assert sum(end.values()) == len(produced) + ours
             assert len({p.offset for p in [*load.positions, *backlog.positions]}) == len(produced)
             outcomes = [store.outcome(event.event_id) for event in produced]
@@ -88,8 +88,8 @@ def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd) ->
             accepted = {e.event_id for e, o in zip(produced, outcomes, strict=True)
                         if o.status is Status.ACCEPTED}
             assert len(accepted) == len(produced)
-            assert store.db["layers"].count == len(accepted) + 1
-            assert store.db["outcomes"].count == len(produced) + ours
+            assert len(store.rows("layers")) == len(accepted) + 1
+            assert len(store.rows("outcomes")) == len(produced) + ours
         finally:
             store.close()
         print(f"broker restarts: 2 (one kill -9), {len(produced) + ours} events checked")
@@ -98,6 +98,7 @@ def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd) ->
 def test_producer_reports_an_unreachable_broker(tmp_path) -> None:
     from sdk._processes import free_port
 
+    open_store(tmp_path / "store.db").close()  # a store, as a projector leaves it
     client = sdk.CatalogClient(f"127.0.0.1:{free_port()}", tmp_path / "store.db",
                                delivery_timeout_secs=2)
     started = time.monotonic()

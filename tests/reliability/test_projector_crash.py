@@ -12,7 +12,7 @@ from pathlib import Path
 
 import sdk
 from producers import end_offsets
-from projector import SqliteStore
+from projector import open_store
 from sdk._server import Server
 from stack import PipelineLoad, kill_projector, projector_on, wait_caught_up, wait_until
 from stores import assert_applied_exactly_once, dump, store_offsets
@@ -29,18 +29,18 @@ class SdkRegistrations(threading.Thread):
     """Registers one recording at a time through the SDK until stopped and, the moment ``wait()``
     returns, looks for the layer in a reader of its own on the same store."""
 
-    def __init__(self, dataset: sdk.DatasetEntry, uris: dict[str, str], store_path: Path) -> None:
+    def __init__(self, dataset: sdk.DatasetEntry, uris: dict[str, str], store: str) -> None:
         super().__init__(name="sdk-registrations", daemon=True)
         self.dataset = dataset
         self.uris = uris
-        self.store_path = store_path
+        self.store = store
         self.visible: list[str] = []
         self.not_visible: list[str] = []
         self.error: BaseException | None = None
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        reader = SqliteStore(self.store_path, read_only=True)
+        reader = open_store(self.store, read_only=True)
         try:
             for segment_id, uri in self.uris.items():
                 # Behind the pipeline's backlog each wait() is slow while the kills happen; once
@@ -57,15 +57,15 @@ class SdkRegistrations(threading.Thread):
             reader.close()
 
 
-def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd) -> None:
+def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd, new_store) -> None:
     rng = random.Random(4)
     uris = {f"sdk-{i:02d}": make_rrd(f"sdk-{i:02d}") for i in range(SDK_FILES)}
-    with Server(tmp_path / "stack") as stack:
+    with Server(tmp_path / "stack", store=new_store()) as stack:
         client = stack.client()
         datasets = [client.create_dataset(f"crash-{i}") for i in range(DATASETS)]
         load = PipelineLoad(stack.bootstrap_servers, [d.id for d in datasets], PIPELINE_EVENTS,
                             prefix="pipeline", duration_secs=LOAD_SECS)
-        registrations = SdkRegistrations(datasets[0], uris, stack.store_path)
+        registrations = SdkRegistrations(datasets[0], uris, stack.store)
         kills_with_work_in_flight = 0
         try:
             load.start()
@@ -74,13 +74,13 @@ def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd) 
                 if kill % 2:
                     # Once the restarted projector has committed a batch, so the store moves on
                     # between kills and SDK waits can return.
-                    restarted_at = sum(store_offsets(stack.store_path).values())
-                    wait_until(lambda at=restarted_at: sum(store_offsets(stack.store_path).values()) > at,
+                    restarted_at = sum(store_offsets(stack.store).values())
+                    wait_until(lambda at=restarted_at: sum(store_offsets(stack.store).values()) > at,
                                300, "the restarted projector to commit a batch")
                 # A random moment: mid-batch, between batches, or while the projector still
                 # folds the backlog its predecessor left.
                 time.sleep(rng.uniform(0.2, 3.0))
-                if sum(store_offsets(stack.store_path).values()) < sum(
+                if sum(store_offsets(stack.store).values()) < sum(
                         end_offsets(stack.bootstrap_servers).values()):
                     kills_with_work_in_flight += 1
                 kill_projector(stack)
@@ -103,15 +103,15 @@ def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd) 
         # The kills hit a projector with records still to apply, not an idle one.
         assert kills_with_work_in_flight >= 3, kills_with_work_in_flight
 
-        end = wait_caught_up(stack.store_path, stack.bootstrap_servers)
+        end = wait_caught_up(stack.store, stack.bootstrap_servers)
         records = sum(end.values())
-        tables = dump(stack.store_path)
+        tables = dump(stack.store)
         schemas_defined = len(tables["schemas"])  # by the SDK, once each, before its registrations
         assert records == DATASETS + schemas_defined + PIPELINE_EVENTS + sdk_registrations
         # Exactly once: every record folded by one committed batch (Spark hands records over
         # again after a crash; the store's offsets must drop them), one outcome per record, one
         # layer per registration, nothing rejected.
-        assert_applied_exactly_once(stack.store_path, end)
+        assert_applied_exactly_once(stack.store, end)
         assert len(tables["outcomes"]) == records
         assert len(tables["layers"]) == PIPELINE_EVENTS + sdk_registrations
         assert tables["rejections"] == []
@@ -120,9 +120,9 @@ def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd) 
         assert Counter(dataset_id for dataset_id, *_ in tables["layers"]) == expected
 
         # A second projector on a fresh store and checkpoint replays the log from offset 0.
-        with projector_on(stack.bootstrap_servers, tmp_path / "replay") as replay:
-            wait_caught_up(replay.store_path, stack.bootstrap_servers)
-            replayed = dump(replay.store_path)
+        with projector_on(stack.bootstrap_servers, tmp_path / "replay", store=new_store()) as replay:
+            wait_caught_up(replay.store, stack.bootstrap_servers)
+            replayed = dump(replay.store)
         for table, rows in tables.items():
             assert replayed[table] == rows, f"table {table} differs from the replay"
         print(f"projector crash: {KILLS} kills ({kills_with_work_in_flight} with work in flight), "

@@ -26,7 +26,7 @@ def test_wait_times_out_while_the_projector_is_down_then_applies_once(
             operation.wait(timeout_secs=2)
         elapsed = time.monotonic() - started
         assert 2 <= elapsed < 4, elapsed
-        store_next = store_offsets(server.store_path)[(CATALOG_TOPIC, 0)]
+        store_next = store_offsets(server.store)[(CATALOG_TOPIC, 0)]
     finally:
         server.start_projector()
 

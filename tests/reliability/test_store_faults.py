@@ -25,11 +25,13 @@ import pytest
 import sdk
 from events import Event, RegisterLayer
 from producers import EventProducer
-from projector import SqliteStore, Status
+from projector import SqliteStore, Status, open_store
 from sdk._server import Server
 from spark_streaming.__main__ import STORE_FAULT_EXIT_CODE
 from stack import projector_on, wait_caught_up, wait_until
 from stores import store_offsets
+
+pytestmark = pytest.mark.sqlite_only
 
 
 @dataclass
@@ -92,8 +94,8 @@ def registrations(dataset_id: uuid.UUID, prefix: str, count: int) -> list[Event]
             for i in range(count)]
 
 
-def assert_applied_once(store_path: Path, events: list[Event]) -> None:
-    store = SqliteStore(store_path, read_only=True)
+def assert_applied_once(location: str, events: list[Event]) -> None:
+    store = open_store(location, read_only=True)
     try:
         for event in events:
             outcome = store.outcome(event.event_id)
@@ -121,8 +123,8 @@ def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
     with projector_on(server.bootstrap_servers, tmp_path / "full",
                       store=store_dir.path / "store.db") as projector:
         dataset = projector.client().create_dataset(f"full-{uuid.uuid4().hex[:8]}")
-        end = wait_caught_up(projector.store_path, server.bootstrap_servers)
-        truncate_wal(projector.store_path)
+        end = wait_caught_up(projector.store, server.bootstrap_servers)
+        truncate_wal(projector.store)
         store_dir.fill()
         events = registrations(dataset.id, "while-full", 50)
         with EventProducer(server.bootstrap_servers) as producer:
@@ -134,16 +136,16 @@ def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
         [line] = [line for line in projector.projector_log.read_text().splitlines()
                   if "projector stopped:" in line]
         assert re.search(r"projector stopped: batch \d+ \(offsets \d+\.\.\d+\) was not committed: "
-                         rf"store {re.escape(str(projector.store_path))}: database or disk is full\. "
+                         rf"store {re.escape(str(projector.store))}: database or disk is full\. "
                          r"Nothing of it was written\..*restart the projector", line), line
 
         store_dir.free()
         # No part of the failed batch was committed.
-        assert store_offsets(projector.store_path) == end
-        assert SqliteStore(projector.store_path, read_only=True).outcome(events[0].event_id) is None
+        assert store_offsets(projector.store) == end
+        assert SqliteStore(projector.store, read_only=True).outcome(events[0].event_id) is None
         projector.start_projector()
-        wait_caught_up(projector.store_path, server.bootstrap_servers)
-        assert_applied_once(projector.store_path, events)
+        wait_caught_up(projector.store, server.bootstrap_servers)
+        assert_applied_once(projector.store, events)
 
 
 def test_a_read_only_store_stops_the_projector_cleanly_and_it_resumes(
@@ -154,7 +156,7 @@ def test_a_read_only_store_stops_the_projector_cleanly_and_it_resumes(
                       store=store_dir.path / "store.db") as projector:
         client: sdk.CatalogClient = projector.client()
         dataset = client.create_dataset(f"read-only-{uuid.uuid4().hex[:8]}")
-        end = wait_caught_up(projector.store_path, server.bootstrap_servers)
+        end = wait_caught_up(projector.store, server.bootstrap_servers)
         projector.stop_projector()
         client.close()  # a file open for writing would keep the file system from going read-only
         store_dir.make_read_only()
@@ -165,12 +167,12 @@ def test_a_read_only_store_stops_the_projector_cleanly_and_it_resumes(
             with pytest.raises(RuntimeError, match=f"exited with code {STORE_FAULT_EXIT_CODE}") as raised:
                 projector.start_projector()
             message = str(raised.value)
-            assert f"cannot open the projection store, nothing was read: store {projector.store_path}" \
+            assert f"cannot open the projection store, nothing was read: store {projector.store}" \
                 in message, message
             assert "then start the projector again" in message, message
         finally:
             store_dir.make_writable()
-        assert store_offsets(projector.store_path) == end
+        assert store_offsets(projector.store) == end
         projector.start_projector()
-        wait_caught_up(projector.store_path, server.bootstrap_servers)
-        assert_applied_once(projector.store_path, events)
+        wait_caught_up(projector.store, server.bootstrap_servers)
+        assert_applied_once(projector.store, events)

@@ -94,7 +94,7 @@ class MemoryCatalog:
 
     def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
         """Grouped by segment (in segment order), each segment's layers in registration order, as
-        ``ProjectionStore.layers`` lists them."""
+        ``ProjectionWriter.layers`` lists them."""
         rank = {s.segment_id: s.created_by for (d, _), s in self.segments.items() if d == dataset_id}
         return sorted((x for (d, _, _), x in self.layer_rows.items() if d == dataset_id),
                       key=lambda x: (rank[x.segment_id], x.registered_by))

@@ -51,6 +51,6 @@ def test_rejections_reads_strata_store_when_no_stack_runs(tmp_path, capsys, monk
 
 def test_a_missing_store_says_where_it_looked_and_what_to_do(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("STRATA_STORE", raising=False)
-    with pytest.raises(SystemExit, match=r"no store at .*nowhere.*store\.db.*--store"):
+    with pytest.raises(SystemExit, match=r"nowhere.*store\.db: no store at this path.*--store"):
         cli.main(["rejections", "--data-dir", str(tmp_path / "nowhere")])
     assert not (tmp_path / "nowhere").exists()  # nothing was created

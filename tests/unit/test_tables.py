@@ -48,7 +48,7 @@ def naive(offset: float):
 @pytest.fixture
 def catalog():
     """Segments A (three layers) and B (one), grouped by segment, each in registration order,
-    as ``ProjectionStore.layers`` lists them; C has no layers."""
+    as ``ProjectionWriter.layers`` lists them; C has no layers."""
     segments = [segment("A", 0), segment("B", 2), segment("C", 9)]
     layers = [
         layer("A", "zeta", 0, size=10, properties=props({X: 1, Y: "a", GOOD: [True]}),

@@ -1,7 +1,10 @@
-"""SqliteStore: exact round trips, exactly-once replays and the optimistic offset check."""
+"""The store contract, run on every backend (SQLite, PostgreSQL): exact round trips, exactly-once
+replays, the optimistic offset check, read-only clients."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import pyarrow as pa
@@ -18,12 +21,11 @@ from projector import (
     apply_batch,
     fold,
     schemas,
-    sqlite_store,
+    sql_store,
 )
 from projector.store import StoreUnavailableError
 from stores import PROJECTION_TABLES, applied_batches, assert_applied_exactly_once, dump
-
-from .conftest import (
+from unit.conftest import (
     Log,
     MemoryCatalog,
     arrow_schema,
@@ -42,13 +44,6 @@ from .conftest import (
 
 SCHEMA_X = arrow_schema(("x", pa.int64()))
 SCHEMA_Y = arrow_schema(("y", pa.string()))
-
-
-@pytest.fixture
-def store(tmp_path):
-    store = SqliteStore(tmp_path / "store.db")
-    yield store
-    store.close()
 
 
 def history() -> tuple[uuid.UUID, list[LogRecord]]:
@@ -180,31 +175,31 @@ def test_times_and_bytes_round_trip_exactly(store):
     assert (garbage.raw, garbage.reason) == (b"\x00\xffgarbage", "not an event")
 
 
-def test_the_store_reopened_read_only_sees_the_same(store, tmp_path):
+def test_the_store_reopened_read_only_sees_the_same(store, open_named):
     droid, records = history()
     apply_batch(store, records)
-    reader = SqliteStore(tmp_path / "store.db", read_only=True)
+    reader = open_named("store", read_only=True)
     try:
         assert reader.next_offsets() == store.next_offsets()
         assert reader.layers(droid) == store.layers(droid)
-        with pytest.raises(StoreUnavailableError, match="readonly"):
+        with pytest.raises(StoreUnavailableError, match="read-?only"):
             reader.commit(Changes(next_offsets={(CATALOG_TOPIC, 0): 99}),
                           expected_offsets=reader.next_offsets())
     finally:
         reader.close()
 
 
-def test_apply_batch_twice_changes_nothing_the_second_time(tmp_path):
-    path = tmp_path / "store.db"
+def test_apply_batch_twice_changes_nothing_the_second_time(open_named, locate):
+    path = locate("store")
     _, records = history()
-    first = SqliteStore(path)
+    first = open_named("store")
     changes = apply_batch(first, records)
     assert changes.outcomes
     first.close()
     before = dump(path)
     assert before["outcomes"] and before["layers"] and before["rejections"]
 
-    restarted = SqliteStore(path)  # a new process replays the same batch after a crash
+    restarted = open_named("store")  # a new process replays the same batch after a crash
     try:
         again = apply_batch(restarted, records)
     finally:
@@ -214,55 +209,55 @@ def test_apply_batch_twice_changes_nothing_the_second_time(tmp_path):
     assert again.outcomes == {} and again.layers == {} and again.rejections == []
 
 
-def test_overlapping_replay_equals_a_single_batch(tmp_path):
+def test_overlapping_replay_equals_a_single_batch(open_named, locate):
     _, records = history()
 
-    once = SqliteStore(tmp_path / "once.db")
+    once = open_named("once")
     apply_batch(once, records)
     once.close()
 
-    replayed = SqliteStore(tmp_path / "replayed.db")
+    replayed = open_named("replayed")
     apply_batch(replayed, records[:6])
     apply_batch(replayed, records[3:])  # a batch that overlaps the committed one
     replayed.close()
 
-    assert dump(tmp_path / "replayed.db") == dump(tmp_path / "once.db")
+    assert dump(locate("replayed")) == dump(locate("once"))
 
 
-def test_overlapping_batches_are_folded_exactly_once(tmp_path):
+def test_overlapping_batches_are_folded_exactly_once(open_named, locate):
     # What a restarted projector is handed: records the store already applied, then new ones.
     _, records = history()
-    store = SqliteStore(tmp_path / "store.db")
+    store = open_named("store")
     apply_batch(store, records[:6])
     apply_batch(store, records[3:])
     apply_batch(store, records)
     store.close()
-    assert applied_batches(tmp_path / "store.db") == [
+    assert applied_batches(locate("store")) == [
         (CATALOG_TOPIC, 0, 0, 6, 6), (CATALOG_TOPIC, 0, 6, len(records), len(records) - 6)]
-    assert_applied_exactly_once(tmp_path / "store.db", {(CATALOG_TOPIC, 0): len(records)})
+    assert_applied_exactly_once(locate("store"), {(CATALOG_TOPIC, 0): len(records)})
 
 
-def test_rebuild_in_other_batches_gives_identical_tables(tmp_path):
+def test_rebuild_in_other_batches_gives_identical_tables(open_named, locate):
     # DESIGN invariant 1, through the real store: one record at a time against one batch.
     _, records = history()
 
-    live = SqliteStore(tmp_path / "live.db")
+    live = open_named("live")
     apply_batch(live, records)
     live.close()
-    rebuilt = SqliteStore(tmp_path / "rebuilt.db")
+    rebuilt = open_named("rebuilt")
     for record in records:
         apply_batch(rebuilt, [record])
     rebuilt.close()
 
-    live_tables = dump(tmp_path / "live.db")
+    live_tables = dump(locate("live"))
     assert all(live_tables[table] for table in PROJECTION_TABLES)  # every table has rows to compare
-    assert dump(tmp_path / "rebuilt.db") == live_tables
+    assert dump(locate("rebuilt")) == live_tables
 
 
 def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     droid, records = history()
     apply_batch(store, records[:4])
-    before = dump(store.path)
+    before = dump(store.location)
 
     changes = fold(store, records[4:])
     assert changes.layers and changes.outcomes
@@ -271,35 +266,62 @@ def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     with pytest.raises(StaleBatchError):
         store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 3})
 
-    assert dump(store.path) == before
+    assert dump(store.location) == before
     assert store.layers(droid) == []
     # The store is still usable: the right expectation commits.
     store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 4})
     assert store.next_offset(CATALOG_TOPIC, 0) == 24
 
 
-def test_a_second_writer_loses_the_race(tmp_path):
+def test_a_second_writer_loses_the_race(open_named, locate):
     droid, records = history()
-    a, b = SqliteStore(tmp_path / "store.db"), SqliteStore(tmp_path / "store.db")
+    a, b = open_named("store"), open_named("store")
     try:
         offsets = a.next_offsets()
         changes_a = fold(a, records[:4])
         changes_b = fold(b, records[:4])
         a.commit(changes_a, expected_offsets=offsets)
-        before = dump(tmp_path / "store.db")
+        before = dump(locate("store"))
         with pytest.raises(StaleBatchError):
             b.commit(changes_b, expected_offsets=offsets)
-        assert dump(tmp_path / "store.db") == before
+        assert dump(locate("store")) == before
     finally:
         a.close()
         b.close()
 
 
-def test_a_batch_is_folded_again_when_the_store_moves_on_during_its_fold(tmp_path):
+def test_a_commit_waits_for_a_concurrent_one_and_then_finds_its_batch_stale(open_named, locate):
+    # Two writers check the same offsets at the same time: the store's write lock makes the
+    # second one check only after the first has committed.
+    _, records = history()
+    a, b = open_named("store"), open_named("store")
+    offsets = a.next_offsets()
+    changes_a, changes_b = fold(a, records[:4]), fold(b, records[:4])
+    inside = threading.Event()
+    rewrite = a._rewrite_chunks
+
+    def slow_rewrite(chunks):  # a's transaction stays open, its offsets checked, for 0.5 s
+        inside.set()
+        time.sleep(0.5)
+        rewrite(chunks)
+
+    a._rewrite_chunks = slow_rewrite
+    first = threading.Thread(target=a.commit, args=(changes_a,), kwargs={"expected_offsets": offsets})
+    first.start()
+    try:
+        assert inside.wait(10)
+        with pytest.raises(StaleBatchError):
+            b.commit(changes_b, expected_offsets=offsets)
+    finally:
+        first.join(30)
+    assert_applied_exactly_once(locate("store"), {(CATALOG_TOPIC, 0): 4})
+
+
+def test_a_batch_is_folded_again_when_the_store_moves_on_during_its_fold(open_named, locate):
     # A swap (or another writer) commits between the batch's fold and its commit: the batch is
     # folded again over the new state, skipping what the store now holds.
     _, records = history()
-    live, other = SqliteStore(tmp_path / "live.db"), SqliteStore(tmp_path / "live.db")
+    live, other = open_named("live"), open_named("live")
     moved = False
     view = live.batch_view
 
@@ -317,33 +339,33 @@ def test_a_batch_is_folded_again_when_the_store_moves_on_during_its_fold(tmp_pat
     finally:
         live.close()
         other.close()
-    expected = SqliteStore(tmp_path / "expected.db")
+    expected = open_named("expected")
     apply_batch(expected, records)
     end = expected.next_offsets()
     expected.close()
-    assert dump(tmp_path / "live.db") == dump(tmp_path / "expected.db")
-    assert_applied_exactly_once(tmp_path / "live.db", end)
+    assert dump(locate("live")) == dump(locate("expected"))
+    assert_applied_exactly_once(locate("live"), end)
 
 
-def test_replace_contents_copies_a_store_that_has_applied_at_least_as_much(tmp_path):
+def test_replace_contents_copies_a_store_that_has_applied_at_least_as_much(open_named, locate):
     _, records = history()
-    live, ahead, behind = (SqliteStore(tmp_path / f"{name}.db") for name in ("live", "ahead", "behind"))
+    live, ahead, behind = (open_named(name) for name in ("live", "ahead", "behind"))
     apply_batch(live, records[:10])
     apply_batch(ahead, records)
     apply_batch(behind, records[:5])
-    before = dump(tmp_path / "live.db")
-    assert not live.replace_contents(tmp_path / "behind.db")
-    assert dump(tmp_path / "live.db") == before
-    assert live.replace_contents(tmp_path / "ahead.db")
-    assert dump(tmp_path / "live.db") == dump(tmp_path / "ahead.db")
+    before = dump(locate("live"))
+    assert not live.replace_contents(behind)
+    assert dump(locate("live")) == before
+    assert live.replace_contents(ahead)
+    assert dump(locate("live")) == dump(locate("ahead"))
     apply_batch(live, records)  # a projector's batch from before the swap: already held
-    assert dump(tmp_path / "live.db") == dump(tmp_path / "ahead.db")
+    assert dump(locate("live")) == dump(locate("ahead"))
     for store in (live, ahead, behind):
         store.close()
 
 
 def test_fold_over_the_store_matches_fold_over_memory(store):
-    # SqliteStore is a CatalogView that answers like the in-memory one between batches.
+    # The store is a CatalogView that answers like the in-memory one between batches.
     _, records = history()
     memory = MemoryCatalog()
     for batch in (records[:4], records[4:8], records[8:]):
@@ -367,7 +389,7 @@ def test_delete_purges_the_dataset_from_every_table_but_keeps_a_tombstone(store)
 
     apply_batch(store, [log_record(deletion, log_end)])
 
-    tables = dump(store.path)
+    tables = dump(store.location)
     droid_rows = {table: [row for row in rows if str(droid) in row] for table, rows in tables.items()
                   if table in ("segments", "layers", "blueprints")}
     assert droid_rows == {"segments": [], "layers": [], "blueprints": []}
@@ -424,15 +446,14 @@ def test_renamed_dataset_is_found_by_its_new_name_only(store):
 @pytest.mark.parametrize("segments, layers, removed", [
     (["seg-0042"], [], 2), (["seg-0042", "seg-0007"], ["extra"], 2), ([], ["nowhere"], 0),
 ], ids=["one-segment", "one-layer-of-two-segments", "an-unknown-layer"])
-def test_unregister_reads_only_the_layers_it_removes(tmp_path, monkeypatch, segments, layers, removed):
-    store = SqliteStore(tmp_path / "store.db")
+def test_unregister_reads_only_the_layers_it_removes(store, monkeypatch, segments, layers, removed):
     droid = uuid.uuid4()
     events = [create(droid, "droid")] + [register(droid, f"seg-{i:04d}", name)
                                          for i in range(300) for name in ("base", "extra")]
     apply_batch(store, [log_record(e, offset) for offset, e in enumerate(events)])
     read = []
-    real = sqlite_store._layer
-    monkeypatch.setattr(sqlite_store, "_layer", lambda row: read.append(row) or real(row))
+    real = sql_store._layer
+    monkeypatch.setattr(sql_store, "_layer", lambda row: read.append(row) or real(row))
 
     changes = apply_batch(store, [log_record(unregister(droid, segments, layers), len(events))])
 
@@ -440,4 +461,34 @@ def test_unregister_reads_only_the_layers_it_removes(tmp_path, monkeypatch, segm
     # The layers removed, then their segments' layers (two each), to see whether any is left.
     assert len(read) <= 3 * removed
     assert len(store.layers(droid)) == 600 - removed
-    store.close()
+
+
+def test_a_waiting_reader_wakes_when_the_projector_commits(store, open_named):
+    _, records = history()
+    reader = open_named("store", read_only=True)
+    version = reader.data_version()
+    started = time.monotonic()
+    assert reader.wait_for_commit(version, 0.3) == version  # nothing committed: the timeout
+    assert time.monotonic() - started >= 0.29
+
+    timer = threading.Timer(0.3, apply_batch, (store, records[:5]))
+    timer.start()
+    started = time.monotonic()
+    woken = reader.wait_for_commit(version, 10)
+    waited = time.monotonic() - started
+    timer.join()
+    assert woken != version and 0.25 <= waited < 2, waited
+    assert reader.next_offsets() == {(CATALOG_TOPIC, 0): 5}
+
+
+def test_a_rebuilt_sqlite_store_replaces_the_contents_of_either_backend(store, tmp_path):
+    # What 'strata replay --swap' does: it rebuilds into a SQLite file, whatever the live store.
+    _, records = history()
+    apply_batch(store, records[:10])
+    rebuilt = SqliteStore(tmp_path / "rebuilt.db")
+    try:
+        apply_batch(rebuilt, records)
+        assert store.replace_contents(rebuilt)
+        assert dump(store.location) == dump(rebuilt.location)
+    finally:
+        rebuilt.close()

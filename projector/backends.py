@@ -1,0 +1,45 @@
+"""Opening the projection store named by a location: a file path (SQLite, the embedded default)
+or a ``postgresql://`` URL (the store a team shares)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from projector.sql_store import SqlStore
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def scheme(location: str | Path) -> str:
+    """``sqlite`` for a path, else the URL's scheme; ``ValueError`` for one strata cannot open."""
+    match = _SCHEME.match(str(location))
+    if match is None:
+        return "sqlite"
+    if match[1] in POSTGRES_SCHEMES:
+        return "postgresql"
+    raise ValueError(f"unknown store scheme {match[1]!r} in {describe(location)!r}: give a file path "
+                     f"for a SQLite store or a postgresql://user@host/database URL")
+
+
+def describe(location: str | Path) -> str:
+    """The location, without a password, for messages."""
+    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", str(location))
+
+
+def normalize(location: str | Path) -> str:
+    """``location`` as a string that means the same from any directory: a path made absolute, a
+    URL as it is. ``ValueError`` for a scheme strata cannot open."""
+    return str(Path(location).absolute()) if scheme(location) == "sqlite" else str(location)
+
+
+def open_store(location: str | Path, *, read_only: bool = False) -> SqlStore:
+    """The store at ``location``; ``read_only`` for clients, which never write it."""
+    if scheme(location) == "postgresql":
+        from projector.postgres_store import PostgresStore
+
+        return PostgresStore(str(location), read_only=read_only)
+    from projector.sqlite_store import SqliteStore
+
+    return SqliteStore(location, read_only=read_only)

@@ -1,0 +1,193 @@
+"""The shared projection store: a PostgreSQL database that the projector writes and clients on
+any host read (psycopg 3).
+
+The projector's commit takes an exclusive lock on the offsets table for its transaction and
+checks the stored offsets under it, as SQLite's ``BEGIN IMMEDIATE`` does; readers are never
+blocked (they see the last committed state). Each commit sends a ``NOTIFY`` that a client's
+listening connection turns into a new data version, so a waiting client wakes when the projector
+commits instead of polling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from projector.sql_store import FORMAT_VERSION, TABLES, SqlStore
+from projector.store import StoreUnavailableError
+
+CHANNEL = "strata_commits"
+"""The channel each commit notifies."""
+CONNECT_TIMEOUT_SECS = 10
+"""How long opening a connection may take, unless the URL says (``connect_timeout``)."""
+_TYPES = {str: 'text collate "C"', int: "bigint", bytes: "bytea"}
+"""Text compares by code point, as in SQLite, so both backends list rows in the same order."""
+_INDEXES = {"datasets": ("name",), "outcomes": ("topic", "partition", "offset"),
+            "segments": ("dataset_id", "position"), "layers": ("dataset_id", "layer_name"),
+            "tables": ("name",)}
+_SCHEMA_LOCK = 0x5374726174
+"""The advisory lock under which the tables are created, so two starting projectors do not race."""
+
+
+def location(url: str) -> str:
+    """``url`` without its password, for messages."""
+    params = conninfo_to_dict(url)
+    user = f"{params['user']}@" if "user" in params else ""
+    port = f":{params['port']}" if "port" in params else ""
+    return f"postgresql://{user}{params.get('host', '')}{port}/{params.get('dbname', '')}"
+
+
+@functools.cache
+def _pg(statement: str) -> str:
+    return statement.replace("?", "%s")
+
+
+class PostgresStore(SqlStore):
+    """The projection store in a PostgreSQL database, named by a ``postgresql://`` URL (libpq's
+    URL or key=value form: ``sslmode``, ``sslrootcert``, ``password`` and the ``PG*`` environment
+    variables work as for any libpq client).
+
+    >>> store = PostgresStore("postgresql://strata@db.example/strata", read_only=True)  # doctest: +SKIP
+    """
+
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
+        params = conninfo_to_dict(url)
+        params.setdefault("connect_timeout", CONNECT_TIMEOUT_SECS)
+        if read_only:
+            params["options"] = f"{params.get('options', '')} -c default_transaction_read_only=on".strip()
+        self._conninfo = make_conninfo(**params)
+        self.location = location(url)
+        self._lock = threading.Lock()
+        self._version = 0
+        self._changed = threading.Condition()
+        self._listening = threading.Event()
+        self._listener: threading.Thread | None = None
+        self._listen_error: str | None = None
+        self._closed = False
+        self._conn = self._connect()
+        if read_only:
+            self._check_format()
+        else:
+            self._create_tables()
+
+    def _connect(self) -> psycopg.Connection:
+        try:
+            return psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreUnavailableError(self.location, _one_line(exc)) from exc
+
+    @contextlib.contextmanager
+    def _faults(self) -> Iterator[None]:
+        if self._conn.broken:  # the server restarted or the network dropped: connect again
+            self._conn = self._connect()
+        try:
+            yield
+        except (psycopg.OperationalError, psycopg.errors.ReadOnlySqlTransaction) as exc:
+            raise StoreUnavailableError(self.location, _one_line(exc)) from exc
+
+    def _create_tables(self) -> None:
+        with self._lock, self._faults(), self._conn.transaction():
+            self._conn.execute("select pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            self._conn.execute("create table if not exists store_format (version integer not null)")
+            stored = self._conn.execute("select version from store_format").fetchone()
+            if stored is not None and stored[0] != FORMAT_VERSION:
+                raise RuntimeError(
+                    f"{self.location} is a store of format {stored[0]}, this version of strata writes "
+                    f"format {FORMAT_VERSION}: rebuild it from the log with 'strata replay --swap'")
+            for name, (columns, key) in TABLES.items():
+                definitions = [f'"{c}" {_TYPES[t]}' for c, t in columns.items()]
+                keys = ", ".join(f'"{c}"' for c in key)
+                self._conn.execute(f"create table if not exists {name} "
+                                   f"({', '.join(definitions)}, primary key ({keys}))")
+            for name, columns in _INDEXES.items():
+                self._conn.execute(f"create index if not exists {name}_{'_'.join(columns)} on {name} "
+                                   f"({', '.join(f'{chr(34)}{c}{chr(34)}' for c in columns)})")
+            if stored is None:
+                self._conn.execute("insert into store_format (version) values (%s)", (FORMAT_VERSION,))
+
+    def _check_format(self) -> None:
+        with self._lock, self._faults():
+            found = self._conn.execute("select to_regclass('store_format') is not null").fetchone()[0]
+            stored = found and self._conn.execute("select version from store_format").fetchone()
+        if not stored:
+            raise StoreUnavailableError(
+                self.location, "no strata store in this database yet: start the projector on it "
+                               "(strata up --store URL)")
+        if stored[0] != FORMAT_VERSION:
+            raise StoreUnavailableError(
+                self.location, f"a store of format {stored[0]}, this version of strata reads format "
+                               f"{FORMAT_VERSION}: rebuild it with 'strata replay --swap'")
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[None]:
+        with self._lock, self._faults(), self._conn.transaction():
+            # EXCLUSIVE blocks other writers of the store, not its readers.
+            self._conn.execute("lock table offsets in exclusive mode")
+            yield
+            self._conn.execute(f"notify {CHANNEL}")
+
+    def _sql(self, statement: str) -> str:
+        return _pg(statement)
+
+    def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._conn.cursor() as cursor:
+            cursor.executemany(_pg(statement), rows)
+
+    def _key_rows(self, keys: list[str]) -> tuple[str, Any]:
+        return "select unnest(?::text[]) as value", keys
+
+    # -- waking readers on commits ------------------------------------------------------------
+
+    def data_version(self) -> int:
+        if self._listener is None:
+            with self._changed:
+                if self._listener is None:
+                    self._listener = threading.Thread(target=self._listen, name="strata-store-listener",
+                                                      daemon=True)
+                    self._listener.start()
+        if not self._listening.wait(CONNECT_TIMEOUT_SECS + 1):
+            raise StoreUnavailableError(self.location, f"cannot listen for commits: {self._listen_error}")
+        with self._changed:
+            return self._version
+
+    def wait_for_commit(self, version: int, timeout_secs: float) -> int:
+        with self._changed:
+            self._changed.wait_for(lambda: self._version != version, timeout_secs)
+            return self._version
+
+    def _bump(self) -> None:
+        with self._changed:
+            self._version += 1
+            self._changed.notify_all()
+
+    def _listen(self) -> None:
+        """Turns the channel's notifications into data versions, connecting again after a drop
+        (and then counting a version, since commits may have been missed meanwhile)."""
+        while not self._closed:
+            try:
+                with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                    conn.execute(f"listen {CHANNEL}")
+                    self._bump()
+                    self._listening.set()
+                    while not self._closed:
+                        for _ in conn.notifies(timeout=0.5):
+                            self._bump()
+            except psycopg.Error as exc:
+                self._listen_error = _one_line(exc)
+                self._bump()
+                if not self._closed:
+                    threading.Event().wait(0.5)
+
+    def close(self) -> None:
+        self._closed = True
+        self._conn.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

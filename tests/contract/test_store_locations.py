@@ -1,0 +1,85 @@
+"""Store locations that cannot work: each a one-line error naming what was tried and what to do,
+within a bounded time, with nothing created or produced."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+
+import sdk
+from postgres import EmbeddedPostgres
+from projector import StoreUnavailableError, open_store
+from sdk import cli
+
+NO_BROKER = "127.0.0.1:1"
+"""Never contacted: the store is opened before any Kafka client."""
+
+
+def assert_one_line(error: BaseException, *, secret: str | None = None) -> str:
+    message = str(error)
+    assert "\n" not in message, message
+    assert secret is None or secret not in message, message
+    return message
+
+
+def test_an_unknown_scheme_is_a_value_error_naming_the_kinds_strata_opens(tmp_path):
+    with pytest.raises(ValueError) as info:
+        sdk.CatalogClient(NO_BROKER, "mysql://reader:s3cret@db/strata")
+    message = assert_one_line(info.value, secret="s3cret")
+    assert "unknown store scheme 'mysql'" in message and "postgresql://" in message
+    with pytest.raises(ValueError, match="unknown store scheme"):
+        sdk.Server(tmp_path / "stack", store="s3://bucket/store.db")
+    assert not (tmp_path / "stack").exists()
+
+
+def test_an_unreachable_server_fails_within_the_connect_timeout():
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError) as info:
+        sdk.CatalogClient(NO_BROKER, "postgresql://strata@10.255.255.1:5432/strata?connect_timeout=2")
+    assert time.monotonic() - started < 8
+    message = assert_one_line(info.value)
+    assert "postgresql://strata@10.255.255.1:5432/strata" in message
+    assert isinstance(info.value, sdk.StrataError)
+
+
+def test_a_refused_connection_fails_at_once(postgres):
+    url = postgres.url("strata").replace(f":{postgres.port}/", ":1/")
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="refused"):
+        open_store(url, read_only=True)
+    assert time.monotonic() - started < 2
+
+
+def test_a_missing_database_is_named(postgres):
+    with pytest.raises(StoreUnavailableError, match='database "nowhere" does not exist'):
+        open_store(postgres.url("nowhere"), read_only=True)
+
+
+def test_a_client_on_a_database_without_a_store_says_to_start_the_projector(postgres):
+    url = postgres.create_database()
+    with pytest.raises(StoreUnavailableError, match="no strata store in this database yet.*--store"):
+        sdk.CatalogClient(NO_BROKER, url)
+    with psycopg.connect(url) as conn:  # the client created nothing
+        assert conn.execute("select count(*) from pg_tables where schemaname = 'public'").fetchone() == (0,)
+
+
+def test_a_wrong_password_is_refused_without_echoing_it():
+    with EmbeddedPostgres(password="right-one") as server:
+        url = server.create_database()
+        open_store(url).close()  # the right password opens it
+        wrong = url.replace(":right-one@", ":wrong-one@")
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError) as info:
+            open_store(wrong, read_only=True)
+        assert time.monotonic() - started < 5
+        message = assert_one_line(info.value, secret="wrong-one")
+        assert "password authentication failed" in message
+
+
+def test_strata_rejections_on_an_unreachable_store_is_one_line(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["rejections", "--store", "postgresql://strata@127.0.0.1:1/strata"])
+    assert_one_line(info.value)
+    assert "postgresql://strata@127.0.0.1:1/strata" in str(info.value)
