@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from projector.sql_store import FORMAT_VERSION, TABLES, SqlStore
+from projector.sql_store import FORMAT_VERSION, TABLES, SqlStore, names
 from projector.store import StoreUnavailableError
 
 CHANNEL = "strata_commits"
@@ -101,13 +102,12 @@ class PostgresStore(SqlStore):
                     f"{self.location} is a store of format {stored[0]}, this version of strata writes "
                     f"format {FORMAT_VERSION}: rebuild it from the log with 'strata replay --swap'")
             for name, (columns, key) in TABLES.items():
-                definitions = [f'"{c}" {_TYPES[t]}' for c, t in columns.items()]
-                keys = ", ".join(f'"{c}"' for c in key)
+                definitions = [f"{names([c])} {_TYPES[t]}" for c, t in columns.items()]
                 self._conn.execute(f"create table if not exists {name} "
-                                   f"({', '.join(definitions)}, primary key ({keys}))")
+                                   f"({', '.join(definitions)}, primary key ({names(key)}))")
             for name, columns in _INDEXES.items():
                 self._conn.execute(f"create index if not exists {name}_{'_'.join(columns)} on {name} "
-                                   f"({', '.join(f'{chr(34)}{c}{chr(34)}' for c in columns)})")
+                                   f"({names(columns)})")
             if stored is None:
                 self._conn.execute("insert into store_format (version) values (%s)", (FORMAT_VERSION,))
 
@@ -182,7 +182,7 @@ class PostgresStore(SqlStore):
                 self._listen_error = _one_line(exc)
                 self._bump()
                 if not self._closed:
-                    threading.Event().wait(0.5)
+                    time.sleep(0.5)
 
     def close(self) -> None:
         self._closed = True

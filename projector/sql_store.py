@@ -252,11 +252,11 @@ class SqlStore:
 
     def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
                         layer_names: frozenset[str]) -> list[Layer]:
-        names = sorted(layer_names)
+        wanted = sorted(layer_names)
         sql = "select * from layers where dataset_id = ?"
-        if names:
-            sql += f" and layer_name in ({', '.join('?' * len(names))})"
-        fixed = (str(dataset_id), *names)
+        if wanted:
+            sql += f" and layer_name in ({', '.join('?' * len(wanted))})"
+        fixed = (str(dataset_id), *wanted)
         if not segment_ids:
             return [_layer(row) for row in self._query(sql, fixed)]
         return [_layer(row) for row in self._query_in(sql + " and segment_id in ({})", fixed,
@@ -406,7 +406,7 @@ class SqlStore:
         columns, key = TABLES[table]
         with self._lock, self._faults():
             return [tuple(row) for row in self._execute(
-                f"select {_names(columns)} from {table} order by {_names(key)}")]
+                f"select {names(columns)} from {table} order by {names(key)}")]
 
     def counts(self) -> dict[str, int]:
         """Rows per table (live datasets only), for summaries."""
@@ -482,7 +482,8 @@ class SqlStore:
 _IN_CHUNK = 500
 
 
-def _names(columns: Sequence[str]) -> str:
+def names(columns: Sequence[str]) -> str:
+    """Column names, quoted (``offset`` is a keyword in PostgreSQL), comma-separated."""
     return ", ".join(f'"{c}"' for c in columns)
 
 
@@ -490,7 +491,7 @@ def _names(columns: Sequence[str]) -> str:
 def insert(table: str) -> str:
     """The statement inserting one row of ``table``, its values in ``TABLES`` order."""
     columns = TABLES[table][0]
-    return f"insert into {table} ({_names(columns)}) values ({', '.join('?' for _ in columns)})"
+    return f"insert into {table} ({names(columns)}) values ({', '.join('?' for _ in columns)})"
 
 
 @functools.cache
@@ -498,9 +499,9 @@ def upsert(table: str) -> str:
     """``insert(table)``, replacing the row with the same primary key if there is one."""
     columns, key = TABLES[table]
     others = [c for c in columns if c not in key]
-    action = (f"do update set {', '.join(f'{_names([c])} = excluded.{_names([c])}' for c in others)}"
+    action = (f"do update set {', '.join(f'{names([c])} = excluded.{names([c])}' for c in others)}"
               if others else "do nothing")
-    return f"{insert(table)} on conflict ({_names(key)}) {action}"
+    return f"{insert(table)} on conflict ({names(key)}) {action}"
 
 
 class _BatchView:
