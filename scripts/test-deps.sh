@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # What the tests need beyond scripts/setup.sh: the PostgreSQL server (Debian's postgresql
-# package) that the store tests start on a port of their own. Installed with apt-get if missing.
+# package) that the store tests start on a port of their own, installed with apt-get if missing;
+# and the S3-compatible server the object-store tests start (S3Proxy, from Maven Central).
 set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+s3proxy="org.gaul:s3proxy:4.1.0:jar:jar-with-dependencies"
+s3proxy_dir="$root/.cache/jars/s3proxy"
+if ls "$s3proxy_dir"/s3proxy-4.1.0-*.jar >/dev/null 2>&1; then
+  echo "test dependencies: S3Proxy 4.1.0 in $s3proxy_dir"
+else
+  echo "test dependencies: fetching S3Proxy 4.1.0 from Maven Central"
+  mvn -B -ntp -q -Dmaven.repo.local="$root/.cache/m2" dependency:copy \
+    -Dartifact="$s3proxy" -DoutputDirectory="$s3proxy_dir"
+fi
 
 if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   echo "test dependencies: PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -n1) installed"

@@ -42,6 +42,7 @@ from projector.backends import describe, normalize
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _tables
 from sdk._contents import Contents
+from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, is_object_url
 from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
 from sdk._selection import DatasetSelection
 from sdk._table_entry import Entry, EntryKind, TableEntry, lance_table
@@ -231,10 +232,15 @@ class DatasetEntry(Entry):
         layer_name: str | Sequence[str] = "base",
         on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
         properties: Properties | Sequence[Properties | None] | None = None,
+        object_store_config: ObjectStoreSettings = None,
     ) -> RegistrationOperation:
-        """Register recordings (``file://`` URIs) as layers of their segments.
+        """Register recordings (``file://`` or ``s3://`` URIs) as layers of their segments.
 
-        Each file's recording id becomes its segment id. ``layer_name`` is one name or one per
+        Each file's recording id becomes its segment id. ``s3://`` objects are read with the
+        client's object store settings, overridden key by key by ``object_store_config``
+        (``endpoint_url``, ``region``, ``access_key_id``, ``secret_access_key``,
+        ``session_token``, as a mapping or its JSON text); only their headers, footers and
+        property chunks are fetched. ``layer_name`` is one name or one per
         URI. ``properties`` (``{entity: {field: value}}``, one mapping or one per URI) become
         ``property:<entity>:<field>`` columns, over the file's own properties. All files are read
         before anything is sent: a missing file raises ``NotFoundError``; an unreadable one, a bad
@@ -252,7 +258,8 @@ class DatasetEntry(Entry):
             check_layer_name(name)
         property_list = _per_uri("properties", properties, len(uri_list), Mapping)
         mode = _on_duplicate(on_duplicate)
-        recordings = [read_recording(uri) for uri in uri_list]
+        objects = self._client._objects(object_store_config)
+        recordings = [read_recording(uri, objects) for uri in uri_list]
         recordings = [r if p is None else with_properties(r, p)
                       for r, p in zip(recordings, property_list, strict=True)]
         return self._register(recordings, layer_names, mode)
@@ -262,27 +269,34 @@ class DatasetEntry(Entry):
         recordings_prefix: str,
         layer_name: str | None = None,
         on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
+        *,
+        object_store_config: ObjectStoreSettings = None,
     ) -> RegistrationOperation:
-        """Register every ``.rrd`` under a ``file://`` directory, recursively, in path order.
+        """Register every ``.rrd`` under a ``file://`` directory or an ``s3://`` prefix,
+        recursively, in path order (``object_store_config`` as in ``register``).
 
         Prints progress to stderr while reading a large prefix. ``ValueError`` if the prefix
-        holds no recording, ``NotFoundError`` if it does not exist.
+        holds no recording, ``NotFoundError`` if it (or its bucket) does not exist.
         """
-        directory = local_path(recordings_prefix)
-        if not directory.is_dir():
-            raise NotFoundError(f"no directory at {recordings_prefix} ({directory})")
-        paths = sorted(p for p in directory.rglob("*")
-                       if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES)
-        if not paths:
+        objects = self._client._objects(object_store_config)
+        if is_object_url(recordings_prefix):
+            uris = objects.list(recordings_prefix, RECORDING_SUFFIXES)
+        else:
+            directory = local_path(recordings_prefix)
+            if not directory.is_dir():
+                raise NotFoundError(f"no directory at {recordings_prefix} ({directory})")
+            uris = [p.as_uri() for p in sorted(directory.rglob("*"))
+                    if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES]
+        if not uris:
             raise ValueError(f"no recordings ({', '.join(RECORDING_SUFFIXES)}) under {recordings_prefix}")
         name = check_layer_name(layer_name if layer_name is not None else "base")
         mode = _on_duplicate(on_duplicate)
         recordings = []
-        for done, path in enumerate(paths, 1):
-            recordings.append(read_recording(path.as_uri()))
-            if len(paths) >= 100 and (done % 100 == 0 or done == len(paths)):
-                print(f"\rreading recordings: {done}/{len(paths)}", end="", file=sys.stderr)
-        if len(paths) >= 100:
+        for done, uri in enumerate(uris, 1):
+            recordings.append(read_recording(uri, objects))
+            if len(uris) >= 100 and (done % 100 == 0 or done == len(uris)):
+                print(f"\rreading recordings: {done}/{len(uris)}", end="", file=sys.stderr)
+        if len(uris) >= 100:
             print(file=sys.stderr)
         return self._register(recordings, [name] * len(recordings), mode)
 
@@ -498,8 +512,12 @@ class CatalogClient:
         kafka_config: Mapping[str, Any] | None = None,
         producer_id: str | None = None,
         delivery_timeout_secs: float = 15.0,
+        object_store_config: ObjectStoreSettings = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.object_store_config = ObjectStoreConfig.resolve(object_store_config)
+        """Where ``s3://`` recordings are read from: the AWS variables, overridden key by key by
+        ``object_store_config``."""
         self.store = normalize(store)
         self.producer_id = producer_id or f"strata-sdk@{os.uname().nodename}:{os.getpid()}"
         self._store: CatalogReader = open_store(self.store, read_only=True)
@@ -548,6 +566,10 @@ class CatalogClient:
 
     def __repr__(self) -> str:
         return f"CatalogClient(bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.store)!r})"
+
+    def _objects(self, override: ObjectStoreSettings = None) -> ObjectStore:
+        """The object store of this client's settings, with ``override`` winning key by key."""
+        return ObjectStore(self.object_store_config.updated(override))
 
     def close(self) -> None:
         self._producer.close()

@@ -31,6 +31,7 @@ import pyarrow.ipc
 
 from projector import layer_table
 from sdk._contents import PROPERTIES_ENTITY, selects
+from sdk._objects import ObjectStore, ObjectStoreConfig, is_object_url
 from sdk._recordings import local_path, manifest_summary
 from sdk.errors import NotFoundError, RecordingChangedError
 
@@ -48,17 +49,25 @@ class LayerFile:
     layer_name: str
     storage_url: str
     size_bytes: int
+    object_store: ObjectStoreConfig | None = None
+    """Where an ``s3://`` recording is read from (default: the AWS variables)."""
 
     def path(self) -> Path:
-        """The local file, checked against what was registered.
+        """The local file (for an ``s3://`` recording, a copy downloaded once per process),
+        checked against what was registered.
 
         Raises ``NotFoundError`` if it is gone and ``RecordingChangedError`` if its size changed,
         each naming the segment, the layer and the URL.
         """
-        path = local_path(self.storage_url)
+        remote = is_object_url(self.storage_url)
+        objects = ObjectStore(self.object_store or ObjectStoreConfig.resolve()) if remote else None
         try:
-            size = path.stat().st_size
-        except FileNotFoundError:
+            if objects is not None:
+                size = objects.size(self.storage_url)
+            else:
+                path = local_path(self.storage_url)
+                size = path.stat().st_size
+        except (FileNotFoundError, NotFoundError):
             raise NotFoundError(
                 f'segment "{self.segment_id}", layer "{self.layer_name}": the recording at '
                 f"{self.storage_url} no longer exists; register it again or unregister the layer"
@@ -68,7 +77,7 @@ class LayerFile:
                 f'segment "{self.segment_id}", layer "{self.layer_name}": the recording at '
                 f"{self.storage_url} has {size} bytes, but {self.size_bytes} were registered; "
                 "layers are immutable, so register the new file (on_duplicate='replace')")
-        return path
+        return objects.local_copy(self.storage_url, size) if objects is not None else path
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Reading what registration needs from a recording file, without loading its data.
+"""Reading what registration needs from a recording file, without loading its data, from a local
+path or an object store.
 
 ``.rrd`` recordings are read with rerun-sdk (recording id, Arrow schema, static properties);
 Parquet and Arrow IPC files carry the recording id in their schema metadata (``recording_id``).
@@ -8,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+import struct
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
@@ -21,6 +25,7 @@ import pyarrow.parquet as pq
 
 from events import IndexKind, IndexRange, OnDuplicate, RegisterLayer
 from projector import schemas
+from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreError, is_object_url
 from sdk.errors import NotFoundError
 
 PROPERTIES_ENTITY = "/__properties"
@@ -86,72 +91,161 @@ def local_path(uri: str) -> Path:
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         hint = f" (for a local file use {Path(uri).absolute().as_uri()!r})" if not parsed.scheme else ""
-        raise ValueError(f"{uri!r} is not a file:// URL{hint}; this catalog reads local files")
+        raise ValueError(f"{uri!r} is not a file:// URL{hint}; this reads local files")
     if parsed.netloc not in ("", "localhost"):
         raise ValueError(f"{uri!r} names host {parsed.netloc!r}; only local files are supported")
     return Path(url2pathname(unquote(parsed.path)))
 
 
-def read_recording(uri: str) -> Recording:
-    """Read a recording's id, size, schema and properties.
+def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
+    """Read a recording's id, size, schema and properties from a ``file://`` or ``s3://`` URL.
 
-    Raises ``ValueError`` for a non-file URL or a file that is not a recording, ``NotFoundError``
-    for a path that does not exist.
+    Only what those need is read: an ``.rrd``'s header, footer (its chunk manifest) and property
+    chunks; a Parquet or Arrow IPC file's schema. ``s3://`` objects are read with ``objects``
+    (default: the AWS variables' settings).
+
+    Raises ``ValueError`` for another kind of URL or a file that is not a recording,
+    ``NotFoundError`` for a path or object that does not exist, ``ObjectStoreError`` for an object
+    store that cannot be reached or refuses the credentials.
 
     >>> read_recording("file:///data/ILIAD_50aee79f.rrd").recording_id  # doctest: +SKIP
     'ILIAD_50aee79f_2023_07_12_20h_55m_08s'
     """
-    path = local_path(uri)
-    if not path.exists():
-        raise NotFoundError(f"no file at {uri} ({path} does not exist)")
-    if not path.is_file():
-        raise ValueError(f"{uri} is not a file ({path} is a directory or special file)")
-    if not os.access(path, os.R_OK):
-        raise ValueError(f"{uri} cannot be read (permission denied for {path})")
-    size = path.stat().st_size
-    suffix = path.suffix.lower()
+    remote = is_object_url(uri)
+    suffix = PurePosixPath(urlparse(uri).path).suffix.lower() if remote else ""
+    if remote:
+        objects = objects or ObjectStore(ObjectStoreConfig.resolve())
+        _check_suffix(uri, suffix)
+        size = objects.size(uri)
+    else:
+        if isinstance(uri, str) and ":" in uri and not uri.lower().startswith("file:"):
+            raise ValueError(f"{uri!r} is not a file:// or s3:// URL; recordings are read from those")
+        path = local_path(uri)
+        if not path.exists():
+            raise NotFoundError(f"no file at {uri} ({path} does not exist)")
+        if not path.is_file():
+            raise ValueError(f"{uri} is not a file ({path} is a directory or special file)")
+        if not os.access(path, os.R_OK):
+            raise ValueError(f"{uri} cannot be read (permission denied for {path})")
+        size, suffix = path.stat().st_size, path.suffix.lower()
+        _check_suffix(uri, suffix)
+
+    def open_file() -> pa.NativeFile:
+        return objects.open(uri) if remote else pa.memory_map(str(path))
+
     try:
         num_chunks, index_ranges = None, ()
         if suffix == ".rrd":
-            recording_id, schema, properties, (num_chunks, index_ranges) = _read_rrd(path)
+            if remote:
+                with _rrd_replica(uri, objects, size) as (replica, fill):
+                    found = _read_rrd(replica, uri, fill)
+            else:
+                found = _read_rrd(path, uri)
+            recording_id, schema, properties, (num_chunks, index_ranges) = found
         elif suffix == ".parquet":
-            schema = pq.read_schema(path)
-            recording_id, properties = _recording_id_from_metadata(schema, uri), None
-        elif suffix in (".arrow", ".arrows", ".feather", ".ipc"):
-            schema = _read_ipc_schema(path)
+            schema = pq.read_schema(open_file())
             recording_id, properties = _recording_id_from_metadata(schema, uri), None
         else:
-            raise ValueError(
-                f"{uri}: unsupported file type {suffix or '(none)'}; expected .rrd, .parquet or "
-                "an Arrow IPC file (.arrow, .arrows, .feather)")
+            schema = _read_ipc_schema(open_file)
+            recording_id, properties = _recording_id_from_metadata(schema, uri), None
+    except ObjectStoreError:
+        raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise ValueError(f"{uri} is not a readable recording: {exc}") from exc
     return Recording(uri, recording_id, size, schema, properties, num_chunks, index_ranges)
 
 
-def _read_rrd(path: Path) -> tuple[str, pa.Schema, pa.Table | None, tuple[int, tuple[IndexRange, ...]]]:
+_IPC_SUFFIXES = (".arrow", ".arrows", ".feather", ".ipc")
+
+
+def _check_suffix(uri: str, suffix: str) -> None:
+    if suffix not in (".rrd", ".parquet", *_IPC_SUFFIXES):
+        raise ValueError(
+            f"{uri}: unsupported file type {suffix or '(none)'}; expected .rrd, .parquet or "
+            "an Arrow IPC file (.arrow, .arrows, .feather)")
+
+
+_RRD_HEADER_BYTES = 12
+"""An ``.rrd`` starts with its stream header: ``RRF2``, the version and the encoding options."""
+_RRD_STREAM_FOOTER = struct.Struct("<QQ4s8s4s")
+"""An ``.rrd`` (rerun 0.23 and later) ends with a stream footer: the offset and length of the
+footer that holds the chunk manifests, a checksum, ``RRF2FOOT`` and the footer's version."""
+_RRD_FOOTER_MAGIC = b"RRF2FOOT"
+_TAIL_BYTES = 64 << 10
+"""The end of an object fetched at once: the stream footer and, for most recordings, the whole
+manifest footer."""
+
+
+@contextmanager
+def _rrd_replica(uri: str, objects: ObjectStore, size: int
+                 ) -> Iterator[tuple[Path, Callable[[list[tuple[int, int]]], None] | None]]:
+    """A sparse local file as large as the object that holds only the bytes rerun-sdk's reader
+    needs for the manifest (the header and the footers), and a function that fetches more ranges
+    into it. A recording without a stream footer (older rerun) is downloaded whole (no function
+    then: everything is there)."""
+    with tempfile.TemporaryDirectory(prefix="strata-rrd-") as directory:
+        replica = Path(directory) / "recording.rrd"
+        with replica.open("wb") as file:
+            file.truncate(size)
+
+        def fill(ranges: list[tuple[int, int]]) -> None:
+            parts = objects.read_ranges(uri, ranges)
+            with replica.open("r+b") as file:
+                for (offset, _), data in zip(ranges, parts, strict=True):
+                    file.seek(offset)
+                    file.write(data)
+
+        tail = min(size, _TAIL_BYTES)
+        fill([(0, min(size, _RRD_HEADER_BYTES)), (size - tail, tail)])
+        with replica.open("rb") as file:
+            file.seek(max(0, size - _RRD_STREAM_FOOTER.size))
+            end = file.read()
+        if len(end) == _RRD_STREAM_FOOTER.size and _RRD_STREAM_FOOTER.unpack(end)[3] == _RRD_FOOTER_MAGIC:
+            offset, length = _RRD_STREAM_FOOTER.unpack(end)[:2]
+            if offset < size - tail and offset + length <= size:
+                fill([(offset, size - tail - offset)])
+            yield replica, fill
+        else:
+            objects.download(uri, replica)
+            yield replica, None
+
+
+def _read_rrd(path: Path, uri: str, fill: Callable[[list[tuple[int, int]]], None] | None = None
+              ) -> tuple[str, pa.Schema, pa.Table | None, tuple[int, tuple[IndexRange, ...]]]:
+    """The recording id, schema, properties and manifest summary of the first recording in an
+    ``.rrd``. Reads the header, the footer and the property chunks only; ``fill`` is first given
+    the (offset, size) of those chunks when the file is a sparse replica."""
     from rerun.chunk import RrdReader  # rerun-sdk is heavy: imported on first .rrd
 
     try:
         reader = RrdReader(path)
         recordings = reader.recordings()
         if not recordings:
-            raise ValueError(f"{path} holds no recording: it is empty, truncated, or holds only "
+            raise ValueError(f"{uri} holds no recording: it is empty, truncated, or holds only "
                              "blueprints")
         store = reader.store(store=recordings[0])
         schema = store.schema().to_arrow()
-        summary = manifest_summary(store)
-        chunks = [chunk for chunk in store.stream().filter(is_static=True)
-                  if chunk.entity_path == PROPERTIES_ENTITY
-                  or chunk.entity_path.startswith(PROPERTIES_ENTITY + "/")]
+        manifest = store._chunk_index().to_arrow()
+        if fill is not None:
+            fill(_property_chunk_ranges(manifest))
+        chunks = list(store.stream().filter(content=f"{PROPERTIES_ENTITY}/**", is_static=True))
     except ValueError:
         raise
     except Exception as exc:  # rerun raises its own exception types for corrupt files
-        raise ValueError(f"{path} is not a readable .rrd recording: {exc}") from exc
+        raise ValueError(f"{uri} is not a readable .rrd recording: {exc}") from exc
     recording_id = str(recordings[0].recording_id or "")
     if not recording_id:
-        raise ValueError(f"{path} has no recording id")
-    return recording_id, schema, _properties_table(chunks), summary
+        raise ValueError(f"{uri} has no recording id")
+    return recording_id, schema, _properties_table(chunks), _summary(manifest)
+
+
+def _property_chunk_ranges(manifest: pa.Table) -> list[tuple[int, int]]:
+    """Where the static chunks of ``/__properties`` and its children are, from the manifest."""
+    rows = manifest.select(["chunk_entity_path", "chunk_is_static", "chunk_byte_offset",
+                            "chunk_byte_size"]).to_pylist()
+    return [(row["chunk_byte_offset"], row["chunk_byte_size"]) for row in rows
+            if row["chunk_is_static"] and (row["chunk_entity_path"] == PROPERTIES_ENTITY or
+                                           row["chunk_entity_path"].startswith(PROPERTIES_ENTITY + "/"))]
 
 
 _INDEX_KINDS = ((pa.types.is_timestamp, IndexKind.TIMESTAMP), (pa.types.is_duration, IndexKind.DURATION),
@@ -165,7 +259,10 @@ def manifest_summary(store: Any) -> tuple[int, tuple[IndexRange, ...]]:
     The manifest is rerun-sdk's chunk index (``LazyStore._chunk_index``), one row per chunk with a
     ``<timeline>:start`` and ``<timeline>:end`` column per timeline.
     """
-    manifest = store._chunk_index().to_arrow()
+    return _summary(store._chunk_index().to_arrow())
+
+
+def _summary(manifest: pa.Table) -> tuple[int, tuple[IndexRange, ...]]:
     ranges = []
     for field in manifest.schema:
         metadata = field.metadata or {}
@@ -251,12 +348,12 @@ def read_blueprint_id(uri: str) -> str:
     return str(blueprints[0].recording_id)
 
 
-def _read_ipc_schema(path: Path) -> pa.Schema:
+def _read_ipc_schema(open_file: Callable[[], pa.NativeFile]) -> pa.Schema:
     try:
-        with pa.memory_map(str(path)) as source:
+        with open_file() as source:
             return pa.ipc.open_file(source).schema
     except pa.ArrowInvalid:
-        with pa.memory_map(str(path)) as source:
+        with open_file() as source:
             return pa.ipc.open_stream(source).schema
 
 

@@ -18,6 +18,7 @@ from datafusion import functions as F
 
 from sdk import _reader, _tables
 from sdk._contents import Contents, expressions
+from sdk._objects import ObjectStoreConfig
 from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ class DatasetSelection:
                                 fill_latest_at=fill_latest_at)
         schema = _reader.output_schema(dataset_schema, options)
         layers = self._layers()
-        segments = _layer_files(layers)
+        segments = _layer_files(layers, self._dataset._client.object_store_config)
         values = None
         if using_index_values is not None:
             values = self._index_values(index, using_index_values, layers, dataset_schema)
@@ -247,12 +248,12 @@ class DatasetSelection:
         return covered
 
 
-def _layer_files(layers: pa.Table) -> dict[str, list[LayerFile]]:
-    """The layers' files, by segment id."""
+def _layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str, list[LayerFile]]:
+    """The layers' files, by segment id (``s3://`` ones read with ``object_store``)."""
     segments: dict[str, list[LayerFile]] = {}
     for row in zip(*(layers.column(n).to_pylist() for n in ("segment_id", "layer_name", "storage_url",
                                                             "size_bytes")), strict=True):
-        segments.setdefault(row[0], []).append(LayerFile(*row))
+        segments.setdefault(row[0], []).append(LayerFile(*row, object_store))
     return segments
 
 

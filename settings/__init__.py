@@ -1,5 +1,6 @@
-"""strata's settings from the environment: every ``STRATA_*`` variable is read here and nowhere
-else. Explicit arguments (``Server(...)``, command-line options) win over these."""
+"""strata's settings from the environment: every ``STRATA_*`` variable, and the standard ``AWS_*``
+ones for recordings in object storage, are read here and nowhere else. Explicit arguments
+(``Server(...)``, command-line options, ``object_store_config``) win over these."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ ENVIRONMENT = {
     "STRATA_JARS_DIR": "where scripts/setup.sh put the jars (default .cache/jars)",
 }
 """Each variable and what it sets, for ``--help``."""
+
+OBJECT_STORE_ENVIRONMENT = {
+    "endpoint_url": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    "access_key_id": ("AWS_ACCESS_KEY_ID",),
+    "secret_access_key": ("AWS_SECRET_ACCESS_KEY",),
+    "session_token": ("AWS_SESSION_TOKEN",),
+}
+"""Each ``s3://`` setting and the AWS variables that give it, the first one set winning."""
 
 _PROJECT_JARS = Path(__file__).resolve().parents[1] / ".cache" / "jars"
 
@@ -34,6 +44,16 @@ def store(data_dir: Path) -> str:
     """The projection store of the stack whose state is in ``data_dir``: a SQLite file's path or
     a ``postgresql://`` URL."""
     return os.environ.get("STRATA_STORE") or str(data_dir / "store.db")
+
+
+def object_store() -> dict[str, str]:
+    """The ``s3://`` settings the AWS variables give (only those that are set)."""
+    found = {}
+    for key, names in OBJECT_STORE_ENVIRONMENT.items():
+        value = next((os.environ[n] for n in names if os.environ.get(n)), None)
+        if value is not None:
+            found[key] = value
+    return found
 
 
 def jars_dir() -> Path:

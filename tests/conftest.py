@@ -15,6 +15,7 @@ import pytest
 
 import sdk
 from postgres import EmbeddedPostgres
+from s3 import EmbeddedS3
 from sdk._server import Server
 
 TESTS_DIR = Path(__file__).parent
@@ -64,6 +65,13 @@ def kafka_bootstrap() -> Iterator[str | None]:
 def postgres() -> Iterator[EmbeddedPostgres]:
     """A PostgreSQL server for the session (Debian's package); tests create databases on it."""
     with EmbeddedPostgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[EmbeddedS3]:
+    """An S3-compatible server for the session (S3Proxy); tests put recordings in its buckets."""
+    with EmbeddedS3() as server:
         yield server
 
 

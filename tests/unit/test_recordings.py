@@ -170,9 +170,9 @@ def test_relative_plain_path_suggests_an_absolute_file_uri():
 
 
 @pytest.mark.parametrize("uri", ["http://example.com/rec.rrd", "https://example.com/a.parquet",
-                                 "s3://bucket/rec.rrd"])
-def test_remote_url_is_a_value_error(uri):
-    with pytest.raises(ValueError, match="file://"):
+                                 "gs://bucket/rec.rrd"])
+def test_url_of_another_kind_is_a_value_error(uri):
+    with pytest.raises(ValueError, match="file:// or s3://"):
         read_recording(uri)
 
 

@@ -1,0 +1,214 @@
+"""Recordings in object storage: ``s3://bucket/key`` URLs on AWS S3 or any S3-compatible server,
+through pyarrow's S3 filesystem.
+
+The endpoint, region and credentials come from the standard AWS variables (read in
+``settings``), overridden key by key by an ``object_store_config`` mapping (or its JSON text):
+``endpoint_url``, ``region``, ``access_key_id``, ``secret_access_key``, ``session_token``.
+Without credentials, the AWS default chain (``~/.aws``, instance roles) applies.
+
+Every request is bounded: a connect timeout, a request timeout and a few retries, so an
+unreachable endpoint is an error in seconds, not a hang.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import hashlib
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+import settings
+from events import StrataError
+from sdk.errors import NotFoundError
+
+SCHEME = "s3"
+CONNECT_TIMEOUT_SECS = 5.0
+REQUEST_TIMEOUT_SECS = 30.0
+MAX_ATTEMPTS = 3
+
+
+ObjectStoreSettings = Mapping[str, str] | str | None
+"""``object_store_config``: settings by key, or their JSON text."""
+
+
+class ObjectStoreError(StrataError, ConnectionError):
+    """The object store could not be reached, or refused the request (credentials, permissions)."""
+
+
+def is_object_url(uri: str) -> bool:
+    try:
+        return isinstance(uri, str) and urlparse(uri).scheme == SCHEME
+    except ValueError:  # not a URL at all (an unclosed IPv6 bracket, say)
+        return False
+
+
+@dataclass(frozen=True)
+class ObjectStoreConfig:
+    """Where ``s3://`` URLs are read from, and as whom."""
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
+
+    @classmethod
+    def resolve(cls, override: ObjectStoreSettings = None) -> ObjectStoreConfig:
+        """The AWS variables' settings, with ``override`` winning key by key."""
+        return cls(**settings.object_store()).updated(override)
+
+    def updated(self, override: ObjectStoreSettings) -> ObjectStoreConfig:
+        """These settings with ``override`` (a mapping or its JSON text) winning key by key.
+        ``ValueError`` for an unknown key or text that is not a JSON object."""
+        if override is None:
+            return self
+        if isinstance(override, str):
+            try:
+                override = json.loads(override)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"object_store_config is not a JSON object: {exc}") from None
+        if not isinstance(override, Mapping):
+            raise ValueError(f"object_store_config must be a mapping (or its JSON text), got "
+                             f"{type(override).__name__}")
+        known = [f.name for f in fields(self)]
+        unknown = sorted(set(override) - set(known))
+        if unknown:
+            raise ValueError(f"object_store_config has unknown keys {unknown}; the keys are "
+                             f"{', '.join(known)}")
+        return replace(self, **{k: str(v) for k, v in override.items() if v is not None})
+
+    def describe(self) -> str:
+        where = self.endpoint_url or "AWS S3"
+        return f"{where} (region {self.region})" if self.region else where
+
+
+@functools.cache
+def _copies_directory() -> Path:
+    directory = Path(tempfile.mkdtemp(prefix="strata-objects-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
+
+
+def split(uri: str) -> tuple[str, str]:
+    """``s3://bucket/key`` as (bucket, key). ``ValueError`` for a URL without a bucket."""
+    parsed = urlparse(uri)
+    if parsed.scheme != SCHEME or not parsed.netloc:
+        raise ValueError(f"{uri!r} is not an s3://bucket/key URL")
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+class ObjectStore:
+    """Reads objects by ``s3://`` URL: sizes, byte ranges, listings and whole downloads. Errors are
+    one line naming the URL and the endpoint: ``NotFoundError`` for a missing bucket or object,
+    ``ObjectStoreError`` for an endpoint that cannot be reached or refuses the credentials."""
+
+    def __init__(self, config: ObjectStoreConfig) -> None:
+        if (config.access_key_id is None) != (config.secret_access_key is None):
+            raise ValueError("object store credentials need both access_key_id and "
+                             "secret_access_key (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+        self.config = config
+
+    @functools.cached_property
+    def _fs(self) -> pafs.S3FileSystem:
+        """The S3 client, made on first use (a catalog of local files never needs one)."""
+        config = self.config
+        options = {
+            "access_key": config.access_key_id, "secret_key": config.secret_access_key,
+            "session_token": config.session_token, "region": config.region,
+            "connect_timeout": CONNECT_TIMEOUT_SECS, "request_timeout": REQUEST_TIMEOUT_SECS,
+            "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=MAX_ATTEMPTS),
+        }
+        if config.endpoint_url:
+            endpoint = urlparse(config.endpoint_url)
+            options["endpoint_override"] = endpoint.netloc or config.endpoint_url
+            options["scheme"] = endpoint.scheme or "https"
+        return pafs.S3FileSystem(**{k: v for k, v in options.items() if v is not None})
+
+    @contextmanager
+    def _errors(self, uri: str) -> Iterator[None]:
+        where = self.config.describe()
+        try:
+            yield
+        except FileNotFoundError:
+            raise NotFoundError(f"no object at {uri} on {where}") from None
+        except OSError as exc:
+            text = str(exc)
+            if "NO_SUCH_BUCKET" in text:
+                raise NotFoundError(f"{uri}: bucket {split(uri)[0]!r} does not exist on {where}") from None
+            if any(code in text for code in ("ACCESS_DENIED", "INVALID_ACCESS_KEY_ID",
+                                             "SIGNATURE_DOES_NOT_MATCH", "Forbidden")):
+                raise ObjectStoreError(
+                    f"{uri}: {where} refused the credentials; check AWS_ACCESS_KEY_ID and "
+                    "AWS_SECRET_ACCESS_KEY (or object_store_config)") from None
+            detail = text.splitlines()[0] if text else type(exc).__name__
+            raise ObjectStoreError(f"{uri}: cannot read from {where} ({detail}); check the endpoint "
+                                   "(AWS_ENDPOINT_URL or object_store_config)") from None
+
+    def size(self, uri: str) -> int:
+        """The object's size in bytes (one HEAD request)."""
+        bucket, key = split(uri)
+        with self._errors(uri):
+            info = self._fs.get_file_info(f"{bucket}/{key}")
+            if info.type == pafs.FileType.NotFound:
+                self._check_bucket(uri)
+                raise FileNotFoundError(uri)
+            if info.type != pafs.FileType.File:
+                raise ValueError(f"{uri} is a prefix, not an object; use register_prefix() for it")
+            return info.size
+
+    def _check_bucket(self, uri: str) -> None:
+        bucket = split(uri)[0]
+        if self._fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+            raise NotFoundError(f"{uri}: bucket {bucket!r} does not exist on {self.config.describe()}")
+
+    def read_ranges(self, uri: str, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """The bytes of each (offset, size) range: one ranged GET each, nothing else."""
+        bucket, key = split(uri)
+        with self._errors(uri):
+            source = self._fs.open_input_file(f"{bucket}/{key}")
+            return [source.read_at(size, offset) for offset, size in ranges]
+
+    def open(self, uri: str) -> pafs.NativeFile:
+        """A random-access file that fetches the ranges its reader asks for."""
+        bucket, key = split(uri)
+        with self._errors(uri):
+            return self._fs.open_input_file(f"{bucket}/{key}")
+
+    def local_copy(self, uri: str, size: int) -> Path:
+        """A local copy of the object (of ``size`` bytes), downloaded once per process into a
+        directory removed when the process exits."""
+        name = hashlib.sha256(f"{self.config.endpoint_url}|{uri}|{size}".encode()).hexdigest()
+        path = _copies_directory() / f"{name}{PurePosixPath(uri).suffix}"
+        if not path.exists():
+            partial = path.with_name(f"{path.name}.{threading.get_ident()}.part")
+            self.download(uri, partial)
+            partial.replace(path)
+        return path
+
+    def download(self, uri: str, path: Path) -> None:
+        bucket, key = split(uri)
+        with self._errors(uri), self._fs.open_input_stream(f"{bucket}/{key}") as source, \
+                path.open("wb") as sink:
+            shutil.copyfileobj(source, sink, 8 << 20)
+
+    def list(self, prefix: str, suffixes: tuple[str, ...]) -> list[str]:
+        """The URLs of the objects under ``prefix`` (recursively) whose names end in one of
+        ``suffixes``, in key order."""
+        bucket, key = split(prefix)
+        with self._errors(prefix):
+            found = self._fs.get_file_info(pafs.FileSelector(f"{bucket}/{key}".rstrip("/"),
+                                                             allow_not_found=True, recursive=True))
+            if not found:
+                self._check_bucket(prefix)
+        return sorted(f"{SCHEME}://{info.path}" for info in found
+                      if info.type == pafs.FileType.File and info.path.lower().endswith(suffixes))
