@@ -23,7 +23,7 @@ from bench.recordings import RecordingPool
 from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest, schema_event
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
-from projector import LogRecord, SqliteStore, fold
+from projector import CatalogReader, LogRecord, SqliteStore, fold, open_store
 from projector.sqlite_store import TABLES
 from sdk._wait import wait_for_positions
 from spark_streaming.job import paused_gc
@@ -161,13 +161,14 @@ def topic_end_offset(bootstrap_servers: str) -> int:
         consumer.close()
 
 
-def replay(system, directory: Path, *, max_offsets: int) -> dict:
-    """Rebuild the projection of the whole topic from offset 0 into a fresh store and checkpoint,
-    with the real projector in a subprocess; peak RSS of its process tree from /proc."""
+def replay(system, directory: Path, *, max_offsets: int, store: str | None = None) -> dict:
+    """Rebuild the projection of the whole topic from offset 0 into a fresh store (``store``, an
+    empty PostgreSQL database's URL, or a SQLite file in ``directory``) and checkpoint, with the
+    real projector in a subprocess; peak RSS of its process tree from /proc."""
     bootstrap = system.server.bootstrap_servers
     end = topic_end_offset(bootstrap)
     directory.mkdir(parents=True)
-    store_path, ready = directory / "store.db", directory / "ready"
+    store_path, ready = store or str(directory / "store.db"), directory / "ready"
     event_log = directory / "spark-events"
     args = [sys.executable, "-m", "bench.probe", "--event-log-dir", str(event_log),
             "--bootstrap-servers", bootstrap, "--store", str(store_path),
@@ -182,7 +183,7 @@ def replay(system, directory: Path, *, max_offsets: int) -> dict:
         with procs.PeakRss([process.pid]) as peak:
             started = time.perf_counter()
             startup_s = procs.wait_until(ready.exists, timeout_secs=300, what="projector start")
-            store = SqliteStore(store_path, read_only=True)
+            store = open_store(store_path, read_only=True)
             try:
                 caught_up = procs.wait_until(lambda: _replayed(process, store, end, directory),
                                              timeout_secs=WAIT_SECS, interval_secs=0.2, what="replay end")
@@ -204,7 +205,7 @@ def replay(system, directory: Path, *, max_offsets: int) -> dict:
             "event_log_dir": str(event_log)}
 
 
-def _replayed(process: subprocess.Popen, store: SqliteStore, end: int, directory: Path) -> bool:
+def _replayed(process: subprocess.Popen, store: CatalogReader, end: int, directory: Path) -> bool:
     if process.poll() is not None:
         raise RuntimeError(f"the replaying projector exited with code {process.returncode} at offset "
                            f"{store.next_offset(CATALOG_TOPIC, 0):,}; see {directory / 'projector.log'}")

@@ -28,8 +28,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 import settings
-from events import StrataError
-from sdk.errors import NotFoundError
+from sdk.errors import NotFoundError, ObjectStoreError
 
 SCHEME = "s3"
 CONNECT_TIMEOUT_SECS = 5.0
@@ -39,10 +38,6 @@ MAX_ATTEMPTS = 3
 
 ObjectStoreSettings = Mapping[str, str] | str | None
 """``object_store_config``: settings by key, or their JSON text."""
-
-
-class ObjectStoreError(StrataError, ConnectionError):
-    """The object store could not be reached, or refused the request (credentials, permissions)."""
 
 
 def is_object_url(uri: str) -> bool:

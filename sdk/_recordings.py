@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 
 from events import IndexKind, IndexRange, OnDuplicate, RegisterLayer
 from projector import schemas
-from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreError, is_object_url
-from sdk.errors import NotFoundError
+from sdk._objects import ObjectStore, ObjectStoreConfig, is_object_url
+from sdk.errors import NotFoundError, ObjectStoreError
 
 PROPERTIES_ENTITY = "/__properties"
 RECORDING_ID_KEY = b"recording_id"

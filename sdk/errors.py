@@ -11,6 +11,8 @@
     ├── StoreUnavailableError (RuntimeError, from projector)
     │                           the projection store cannot be opened or read: a missing file,
     │                           a PostgreSQL server down or refusing the credentials
+    ├── ObjectStoreError (ConnectionError)
+    │                           an s3:// endpoint cannot be reached or refuses the credentials
     └── DeliveryError (ConnectionError, from producers)
                                 Kafka did not acknowledge an event in time
 
@@ -32,6 +34,10 @@ class AlreadyExistsError(StrataError):
 
 class NotFoundError(StrataError, LookupError):
     """Raised when the requested resource is not found."""
+
+
+class ObjectStoreError(StrataError, ConnectionError):
+    """An object store could not be reached, or refused the request (credentials, permissions)."""
 
 
 class RecordingChangedError(StrataError, ValueError):
@@ -57,6 +63,7 @@ __all__ = [
     "AlreadyExistsError",
     "DeliveryError",
     "NotFoundError",
+    "ObjectStoreError",
     "ProjectionTimeoutError",
     "RecordingChangedError",
     "StoreUnavailableError",

@@ -15,7 +15,7 @@ import sdk
 from producers import end_offsets
 from s3 import EmbeddedS3
 from sdk._droid import write_episode
-from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreError
+from sdk._objects import ObjectStore, ObjectStoreConfig
 from sdk._recordings import local_path, read_recording
 from sdk._server import Server
 
@@ -92,7 +92,7 @@ def test_the_aws_variables_name_the_endpoint_and_credentials(
         monkeypatch.setenv(name, value)
     assert read_recording(url).recording_id == "ep_s3_big"
     # A per-call setting wins over the variables, key by key.
-    with pytest.raises(ObjectStoreError, match="refused the credentials"):
+    with pytest.raises(sdk.ObjectStoreError, match="refused the credentials"):
         read_recording(url, ObjectStore(ObjectStoreConfig.resolve({"secret_access_key": "wrong"})))
 
 
@@ -107,16 +107,16 @@ def test_missing_objects_and_buckets_are_not_found_errors(s3: EmbeddedS3, bucket
 def test_wrong_credentials_are_a_clear_error_without_the_secret(s3: EmbeddedS3, bucket: str,
                                                                 episode: Path) -> None:
     url = s3.put(bucket, "creds/ep_s3_big.rrd", episode)
-    with pytest.raises(ObjectStoreError, match="refused the credentials") as info:
+    with pytest.raises(sdk.ObjectStoreError, match="refused the credentials") as info:
         read_recording(url, objects(s3, secret_access_key="not-the-secret"))
     assert "not-the-secret" not in str(info.value)
-    with pytest.raises(ObjectStoreError, match="refused the credentials"):
+    with pytest.raises(sdk.ObjectStoreError, match="refused the credentials"):
         read_recording(url, objects(s3, access_key_id="nobody"))
 
 
 def test_an_unreachable_endpoint_is_an_error_in_bounded_time(bucket: str) -> None:
     start = time.monotonic()
-    with pytest.raises(ObjectStoreError, match="cannot read from http://127.0.0.1:9 .*AWS_ENDPOINT_URL"):
+    with pytest.raises(sdk.ObjectStoreError, match="cannot read from http://127.0.0.1:9 .*AWS_ENDPOINT_URL"):
         read_recording(f"s3://{bucket}/ep.rrd", ObjectStore(ObjectStoreConfig.resolve(
             {"endpoint_url": "http://127.0.0.1:9", "access_key_id": "a", "secret_access_key": "b"})))
     assert time.monotonic() - start < 30
@@ -161,7 +161,7 @@ def test_s3_registrations_that_fail_produce_nothing(dataset: sdk.DatasetEntry, s
     good = s3.put(bucket, "bad/good.rrd", local_path(make_rrd("s3_good")))
     with pytest.raises(sdk.NotFoundError, match="no object at"):
         dataset.register([good, f"s3://{bucket}/bad/missing.rrd"], object_store_config=s3.config())
-    with pytest.raises(ObjectStoreError, match="refused the credentials"):
+    with pytest.raises(sdk.ObjectStoreError, match="refused the credentials"):
         dataset.register([good], object_store_config=s3.config(secret_access_key="wrong"))
     with pytest.raises(sdk.NotFoundError, match="does not exist"):
         dataset.register_prefix("s3://no-such-bucket/x/", object_store_config=s3.config())
