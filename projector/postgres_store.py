@@ -135,6 +135,10 @@ class PostgresStore(SqlStore):
     def _sql(self, statement: str) -> str:
         return _pg(statement)
 
+    def _blobs(self, statement: str, params: Sequence[Any]) -> list[bytes]:
+        # Binary results: the chunks arrive as they are, not as hex text to decode.
+        return [blob for (blob,) in self._conn.execute(_pg(statement), params, binary=True)]
+
     def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._conn.cursor() as cursor:
             cursor.executemany(_pg(statement), rows)

@@ -182,6 +182,10 @@ class SqlStore:
         """Runs inside ``_write_transaction`` or under ``_lock``; returns the cursor."""
         return self._conn.execute(self._sql(statement), params)
 
+    def _blobs(self, statement: str, params: Sequence[Any]) -> list[bytes]:
+        """The one blob column of ``statement``'s rows (under ``_lock``)."""
+        return [blob for (blob,) in self._execute(statement, params)]
+
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with self._lock, self._faults():
             cursor = self._execute(sql, params)
@@ -449,8 +453,8 @@ class SqlStore:
         """``layers`` as one Arrow table (``projector.layer_table.LAYER_COLUMNS``), read from the
         dataset's chunks without converting its rows to Python values."""
         with self._lock, self._faults():
-            blobs = [blob for (blob,) in self._execute(
-                "select layers from layer_chunks where dataset_id = ? order by chunk", (str(dataset_id),))]
+            blobs = self._blobs("select layers from layer_chunks where dataset_id = ? order by chunk",
+                                (str(dataset_id),))
         return _layer_table.from_ipc(blobs)
 
     def tables(self) -> list[Table]:
@@ -462,8 +466,8 @@ class SqlStore:
         """The rows of a created table, in its schema (field metadata included)."""
         schema = table_rows.table_schema(table.arrow_schema)
         with self._lock, self._faults():
-            blobs = [blob for (blob,) in self._execute(
-                "select rows from table_chunks where table_id = ? order by chunk", (str(table.id),))]
+            blobs = self._blobs("select rows from table_chunks where table_id = ? order by chunk",
+                                (str(table.id),))
         return table_rows.from_ipc(blobs, schema)
 
     def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:

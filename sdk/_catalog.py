@@ -6,6 +6,7 @@ passed the event's offset and reports the outcome the projector recorded for it.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import sys
@@ -258,8 +259,7 @@ class DatasetEntry(Entry):
             check_layer_name(name)
         property_list = _per_uri("properties", properties, len(uri_list), Mapping)
         mode = _on_duplicate(on_duplicate)
-        objects = self._client._objects(object_store_config)
-        recordings = [read_recording(uri, objects) for uri in uri_list]
+        recordings = _read_recordings(uri_list, self._client._objects(object_store_config))
         recordings = [r if p is None else with_properties(r, p)
                       for r, p in zip(recordings, property_list, strict=True)]
         return self._register(recordings, layer_names, mode)
@@ -291,13 +291,7 @@ class DatasetEntry(Entry):
             raise ValueError(f"no recordings ({', '.join(RECORDING_SUFFIXES)}) under {recordings_prefix}")
         name = check_layer_name(layer_name if layer_name is not None else "base")
         mode = _on_duplicate(on_duplicate)
-        recordings = []
-        for done, uri in enumerate(uris, 1):
-            recordings.append(read_recording(uri, objects))
-            if len(uris) >= 100 and (done % 100 == 0 or done == len(uris)):
-                print(f"\rreading recordings: {done}/{len(uris)}", end="", file=sys.stderr)
-        if len(uris) >= 100:
-            print(file=sys.stderr)
+        recordings = _read_recordings(uris, objects)
         return self._register(recordings, [name] * len(recordings), mode)
 
     def _register(
@@ -490,6 +484,34 @@ def _on_duplicate(value: OnDuplicate | str) -> OnDuplicate:
     except ValueError:
         raise ValueError(f"on_duplicate must be one of {[m.value for m in OnDuplicate]}, "
                          f"got {value!r}") from None
+
+
+OBJECT_READERS = 16
+"""Recordings in object storage read at once by one registration: each costs round trips, not
+CPU."""
+
+
+def _read_recordings(uris: list[str], objects: ObjectStore) -> list[Recording]:
+    """What registration needs of each URI, in order; ``s3://`` ones read in parallel. Prints
+    progress to stderr for 100 or more."""
+    recordings: list[Recording] = []
+
+    def read(uri: str) -> Recording:
+        return read_recording(uri, objects)
+
+    with concurrent.futures.ThreadPoolExecutor(OBJECT_READERS) as pool:
+        try:
+            for recording in (pool.map if any(map(is_object_url, uris)) else map)(read, uris):
+                recordings.append(recording)
+                done = len(recordings)
+                if len(uris) >= 100 and (done % 100 == 0 or done == len(uris)):
+                    print(f"\rreading recordings: {done}/{len(uris)}", end="", file=sys.stderr)
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # the first error is the call's: stop the rest
+            raise
+    if len(uris) >= 100:
+        print(file=sys.stderr)
+    return recordings
 
 
 class CatalogClient:

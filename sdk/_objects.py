@@ -19,10 +19,11 @@ import json
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -87,6 +88,22 @@ class ObjectStoreConfig:
         return f"{where} (region {self.region})" if self.region else where
 
 
+class RemoteObject:
+    """An object opened for reading: its size, byte ranges (one ranged GET each), and ``file``, a
+    random-access file for pyarrow's readers that fetches the ranges they ask for."""
+
+    def __init__(self, uri: str, file: pafs.NativeFile, errors: Callable[[str], Any]) -> None:
+        self.uri = uri
+        self.file = file
+        self._errors = errors
+        with errors(uri):
+            self.size = file.size()
+
+    def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        with self._errors(self.uri):
+            return [self.file.read_at(size, offset) for offset, size in ranges]
+
+
 @functools.cache
 def _copies_directory() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="strata-objects-"))
@@ -134,6 +151,8 @@ class ObjectStore:
         where = self.config.describe()
         try:
             yield
+        except ObjectStoreError:
+            raise
         except FileNotFoundError:
             raise NotFoundError(f"no object at {uri} on {where}") from None
         except OSError as exc:
@@ -166,18 +185,15 @@ class ObjectStore:
         if self._fs.get_file_info(bucket).type == pafs.FileType.NotFound:
             raise NotFoundError(f"{uri}: bucket {bucket!r} does not exist on {self.config.describe()}")
 
-    def read_ranges(self, uri: str, ranges: list[tuple[int, int]]) -> list[bytes]:
-        """The bytes of each (offset, size) range: one ranged GET each, nothing else."""
+    def open(self, uri: str) -> RemoteObject:
+        """The object, opened for reading ranges (one HEAD request)."""
         bucket, key = split(uri)
         with self._errors(uri):
-            source = self._fs.open_input_file(f"{bucket}/{key}")
-            return [source.read_at(size, offset) for offset, size in ranges]
-
-    def open(self, uri: str) -> pafs.NativeFile:
-        """A random-access file that fetches the ranges its reader asks for."""
-        bucket, key = split(uri)
-        with self._errors(uri):
-            return self._fs.open_input_file(f"{bucket}/{key}")
+            try:
+                return RemoteObject(uri, self._fs.open_input_file(f"{bucket}/{key}"), self._errors)
+            except FileNotFoundError:
+                self._check_bucket(uri)
+                raise
 
     def local_copy(self, uri: str, size: int) -> Path:
         """A local copy of the object (of ``size`` bytes), downloaded once per process into a

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from events import IndexKind, IndexRange, OnDuplicate, RegisterLayer
 from projector import schemas
-from sdk._objects import ObjectStore, ObjectStoreConfig, is_object_url
+from sdk._objects import ObjectStore, ObjectStoreConfig, RemoteObject, is_object_url
 from sdk.errors import NotFoundError, ObjectStoreError
 
 PROPERTIES_ENTITY = "/__properties"
@@ -116,7 +116,8 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
     if remote:
         objects = objects or ObjectStore(ObjectStoreConfig.resolve())
         _check_suffix(uri, suffix)
-        size = objects.size(uri)
+        remote_object = objects.open(uri)
+        size = remote_object.size
     else:
         if isinstance(uri, str) and ":" in uri and not uri.lower().startswith("file:"):
             raise ValueError(f"{uri!r} is not a file:// or s3:// URL; recordings are read from those")
@@ -130,14 +131,19 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
         size, suffix = path.stat().st_size, path.suffix.lower()
         _check_suffix(uri, suffix)
 
+    unread = [remote_object.file] if remote else []
+
     def open_file() -> pa.NativeFile:
-        return objects.open(uri) if remote else pa.memory_map(str(path))
+        """The file for pyarrow's readers: the opened object first, then a new one each time."""
+        if remote:
+            return unread.pop() if unread else objects.open(uri).file
+        return pa.memory_map(str(path))
 
     try:
         num_chunks, index_ranges = None, ()
         if suffix == ".rrd":
             if remote:
-                with _rrd_replica(uri, objects, size) as (replica, fill):
+                with _rrd_replica(remote_object, objects) as (replica, fill):
                     found = _read_rrd(replica, uri, fill)
             else:
                 found = _read_rrd(path, uri)
@@ -177,19 +183,20 @@ manifest footer."""
 
 
 @contextmanager
-def _rrd_replica(uri: str, objects: ObjectStore, size: int
+def _rrd_replica(remote: RemoteObject, objects: ObjectStore
                  ) -> Iterator[tuple[Path, Callable[[list[tuple[int, int]]], None] | None]]:
     """A sparse local file as large as the object that holds only the bytes rerun-sdk's reader
     needs for the manifest (the header and the footers), and a function that fetches more ranges
     into it. A recording without a stream footer (older rerun) is downloaded whole (no function
     then: everything is there)."""
+    size = remote.size
     with tempfile.TemporaryDirectory(prefix="strata-rrd-") as directory:
         replica = Path(directory) / "recording.rrd"
         with replica.open("wb") as file:
             file.truncate(size)
 
         def fill(ranges: list[tuple[int, int]]) -> None:
-            parts = objects.read_ranges(uri, ranges)
+            parts = remote.read_ranges(ranges)
             with replica.open("r+b") as file:
                 for (offset, _), data in zip(ranges, parts, strict=True):
                     file.seek(offset)
@@ -206,7 +213,7 @@ def _rrd_replica(uri: str, objects: ObjectStore, size: int
                 fill([(offset, size - tail - offset)])
             yield replica, fill
         else:
-            objects.download(uri, replica)
+            objects.download(remote.uri, replica)
             yield replica, None
 
 
