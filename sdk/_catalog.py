@@ -43,7 +43,7 @@ from projector.backends import describe, normalize
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _tables
 from sdk._contents import Contents
-from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, is_object_url
+from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, is_object_url, object_store
 from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
 from sdk._selection import DatasetSelection
 from sdk._table_entry import Entry, EntryKind, TableEntry, lance_table
@@ -591,7 +591,7 @@ class CatalogClient:
 
     def _objects(self, override: ObjectStoreSettings = None) -> ObjectStore:
         """The object store of this client's settings, with ``override`` winning key by key."""
-        return ObjectStore(self.object_store_config.updated(override))
+        return object_store(self.object_store_config.updated(override))
 
     def close(self) -> None:
         self._producer.close()

@@ -105,6 +105,13 @@ class RemoteObject:
 
 
 @functools.cache
+def object_store(config: ObjectStoreConfig) -> ObjectStore:
+    """The object store of ``config``, one per process and configuration: its S3 client and
+    connections are made once."""
+    return ObjectStore(config)
+
+
+@functools.cache
 def _copies_directory() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="strata-objects-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)

@@ -31,7 +31,7 @@ import pyarrow.ipc
 
 from projector import layer_table
 from sdk._contents import PROPERTIES_ENTITY, selects
-from sdk._objects import ObjectStore, ObjectStoreConfig, is_object_url
+from sdk._objects import ObjectStoreConfig, is_object_url, object_store
 from sdk._recordings import local_path, manifest_summary
 from sdk.errors import NotFoundError, RecordingChangedError
 
@@ -60,7 +60,7 @@ class LayerFile:
         each naming the segment, the layer and the URL.
         """
         remote = is_object_url(self.storage_url)
-        objects = ObjectStore(self.object_store or ObjectStoreConfig.resolve()) if remote else None
+        objects = object_store(self.object_store or ObjectStoreConfig.resolve()) if remote else None
         try:
             if objects is not None:
                 size = objects.size(self.storage_url)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from events import IndexKind, IndexRange, OnDuplicate, RegisterLayer
 from projector import schemas
-from sdk._objects import ObjectStore, ObjectStoreConfig, RemoteObject, is_object_url
+from sdk._objects import ObjectStore, ObjectStoreConfig, RemoteObject, is_object_url, object_store
 from sdk.errors import NotFoundError, ObjectStoreError
 
 PROPERTIES_ENTITY = "/__properties"
@@ -114,7 +114,7 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
     remote = is_object_url(uri)
     suffix = PurePosixPath(urlparse(uri).path).suffix.lower() if remote else ""
     if remote:
-        objects = objects or ObjectStore(ObjectStoreConfig.resolve())
+        objects = objects or object_store(ObjectStoreConfig.resolve())
         _check_suffix(uri, suffix)
         remote_object = objects.open(uri)
         size = remote_object.size
