@@ -11,22 +11,25 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from events import TOPICS
 from producers._logging import LOGGER
+from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
 
 
-def _consumer(bootstrap_servers: str, config: Mapping[str, Any] | None) -> Consumer:
-    return Consumer({**(config or {}), "bootstrap.servers": bootstrap_servers,
+def _consumer(bootstrap_servers: str, config: Mapping[str, Any] | None,
+              refusal: RefusalWatch | None = None) -> Consumer:
+    return Consumer({**librdkafka_config(config), "bootstrap.servers": bootstrap_servers,
                      "group.id": f"strata-reader-{uuid.uuid4()}", "enable.auto.commit": False,
                      "enable.partition.eof": True, "isolation.level": "read_committed",
-                     "logger": LOGGER})
+                     "logger": LOGGER, "error_cb": refusal or RefusalWatch()})
 
 
 def end_offsets(bootstrap_servers: str, *, config: Mapping[str, Any] | None = None,
                 timeout_secs: float = 30.0) -> dict[tuple[str, int], int]:
     """The next offset to be written, per (topic, partition) of strata's topics."""
-    consumer = _consumer(bootstrap_servers, config)
+    refusal = RefusalWatch()
+    consumer = _consumer(bootstrap_servers, config, refusal)
     try:
         offsets = {}
-        metadata = consumer.list_topics(timeout=timeout_secs)
+        metadata = cluster_metadata(consumer, bootstrap_servers, refusal, timeout_secs)
         for topic in TOPICS:
             if topic not in metadata.topics:
                 continue

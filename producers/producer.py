@@ -12,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from events import Event, StrataError, encode, topic_for
 from producers._logging import LOGGER
+from producers.kafka_config import RefusalWatch, librdkafka_config
 
 
 @dataclass(frozen=True, order=True)
@@ -65,9 +66,10 @@ class EventProducer:
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.delivery_timeout_secs = delivery_timeout_secs
+        self._refusal = RefusalWatch()
         self._config = {
             **DEFAULT_CONFIG,
-            **(config or {}),
+            **librdkafka_config(config),
             **REQUIRED_CONFIG,
             "bootstrap.servers": bootstrap_servers,
             "delivery.timeout.ms": int(delivery_timeout_secs * 1000),
@@ -75,6 +77,7 @@ class EventProducer:
             "socket.connection.setup.timeout.ms": max(
                 1000, min(10_000, int(delivery_timeout_secs * 1000))),
             "logger": LOGGER,
+            "error_cb": self._refusal,
         }
         self._producer: Producer | None = None
 
@@ -88,7 +91,8 @@ class EventProducer:
 
         Returns the positions in the order of ``events``. Raises ``DeliveryError`` if any event is
         not acknowledged within ``delivery_timeout_secs`` (an unreachable broker, for example),
-        naming the bootstrap servers and the reason.
+        naming the bootstrap servers and the reason; at once if the broker refuses the client's
+        credentials or TLS settings, after dropping every event not yet sent.
         """
         producer = self._get()
         positions: dict[uuid.UUID, Position] = {}
@@ -107,6 +111,13 @@ class EventProducer:
         deadline = time.monotonic() + self.delivery_timeout_secs + 5.0
         while len(positions) + len(failed) < len(events) and time.monotonic() < deadline:
             producer.poll(0.05)
+            if self._refusal.reason is not None:
+                # Nothing reached the broker over a refused connection; purged, nothing will later.
+                producer.purge()
+                producer.poll(0)
+                failed.update({e.event_id: self._refusal.reason for e in events
+                               if e.event_id not in positions})
+                raise DeliveryError(self._refusal.message(self.bootstrap_servers), failed)
         for event in events:
             if event.event_id not in positions and event.event_id not in failed:
                 failed[event.event_id] = "no delivery report before the deadline"

@@ -10,6 +10,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from events import TOPICS
 from producers._logging import LOGGER
+from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
 
 KEEP_FOREVER = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
 """What strata's topics need: the log is the truth, and a replay from offset 0 must find every
@@ -32,12 +33,10 @@ def ensure_topics(
     total order, and the projection would depend on timing) or may delete records (a finite
     retention, or compaction) unless ``allow_finite_retention``.
     """
-    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap_servers, "logger": LOGGER})
-    try:
-        metadata = admin.list_topics(timeout=timeout_secs)
-    except KafkaException as exc:
-        raise ConnectionError(
-            f"Kafka at {bootstrap_servers} did not answer within {timeout_secs:g} s: {exc}") from exc
+    refusal = RefusalWatch()
+    admin = AdminClient({**librdkafka_config(config), "bootstrap.servers": bootstrap_servers,
+                         "logger": LOGGER, "error_cb": refusal})
+    metadata = cluster_metadata(admin, bootstrap_servers, refusal, timeout_secs)
     existing = metadata.topics
     for name in TOPICS:
         if name in existing and len(existing[name].partitions) != 1:

@@ -64,8 +64,12 @@ class EmbeddedBroker:
     comes back at the same address.
     """
 
-    def __init__(self, directory: Path, *, port: int | None = None) -> None:
+    def __init__(self, directory: Path, *, port: int | None = None, host: str = "127.0.0.1") -> None:
         self.directory = Path(directory)
+        self.host = host
+        """The address clients reach it at: its client listener's, and the one it advertises."""
+        self.client_config: dict[str, str] = {}
+        """The Kafka client settings its listener needs (none for plaintext)."""
         self.log_path = self.directory / "broker.log"
         self._requested_port = port
         self._process: subprocess.Popen | None = None
@@ -74,21 +78,33 @@ class EmbeddedBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def _choose_ports(self) -> None:
         path = self.directory / "ports.json"
         saved = json.loads(path.read_text()) if path.exists() else {}
         port = self._requested_port or saved.get("port")
-        if not port or not _processes.port_is_free(port):
+        if not port or not _processes.port_is_free(port, self.host):
             if self._requested_port:
                 raise OSError(f"port {self._requested_port} for the Kafka broker is in use")
-            port = _processes.free_port()
+            port = _processes.free_port(self.host)
         controller = saved.get("controller_port")
         if not controller or controller == port or not _processes.port_is_free(controller):
             controller = _processes.free_port()
         self.port, self.controller_port = port, controller
         path.write_text(json.dumps({"port": port, "controller_port": controller}))
+
+    def listener_settings(self) -> list[str]:
+        """The client listener's lines of ``server.properties`` (overridden for SASL or TLS)."""
+        return [f"listeners=PLAINTEXT://{self.host}:{self.port},"
+                f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                f"advertised.listeners=PLAINTEXT://{self.host}:{self.port}",
+                "inter.broker.listener.name=PLAINTEXT",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"]
+
+    def format_arguments(self) -> list[str]:
+        """Extra arguments of the storage tool's ``format`` (SCRAM users, say)."""
+        return []
 
     def _write_config(self) -> Path:
         config = self.directory / "server.properties"
@@ -96,11 +112,8 @@ class EmbeddedBroker:
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            *self.listener_settings(),
             "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             f"log.dirs={self.directory / 'data'}",
             "num.partitions=1",
             "offsets.topic.replication.factor=1",
@@ -129,7 +142,7 @@ class EmbeddedBroker:
             cluster_id = random_cluster_id()
             formatted = subprocess.run(
                 [*java_args, "kafka.tools.StorageTool", "format", "-t", cluster_id,
-                 "-c", str(config)], capture_output=True, text=True)
+                 "-c", str(config), *self.format_arguments()], capture_output=True, text=True)
             if formatted.returncode != 0:
                 raise RuntimeError(f"formatting the Kafka log directory failed:\n"
                                    f"{formatted.stdout}{formatted.stderr}")
@@ -144,8 +157,9 @@ class EmbeddedBroker:
                 raise RuntimeError(f"the Kafka broker exited with code {self._process.returncode}; "
                                    f"end of {self.log_path}:\n{_processes.tail(self.log_path)}")
             # Ask Kafka only once the port accepts connections, so the client logs no refusals.
-            if admin is None and _processes.port_accepts(self.port):
-                admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": LOGGER})
+            if admin is None and _processes.port_accepts(self.port, self.host):
+                admin = AdminClient({**self.client_config, "bootstrap.servers": self.bootstrap_servers,
+                                     "logger": LOGGER})
             if admin is not None:
                 try:
                     if admin.list_topics(timeout=2).brokers:

@@ -543,7 +543,8 @@ class CatalogClient:
         self.store = normalize(store)
         self.producer_id = producer_id or f"strata-sdk@{os.uname().nodename}:{os.getpid()}"
         self._store: CatalogReader = open_store(self.store, read_only=True)
-        self._producer = EventProducer(bootstrap_servers, config=kafka_config,
+        self._producer = EventProducer(bootstrap_servers,
+                                       config={**settings.kafka_options(), **(kafka_config or {})},
                                        delivery_timeout_secs=delivery_timeout_secs)
         self._ctx = datafusion.SessionContext()
         self._ctx_tables: dict[str, tuple[uuid.UUID, int]] = {}

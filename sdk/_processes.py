@@ -49,26 +49,26 @@ def tail(path: Path, lines: int = 25) -> str:
         return "(no log written)"
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
-def port_is_free(port: int) -> bool:
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     """Whether a server could listen on ``port`` now. Connections left in TIME_WAIT by a process
     that died (kill -9) do not count: Kafka, like most servers, binds with SO_REUSEADDR, so a
     restarted broker can take its old port back."""
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except OSError:
             return False
         return True
 
 
-def port_accepts(port: int) -> bool:
+def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex((host, port)) == 0

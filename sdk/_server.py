@@ -30,7 +30,8 @@ class Server:
 
     ``bootstrap_servers`` uses an existing Kafka cluster instead of the embedded broker,
     ``spark_master`` an existing Spark master instead of ``local[*]``; ``kafka_options`` (SASL,
-    TLS, ...) are passed to every Kafka client. ``store`` puts the SQLite store elsewhere than
+    TLS, ...; librdkafka's names, see ``producers.kafka_config``) are passed to every Kafka
+    client, the projector's included. ``store`` puts the SQLite store elsewhere than
     ``data_dir/store.db`` (another disk, say), or names a PostgreSQL database
     (``postgresql://user@host/database``) that clients on other hosts can read. Each defaults to
     its ``STRATA_*`` environment variable (see ``settings``). The topics are created to keep every
@@ -56,7 +57,7 @@ class Server:
         self.data_dir = Path(data_dir) if data_dir is not None else settings.home()
         self.store = normalize(store if store is not None else settings.store(self.data_dir))
         self.spark_master = spark_master or settings.spark_master()
-        self.kafka_options = dict(kafka_options or {})
+        self.kafka_options = {**settings.kafka_options(), **(kafka_options or {})}
         self.allow_finite_retention = allow_finite_retention
         self.startup_timeout_secs = startup_timeout_secs
         external = bootstrap_servers or settings.bootstrap_servers()
@@ -121,9 +122,9 @@ class Server:
                 "--bootstrap-servers", self.bootstrap_servers,
                 "--store", self.store, "--checkpoint", str(self.checkpoint_dir),
                 "--spark-master", self.spark_master, "--ready-file", str(ready)]
-        for key, value in self.kafka_options.items():
-            args += ["--kafka-option", f"{key}={value}"]
-        env = {"PYSPARK_PYTHON": sys.executable}
+        # In the environment, not on the command line, where any user's ps would show passwords.
+        env = {"PYSPARK_PYTHON": sys.executable,
+               "STRATA_KAFKA_OPTIONS": json.dumps(self.kafka_options)}
         if self.spark_master.startswith("local"):
             env["SPARK_LOCAL_IP"] = "127.0.0.1"
         self._projector = _processes.start(args, self.projector_log, env=env)

@@ -148,7 +148,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if bootstrap is None:
         raise SystemExit(f"strata: no running stack in {data_dir}: start it with 'strata up', or "
                          "pass --bootstrap-servers")
-    kafka_options = parse_key_values(args.kafka_option)
+    kafka_options = {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
     into = args.into or data_dir / "rebuild"
     print(f"strata replay: rebuilding from offset 0 of {bootstrap} into {into}", flush=True)
     started = time.monotonic()

@@ -4,6 +4,7 @@ ones for recordings in object storage, are read here and nowhere else. Explicit 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ ENVIRONMENT = {
     "STRATA_BOOTSTRAP_SERVERS": "use this Kafka cluster instead of the embedded broker",
     "STRATA_SPARK_MASTER": "use this Spark master instead of local[*]",
     "STRATA_STORE": "the projection store (default: store.db in the state directory)",
+    "STRATA_KAFKA_OPTIONS": 'Kafka client settings as a JSON object, e.g. {"sasl.password": "..."}',
     "STRATA_JARS_DIR": "where scripts/setup.sh put the jars (default .cache/jars)",
 }
 """Each variable and what it sets, for ``--help``."""
@@ -38,6 +40,25 @@ def bootstrap_servers() -> str | None:
 
 def spark_master() -> str:
     return os.environ.get("STRATA_SPARK_MASTER") or "local[*]"
+
+
+def kafka_options() -> dict[str, str]:
+    """Kafka client settings (librdkafka's names) from ``STRATA_KAFKA_OPTIONS``, a JSON object:
+    credentials kept out of command lines. ``--kafka-option`` and ``kafka_config`` win over it.
+    Raises ``ValueError`` if it is not a JSON object of strings, numbers or booleans."""
+    text = os.environ.get("STRATA_KAFKA_OPTIONS")
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"STRATA_KAFKA_OPTIONS is not JSON ({exc}); set it to an object such as "
+                         '{"security.protocol": "SASL_SSL"}') from None
+    if not isinstance(options, dict) or not all(
+            isinstance(v, str | int | float | bool) for v in options.values()):
+        raise ValueError("STRATA_KAFKA_OPTIONS must be a JSON object of settings to strings, "
+                         'numbers or booleans, such as {"security.protocol": "SASL_SSL"}')
+    return options
 
 
 def store(data_dir: Path) -> str:

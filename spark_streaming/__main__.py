@@ -11,6 +11,7 @@ from pathlib import Path
 from py4j.protocol import Py4JError
 from pyspark.errors import StreamingQueryException
 
+import settings
 from projector import StoreUnavailableError, open_store
 from projector.backends import scheme
 from spark_streaming.options import add_arguments, parse_key_values
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from spark_streaming.job import ProjectorJob, build_session
 
     try:
-        kafka_options = parse_key_values(args.kafka_option)
+        kafka_options = {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -102,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         log.error("projector stopped: %s", job.store_fault)
         return STORE_FAULT_EXIT_CODE
     if error is not None:
-        print(f"projector stopped on an error: {error}", file=sys.stderr)
+        # Its first line is the cause; the rest describes the query (Spark logged it already).
+        print(f"projector stopped on an error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
     log.info("projector stopped")
     return 0

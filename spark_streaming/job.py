@@ -20,7 +20,7 @@ import settings
 from events import TOPICS
 from projector import Changes, LogRecord, ProjectionWriter, Status, apply_batch
 from projector.store import StoreUnavailableError
-from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
+from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, java_config
 
 log = logging.getLogger("strata.projector")
 
@@ -152,8 +152,7 @@ class ProjectorJob:
         self.store = store
         self.checkpoint_dir = str(checkpoint_dir)
         self.kafka_options = {**DEFAULT_KAFKA_OPTIONS, **{
-            key if key.startswith("kafka.") else f"kafka.{key}": value
-            for key, value in (kafka_options or {}).items()}}
+            f"kafka.{key}": value for key, value in java_config(kafka_options).items()}}
         self.store_fault: str | None = None
         """Set when a batch could not be written to the store: what happened and what to do."""
 
@@ -170,7 +169,7 @@ class ProjectorJob:
             # batches of this many records.
             reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
         for key, value in self.kafka_options.items():
-            # Kafka client settings (SASL, TLS, ...) go to Spark's consumer with a kafka. prefix.
+            # Kafka client settings (SASL, TLS, ...) in the Java client's names, kafka.-prefixed.
             reader = reader.option(key, value)
         return reader.load().select("topic", "partition", "offset", "value")
 

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 
 def parse_key_values(pairs: list[str], *, option: str = "--kafka-option") -> dict[str, str]:
@@ -18,10 +20,68 @@ def parse_key_values(pairs: list[str], *, option: str = "--kafka-option") -> dic
     return options
 
 
+SPARK_ONLY_PREFIX = "kafka."
+"""A Kafka setting named ``kafka.KEY`` goes to Spark's Kafka source only, verbatim."""
+
+LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+"""The Java login module of each SASL mechanism whose username and password librdkafka takes."""
+
+
+def _jaas_quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def java_config(config: Mapping[str, Any] | None) -> dict[str, str]:
+    """The same settings for the Java Kafka client, without Spark's ``kafka.`` prefix.
+
+    librdkafka's ``sasl.username``/``sasl.password`` become a ``sasl.jaas.config`` for the
+    mechanism, ``ssl.ca.location`` a PEM trust store, ``ssl.endpoint.identification.algorithm=none``
+    the Java client's empty value; any other setting keeps its name. Raises ``ValueError`` for a
+    username or password without a mechanism that takes one.
+    """
+    config = dict(config or {})
+    options: dict[str, str] = {}
+    for key, value in config.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if key.startswith(SPARK_ONLY_PREFIX) or key in ("sasl.username", "sasl.password"):
+            continue
+        if key in ("sasl.mechanism", "sasl.mechanisms"):
+            options["sasl.mechanism"] = text
+        elif key == "ssl.ca.location":
+            options["ssl.truststore.type"] = "PEM"
+            options["ssl.truststore.location"] = text
+        elif key == "ssl.endpoint.identification.algorithm":
+            options[key] = "" if text == "none" else text
+        else:
+            options[key] = text
+    if "sasl.username" in config or "sasl.password" in config:
+        mechanism = options.get("sasl.mechanism", "GSSAPI").upper()
+        if mechanism not in LOGIN_MODULES:
+            raise ValueError(
+                f"sasl.username and sasl.password need sasl.mechanism {', '.join(LOGIN_MODULES)} "
+                f"(got {mechanism}); for another mechanism give Spark's Kafka source its "
+                "kafka.sasl.jaas.config")
+        username = _jaas_quoted(str(config.get("sasl.username", "")))
+        password = _jaas_quoted(str(config.get("sasl.password", "")))
+        options["sasl.jaas.config"] = (
+            f"{LOGIN_MODULES[mechanism]} required username={username} password={password};")
+    options.update({key[len(SPARK_ONLY_PREFIX):]: str(value) for key, value in config.items()
+                    if key.startswith(SPARK_ONLY_PREFIX)})
+    return options
+
+
+
 def add_kafka_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="Kafka client setting, e.g. security.protocol=SASL_SSL "
-                             "(repeatable); Spark's Kafka source gets it as kafka.KEY")
+                        help="Kafka client setting in librdkafka's names, e.g. "
+                             "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
+                             "sasl.username=..., ssl.ca.location=ca.pem (repeatable). Spark's "
+                             "Kafka source gets it in the Java client's names; kafka.KEY=VALUE "
+                             "is for Spark only. Passwords are better in $STRATA_KAFKA_OPTIONS")
 
 
 MAX_OFFSETS_PER_TRIGGER = 20_000

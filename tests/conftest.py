@@ -38,12 +38,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if directory in parents:
                 item.add_marker(marker)
     if STORE_BACKEND != "sqlite":
-        # Faults of SQLite's own (a full disk under its file, its write-ahead log): not run on
-        # another backend, and reported as deselected, not as passed.
-        deselected = [item for item in items if item.get_closest_marker("sqlite_only")]
+        # Faults of SQLite's own (a full disk under its file, its write-ahead log), and tests
+        # whose stacks choose their own store: not run again on another backend, and reported as
+        # deselected, not as passed.
+        def once(item: pytest.Item) -> bool:
+            return any(item.get_closest_marker(name) for name in ("sqlite_only", "own_store"))
+
+        deselected = [item for item in items if once(item)]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
-            items[:] = [item for item in items if not item.get_closest_marker("sqlite_only")]
+            items[:] = [item for item in items if not once(item)]
 
 
 @pytest.fixture(scope="session")

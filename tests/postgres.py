@@ -14,8 +14,12 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
+
+if TYPE_CHECKING:
+    from secured import Certificates
 
 SUPERUSER = "strata"
 
@@ -37,14 +41,18 @@ def _free_port() -> int:
 class EmbeddedPostgres:
     """A PostgreSQL server listening on ``host`` (127.0.0.1 unless told), with superuser
     ``strata`` (trusted on its Unix socket, password-checked over TCP when ``password`` is set).
+    With ``tls`` (``secured.Certificates``), it takes TCP connections over TLS only, and its URLs
+    ask for the server's certificate to be verified.
 
     >>> with EmbeddedPostgres() as pg:  # doctest: +SKIP
     ...     url = pg.create_database()
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int | None = None,
-                 password: str | None = None, settings: dict[str, str] | None = None) -> None:
+                 password: str | None = None, settings: dict[str, str] | None = None,
+                 tls: Certificates | None = None) -> None:
         self.host = host
+        self.tls = tls
         self.port = port or _free_port()
         self.password = password
         self.settings = {"fsync": "off", "full_page_writes": "off", "max_connections": "200",
@@ -81,13 +89,31 @@ class EmbeddedPostgres:
             conf.write(f"listen_addresses = '{self.host}'\nport = {self.port}\n"
                        f"unix_socket_directories = '{self.directory}'\n")
             conf.writelines(f"{key} = '{value}'\n" for key, value in self.settings.items())
+            if self.tls:
+                conf.write(self._tls_settings())
         self._run(bindir / "pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "60", "start")
         return self
+
+    def _tls_settings(self) -> str:
+        """Turns TLS on, with the certificate and key copied where the server's user owns them,
+        and lets TCP clients in over TLS with a password only."""
+        for name, source in (("server.pem", self.tls.cert), ("server.key", self.tls.key)):
+            target = self.data / name
+            shutil.copyfile(source, target)
+            target.chmod(0o600)
+            if self._user:
+                entry = pwd.getpwnam(self._user)
+                os.chown(target, entry.pw_uid, entry.pw_gid)
+        (self.data / "pg_hba.conf").write_text(
+            "local all all trust\n"
+            f"hostssl all all 0.0.0.0/0 {'scram-sha-256' if self.password else 'trust'}\n")
+        return "ssl = on\nssl_cert_file = 'server.pem'\nssl_key_file = 'server.key'\n"
 
     def url(self, database: str = "postgres", *, password: str | None = None) -> str:
         secret = password if password is not None else self.password
         credentials = f"{SUPERUSER}:{secret}" if secret else SUPERUSER
-        return f"postgresql://{credentials}@{self.host}:{self.port}/{database}"
+        tls = f"?sslmode=verify-full&sslrootcert={self.tls.ca}" if self.tls else ""
+        return f"postgresql://{credentials}@{self.host}:{self.port}/{database}{tls}"
 
     def admin(self) -> psycopg.Connection:
         """A superuser connection on the server's Unix socket."""

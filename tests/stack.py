@@ -31,9 +31,12 @@ def wait_until(condition: Callable[[], bool], timeout_secs: float, what: str,
         time.sleep(poll_secs)
 
 
-def wait_caught_up(store: str | Path, bootstrap_servers: str, timeout_secs: float = 300) -> Offsets:
-    """Wait until the store has applied every record in the log; return the offsets."""
-    end = {key: offset for key, offset in end_offsets(bootstrap_servers).items() if offset > 0}
+def wait_caught_up(store: str | Path, bootstrap_servers: str, timeout_secs: float = 300, *,
+                   config: dict[str, str] | None = None) -> Offsets:
+    """Wait until the store has applied every record in the log (read with the Kafka client
+    settings ``config``); return the offsets."""
+    end = {key: offset for key, offset in end_offsets(bootstrap_servers, config=config).items()
+           if offset > 0}
 
     def caught_up() -> bool:
         try:
