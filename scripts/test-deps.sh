@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# What the tests need beyond scripts/setup.sh: the PostgreSQL server (Debian's postgresql
-# package) that the store tests start on a port of their own, installed with apt-get if missing;
-# and the S3-compatible server the object-store tests start (S3Proxy, from Maven Central).
+# What the tests need beyond scripts/setup.sh: the S3-compatible server the object-store tests
+# start (S3Proxy, from Maven Central), and Debian packages installed with apt-get if missing.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,15 +14,21 @@ else
     -Dartifact="$s3proxy" -DoutputDirectory="$s3proxy_dir"
 fi
 
-if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
-  echo "test dependencies: PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -n1) installed"
+# Debian packages: PostgreSQL's server, openssl (the secured-connection tests make their
+# certificates with it) and iproute2 (the several-hosts test makes network namespaces with ip).
+missing=()
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v ip >/dev/null || missing+=(iproute2)
+if [ ${#missing[@]} = 0 ]; then
+  echo "test dependencies: PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -n1), openssl and ip installed"
   exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
-  echo "the tests need PostgreSQL's server: run 'sudo apt-get install postgresql' and try again" >&2
+  echo "the tests need ${missing[*]}: run 'sudo apt-get install ${missing[*]}' and try again" >&2
   exit 1
 fi
-echo "test dependencies: installing postgresql with apt-get"
+echo "test dependencies: installing ${missing[*]} with apt-get"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

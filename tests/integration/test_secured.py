@@ -159,3 +159,17 @@ def test_postgres_refuses_a_wrong_password_or_no_tls_in_one_line(
     message = str(raised.value)
     assert expected in message and "\n" not in message, message
     assert PG_PASSWORD not in message and "wrong-pw-77" not in message
+
+
+def test_a_projector_with_a_wrong_kafka_password_exits_with_the_reason(
+        broker: SecuredBroker, kafka_settings: dict[str, str], tmp_path: Path) -> None:
+    wrong = {**kafka_settings, "sasl.password": "not-the-password"}
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_streaming", "--bootstrap-servers", broker.bootstrap_servers,
+         "--store", tmp_path / "store.db", "--checkpoint", tmp_path / "checkpoint"],
+        env={**os.environ, "STRATA_KAFKA_OPTIONS": json.dumps(wrong)},
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    [reason] = [line for line in done.stderr.splitlines() if "projector stopped" in line]
+    assert reason.startswith("projector stopped on an error:") and "SaslAuthenticationException" in reason
+    assert "not-the-password" not in done.stderr + done.stdout
