@@ -109,16 +109,17 @@ class EmbeddedPostgres:
             f"hostssl all all 0.0.0.0/0 {'scram-sha-256' if self.password else 'trust'}\n")
         return "ssl = on\nssl_cert_file = 'server.pem'\nssl_key_file = 'server.key'\n"
 
-    def url(self, database: str = "postgres", *, password: str | None = None) -> str:
+    def url(self, database: str = "postgres", *, password: str | None = None,
+            user: str = SUPERUSER) -> str:
         secret = password if password is not None else self.password
-        credentials = f"{SUPERUSER}:{secret}" if secret else SUPERUSER
+        credentials = f"{user}:{secret}" if secret else user
         tls = f"?sslmode=verify-full&sslrootcert={self.tls.ca}" if self.tls else ""
         return f"postgresql://{credentials}@{self.host}:{self.port}/{database}{tls}"
 
-    def admin(self) -> psycopg.Connection:
+    def admin(self, database: str = "postgres") -> psycopg.Connection:
         """A superuser connection on the server's Unix socket."""
         return psycopg.connect(host=str(self.directory), port=self.port, user=SUPERUSER,
-                               dbname="postgres", autocommit=True)
+                               dbname=database, autocommit=True)
 
     def create_database(self, name: str | None = None) -> str:
         """A new empty database; returns its URL."""

@@ -65,14 +65,20 @@ def _process_group(pgid: int) -> list[int]:
     return members
 
 
+def kill_process_group(pgid: int) -> None:
+    """SIGKILL to a whole process group, as a power cut or the OOM killer would; return once
+    every member is gone."""
+    os.killpg(pgid, signal.SIGKILL)
+    wait_until(lambda: not _process_group(pgid), 30, f"process group {pgid} to die")
+
+
 def kill_projector(server: Server) -> None:
     """Crash the projector: SIGKILL to its whole process group (the Python driver and Spark's
-    JVM), as a power cut or the OOM killer would; return once every member is gone."""
+    JVM); return once every member is gone."""
     process = server._projector
     assert process is not None and process.poll() is None, "the projector is not running"
-    os.killpg(process.pid, signal.SIGKILL)
+    kill_process_group(process.pid)
     process.wait(timeout=30)
-    wait_until(lambda: not _process_group(process.pid), 30, "the projector's JVM to die")
     server._projector = None
 
 

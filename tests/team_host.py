@@ -1,0 +1,88 @@
+"""The server host of the several-hosts test (``tests/reliability/test_several_hosts.py``), run
+in its own network namespace: a Kafka broker with a SASL_SSL listener, PostgreSQL taking TLS
+connections with a password, an S3-compatible server, and the Spark projector, all on
+``--address``. Once up, it writes ``DIR/ready.json``: what a client host needs (bootstrap
+servers, the read-only store URL, Kafka and object-store settings) and the projector's process
+id. Like a service manager, it starts the projector again whenever it dies, counting restarts in
+``ready.json``. Stops on SIGTERM.
+
+    python tests/team_host.py --address 10.213.0.1 --dir DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import time
+from pathlib import Path
+
+from postgres import EmbeddedPostgres
+from s3 import EmbeddedS3
+from sdk._server import Server
+from secured import SecuredBroker, make_certificates
+
+PASSWORDS = {"projector": "projector-kafka-secret", "team": "team-kafka-secret",
+             "postgres": "postgres-secret", "reader": "reader-secret"}
+BUCKET = "recordings"
+
+
+def write_json(path: Path, value: dict) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(value, indent=2))
+    partial.replace(path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--address", required=True, help="this host's IP address")
+    parser.add_argument("--dir", type=Path, required=True, help="state and ready.json")
+    args = parser.parse_args()
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    tls = make_certificates(args.dir / "tls", [args.address])
+    broker = SecuredBroker(args.dir / "kafka", tls, {"projector": PASSWORDS["projector"],
+                                                     "team": PASSWORDS["team"]}, host=args.address)
+    with EmbeddedPostgres(host=args.address, password=PASSWORDS["postgres"], tls=tls) as pg, \
+            EmbeddedS3(host=args.address) as s3:
+        broker.start()
+        pg.create_database("strata")
+        s3.create_bucket(BUCKET)
+        server = Server(args.dir / "stack", bootstrap_servers=broker.bootstrap_servers,
+                        store=pg.url("strata"),
+                        kafka_options=broker.client_settings("projector", PASSWORDS["projector"]))
+        try:
+            server.start()
+            with pg.admin("strata") as conn:  # a role that may only read, for the client hosts
+                conn.execute(f"create role reader login password '{PASSWORDS['reader']}'")
+                conn.execute("grant select on all tables in schema public to reader")
+            ready = {
+                "bootstrap_servers": broker.bootstrap_servers,
+                "store": pg.url("strata", user="reader", password=PASSWORDS["reader"]),
+                "kafka_options": broker.client_settings("team", PASSWORDS["team"]),
+                "aws": {"AWS_ENDPOINT_URL": s3.endpoint_url, **{
+                    k: v for k, v in s3.environment().items() if k != "AWS_ENDPOINT_URL"}},
+                "bucket": BUCKET,
+                "projector_pid": server._projector.pid,
+                "restarts": 0,
+            }
+            write_json(args.dir / "ready.json", ready)
+            while not stopping:
+                if server._projector.poll() is not None:
+                    server.start_projector()
+                    ready.update(projector_pid=server._projector.pid, restarts=ready["restarts"] + 1)
+                    write_json(args.dir / "ready.json", ready)
+                time.sleep(0.2)
+        finally:
+            server.close()
+            broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
