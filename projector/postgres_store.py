@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from projector.sql_store import FORMAT_VERSION, TABLES, SqlStore, names
+from projector.sql_store import FORMAT_VERSION, TABLES, SqlStore, names, upsert
 from projector.store import StoreUnavailableError
 
 CHANNEL = "strata_commits"
@@ -32,6 +32,9 @@ _TYPES = {str: 'text collate "C"', int: "bigint", bytes: "bytea"}
 _INDEXES = {"datasets": ("name",), "outcomes": ("topic", "partition", "offset"),
             "segments": ("dataset_id", "position"), "layers": ("dataset_id", "layer_name"),
             "tables": ("name",)}
+_COPY_ROWS = 1000
+"""From this many rows, an upsert goes through COPY (a replay's batches), below it row by row
+(the live projector's small batches)."""
 _SCHEMA_LOCK = 0x5374726174
 """The advisory lock under which the tables are created, so two starting projectors do not race."""
 
@@ -142,6 +145,26 @@ class PostgresStore(SqlStore):
     def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._conn.cursor() as cursor:
             cursor.executemany(_pg(statement), rows)
+
+    def _upsert_many(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
+        if len(rows) < _COPY_ROWS:
+            super()._upsert_many(table, rows)
+            return
+        # Many rows (a replay's batch): COPY them into a temporary table, then upsert from it in
+        # one statement, instead of one statement per row.
+        staging = f"staging_{table}"
+        self._conn.execute(f"create temporary table if not exists {staging} "
+                           f"(like {table}) on commit delete rows")
+        with self._conn.cursor().copy(f"copy {staging} ({names(TABLES[table][0])}) from stdin") as copy:
+            for row in rows:
+                copy.write_row(row)
+        self._conn.execute(upsert(table, staging))
+
+    def _statements_in(self, sql: str, fixed: tuple[Any, ...], values: list[str]
+                       ) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        # One statement with one array: chunks of 500 would each scan what an index condition
+        # on the other columns selects, the whole dataset for a batch's segments.
+        yield sql.replace("in ({})", "= any(?::text[])"), (*fixed, values)
 
     def _key_rows(self, keys: list[str]) -> tuple[str, Any]:
         return "select unnest(?::text[]) as value", keys

@@ -161,6 +161,10 @@ class SqlStore:
     def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         raise NotImplementedError
 
+    def _upsert_many(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` (with distinct keys) into ``table``, replacing rows of the same key."""
+        self._executemany(upsert(table), rows)
+
     def _key_rows(self, keys: list[str]) -> tuple[str, Any]:
         """A subquery of one text column ``value`` holding ``keys``, and its one parameter."""
         raise NotImplementedError
@@ -192,13 +196,18 @@ class SqlStore:
             names = [column[0] for column in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
-    def _query_in(self, sql: str, fixed: tuple[Any, ...], values: list[Any]) -> list[dict[str, Any]]:
-        """``sql`` ending in ``in ({})`` run for ``values`` in chunks SQLite accepts."""
-        rows = []
+    def _statements_in(self, sql: str, fixed: tuple[Any, ...], values: list[str]
+                       ) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """``sql``, whose last condition is ``in ({})``, as statements with their parameters
+        that together cover ``values``: chunks of ``?`` that SQLite accepts."""
         for start in range(0, len(values), _IN_CHUNK):
             chunk = values[start:start + _IN_CHUNK]
-            rows += self._query(sql.format(", ".join("?" * len(chunk))), (*fixed, *chunk))
-        return rows
+            yield sql.format(", ".join("?" * len(chunk))), (*fixed, *chunk)
+
+    def _query_in(self, sql: str, fixed: tuple[Any, ...], values: list[str]) -> list[dict[str, Any]]:
+        """``sql`` ending in ``in ({})`` run for ``values`` (see ``_statements_in``)."""
+        return [row for statement, params in self._statements_in(sql, fixed, values)
+                for row in self._query(statement, params)]
 
     def batch_view(self, records: Sequence[LogRecord]) -> CatalogView:
         """A view for folding ``records``: the outcomes, segments and layers they will look up
@@ -349,7 +358,7 @@ class SqlStore:
                 [(str(d), s, n) for (d, s, n), layer in changes.layers.items() if layer is None])
             for table, values in rows.items():
                 if values:
-                    self._executemany(upsert(table), values)
+                    self._upsert_many(table, values)
             self._rewrite_chunks(chunks)
             for write in changes.table_writes:
                 sql_tables.apply(self, write)
@@ -364,13 +373,11 @@ class SqlStore:
             if dataset_id not in changes.purged:
                 touched.setdefault(_id_text(dataset_id), set()).add(segment_id)
         for dataset_id, segment_ids in touched.items():
-            ids = sorted(segment_ids)
-            for start in range(0, len(ids), _IN_CHUNK):
-                part = ids[start:start + _IN_CHUNK]
-                rows = self._execute(
-                    f"select position from segments where dataset_id = ? and segment_id in "
-                    f"({', '.join('?' * len(part))})", (dataset_id, *part))
-                chunks.update((dataset_id, position // _layer_table.CHUNK_SEGMENTS) for (position,) in rows)
+            for statement, params in self._statements_in(
+                    "select position from segments where dataset_id = ? and segment_id in ({})",
+                    (dataset_id,), sorted(segment_ids)):
+                chunks.update((dataset_id, position // _layer_table.CHUNK_SEGMENTS)
+                              for (position,) in self._execute(statement, params))
         return chunks
 
     def _rewrite_chunks(self, chunks: set[tuple[str, int]]) -> None:
@@ -492,20 +499,23 @@ def names(columns: Sequence[str]) -> str:
 
 
 @functools.cache
-def insert(table: str) -> str:
-    """The statement inserting one row of ``table``, its values in ``TABLES`` order."""
+def insert(table: str, source: str | None = None) -> str:
+    """The statement inserting one row of ``table``, its values in ``TABLES`` order; or, with
+    ``source``, every row of the table ``source`` (whose columns are ``table``'s)."""
     columns = TABLES[table][0]
-    return f"insert into {table} ({names(columns)}) values ({', '.join('?' for _ in columns)})"
+    rows = (f"select {names(columns)} from {source}" if source
+            else f"values ({', '.join('?' for _ in columns)})")
+    return f"insert into {table} ({names(columns)}) {rows}"
 
 
 @functools.cache
-def upsert(table: str) -> str:
-    """``insert(table)``, replacing the row with the same primary key if there is one."""
+def upsert(table: str, source: str | None = None) -> str:
+    """``insert(table, source)``, replacing the row with the same primary key if there is one."""
     columns, key = TABLES[table]
     others = [c for c in columns if c not in key]
     action = (f"do update set {', '.join(f'{names([c])} = excluded.{names([c])}' for c in others)}"
               if others else "do nothing")
-    return f"{insert(table)} on conflict ({names(key)}) {action}"
+    return f"{insert(table, source)} on conflict ({names(key)}) {action}"
 
 
 class _BatchView:

@@ -254,6 +254,30 @@ def test_rebuild_in_other_batches_gives_identical_tables(open_named, locate):
     assert dump(locate("rebuilt")) == live_tables
 
 
+def test_a_replay_sized_batch_gives_the_tables_of_small_batches(open_named, locate):
+    # Large batches take the backends' bulk paths (PostgreSQL: COPY, one array per lookup).
+    droid, records = history()
+    log = Log()
+    log.records = [None] * len(records)
+    for i in range(1500):
+        log.append(register(droid, f"bulk-{i:05d}", "base", when=at(20)))
+        log.append(register(droid, f"bulk-{i:05d}", "extra", when=at(21), schema=SCHEMA_Y))
+    for i in range(0, 1500, 100):  # refused (already exists), and replaced
+        log.append(register(droid, f"bulk-{i:05d}", "base", when=at(22)))
+        log.append(register(droid, f"bulk-{i:05d}", "extra", url="file:///v2.rrd", when=at(23),
+                            on_duplicate=OnDuplicate.REPLACE))
+    records += log.records[len(records):]
+
+    whole = open_named("whole")
+    apply_batch(whole, records)
+    whole.close()
+    small = open_named("small")
+    for start in range(0, len(records), 100):
+        apply_batch(small, records[start:start + 100])
+    small.close()
+    assert dump(locate("whole")) == dump(locate("small"))
+
+
 def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     droid, records = history()
     apply_batch(store, records[:4])
