@@ -15,11 +15,11 @@ from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_co
 
 
 def _consumer(bootstrap_servers: str, config: Mapping[str, Any] | None,
-              refusal: RefusalWatch | None = None) -> Consumer:
+              refusal: RefusalWatch) -> Consumer:
     return Consumer({**librdkafka_config(config), "bootstrap.servers": bootstrap_servers,
                      "group.id": f"strata-reader-{uuid.uuid4()}", "enable.auto.commit": False,
                      "enable.partition.eof": True, "isolation.level": "read_committed",
-                     "logger": LOGGER, "error_cb": refusal or RefusalWatch()})
+                     "logger": LOGGER, "error_cb": refusal})
 
 
 def end_offsets(bootstrap_servers: str, *, config: Mapping[str, Any] | None = None,
@@ -57,7 +57,8 @@ def read_range(
     wanted = {key: (start.get(key, 0), stop) for key, stop in end.items() if start.get(key, 0) < stop}
     if not wanted:
         return []
-    consumer = _consumer(bootstrap_servers, config)
+    refusal = RefusalWatch()
+    consumer = _consumer(bootstrap_servers, config, refusal)
     records = []
     try:
         consumer.assign([TopicPartition(t, p, first) for (t, p), (first, _) in wanted.items()])
@@ -67,6 +68,8 @@ def read_range(
             if time.monotonic() > deadline:
                 raise TimeoutError(f"reading the log back did not finish within {timeout_secs:g} s; "
                                    f"still waiting for {sorted(pending)}")
+            if refusal.reason is not None:
+                raise ConnectionError(refusal.message(bootstrap_servers))
             for message in consumer.consume(num_messages=10_000, timeout=0.5):
                 key = (message.topic(), message.partition())
                 if message.error() is not None:

@@ -62,9 +62,15 @@ def ranges_from_text(text: str | None) -> tuple[IndexRange, ...]:
     return tuple(IndexRange(t, IndexKind(k), s, e) for t, k, s, e in json.loads(text or "[]"))
 
 
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+"""A chunk's columns compress about 7x (storage URLs, schema digests, properties): LZ4 keeps
+``segment_table()`` from moving 110 MB for 100,000 segments of 3 layers out of PostgreSQL, for
+a fraction of a millisecond per chunk to decompress."""
+
+
 def to_ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 

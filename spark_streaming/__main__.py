@@ -14,7 +14,7 @@ from pyspark.errors import StreamingQueryException
 import settings
 from projector import StoreUnavailableError, open_store
 from projector.backends import scheme
-from spark_streaming.options import add_arguments, parse_key_values
+from spark_streaming.options import add_arguments, java_config, parse_key_values
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         kafka_options = {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
+        java_config(kafka_options)  # settings Spark could not take fail here, in one line
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,

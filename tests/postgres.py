@@ -91,8 +91,12 @@ class EmbeddedPostgres:
             conf.writelines(f"{key} = '{value}'\n" for key, value in self.settings.items())
             if self.tls:
                 conf.write(self._tls_settings())
-        self._run(bindir / "pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "60", "start")
+        self.resume()
         return self
+
+    def resume(self) -> None:
+        """Start the server (again, after ``stop``)."""
+        self._run(_bindir() / "pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "60", "start")
 
     def _tls_settings(self) -> str:
         """Turns TLS on, with the certificate and key copied where the server's user owns them,

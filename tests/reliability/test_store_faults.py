@@ -1,6 +1,6 @@
-"""A read-only or full store: the projector says so in one line, stops with exit code 2 and
-commits no part of the batch; once the fault is fixed, a restarted projector applies that batch
-exactly once.
+"""A read-only or full store, or a PostgreSQL server gone: the projector says so in one line,
+stops with exit code 2 and commits no part of the batch; once the fault is fixed, a restarted
+projector applies that batch exactly once.
 
 The store lives on a file system of its own so the faults are real: as root (where chmod stops
 no write) a size-limited tmpfs, full when filled, read-only when remounted so. Without root, a
@@ -24,14 +24,13 @@ import pytest
 
 import sdk
 from events import Event, RegisterLayer
+from postgres import EmbeddedPostgres
 from producers import EventProducer
 from projector import SqliteStore, Status, open_store
 from sdk._server import Server
 from spark_streaming.__main__ import STORE_FAULT_EXIT_CODE
 from stack import projector_on, wait_caught_up, wait_until
 from stores import store_offsets
-
-pytestmark = pytest.mark.sqlite_only
 
 
 @dataclass
@@ -106,6 +105,16 @@ def assert_applied_once(location: str, events: list[Event]) -> None:
         store.close()
 
 
+def stop_line(projector: Server) -> str:
+    """Wait for the projector to stop on a store fault; its one line saying why."""
+    wait_until(lambda: projector._projector.poll() is not None, 180,
+               "the projector to stop on the store fault")
+    assert projector._projector.returncode == STORE_FAULT_EXIT_CODE
+    [line] = [line for line in projector.projector_log.read_text().splitlines()
+              if "projector stopped:" in line]
+    return line
+
+
 def truncate_wal(store_path: Path) -> None:
     """Checkpoint the store's write-ahead log into the database and cut it to zero bytes, so the
     next commit needs new space on the disk."""
@@ -116,6 +125,7 @@ def truncate_wal(store_path: Path) -> None:
     wait_until(truncated, 60, "the store's WAL to be checkpointed")
 
 
+@pytest.mark.sqlite_only
 def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
         server: Server, store_dir: StoreDirectory, tmp_path: Path) -> None:
     if not store_dir.own_filesystem:
@@ -130,11 +140,7 @@ def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
         with EventProducer(server.bootstrap_servers) as producer:
             producer.send(events)
 
-        wait_until(lambda: projector._projector.poll() is not None, 180,
-                   "the projector to stop on the full store")
-        assert projector._projector.returncode == STORE_FAULT_EXIT_CODE
-        [line] = [line for line in projector.projector_log.read_text().splitlines()
-                  if "projector stopped:" in line]
+        line = stop_line(projector)
         assert re.search(r"projector stopped: batch \d+ \(offsets \d+\.\.\d+\) was not committed: "
                          rf"store {re.escape(str(projector.store))}: database or disk is full\. "
                          r"Nothing of it was written\..*restart the projector", line), line
@@ -148,6 +154,7 @@ def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
         assert_applied_once(projector.store, events)
 
 
+@pytest.mark.sqlite_only
 def test_a_read_only_store_stops_the_projector_cleanly_and_it_resumes(
         server: Server, store_dir: StoreDirectory, tmp_path: Path) -> None:
     if os.geteuid() == 0 and not store_dir.own_filesystem:
@@ -172,6 +179,31 @@ def test_a_read_only_store_stops_the_projector_cleanly_and_it_resumes(
             assert "then start the projector again" in message, message
         finally:
             store_dir.make_writable()
+        assert store_offsets(projector.store) == end
+        projector.start_projector()
+        wait_caught_up(projector.store, server.bootstrap_servers)
+        assert_applied_once(projector.store, events)
+
+
+@pytest.mark.own_store  # a PostgreSQL server of its own, to stop
+def test_a_postgresql_server_gone_stops_the_projector_cleanly_and_it_resumes(
+        server: Server, tmp_path: Path) -> None:
+    with EmbeddedPostgres() as pg, projector_on(server.bootstrap_servers, tmp_path / "pg-gone",
+                                                 store=pg.create_database()) as projector:
+        dataset = projector.client().create_dataset(f"pg-gone-{uuid.uuid4().hex[:8]}")
+        end = wait_caught_up(projector.store, server.bootstrap_servers)
+        pg.stop("immediate")
+        events = registrations(dataset.id, "while-gone", 50)
+        with EventProducer(server.bootstrap_servers) as producer:
+            producer.send(events)
+
+        line = stop_line(projector)
+        location = re.escape(f"postgresql://strata@{pg.host}:{pg.port}/")
+        assert re.search(rf"projector stopped: batch \d+ \(offsets \d+\.\.\d+\) was not committed: "
+                         rf"store {location}\w+: .*Nothing of it was written\..*restart the projector",
+                         line), line
+
+        pg.resume()
         assert store_offsets(projector.store) == end
         projector.start_projector()
         wait_caught_up(projector.store, server.bootstrap_servers)
