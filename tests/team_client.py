@@ -23,16 +23,10 @@ import rerun as rr
 
 import sdk
 import settings
+from sdk._demo import SEGMENT_IDS
 from stack import wait_caught_up, wait_until
 from stores import assert_applied_exactly_once
 
-SEGMENTS = [
-    "ILIAD_50aee79f_2023_07_12_20h_55m_08s",
-    "ILIAD_5e938e3b_2023_07_20_10h_40m_10s",
-    "ILIAD_5e938e3b_2023_07_28_11h_25m_26s",
-    "ILIAD_j807b3f8_2023_06_15_13h_42m_56s",
-    "ILIAD_sbd7d2c6_2023_12_24_16h_20m_37s",
-]
 LAYERS = ["base", "tracking_error", "quality"]
 WAIT_SECS = 300.0
 """How long a registration may wait for the projection: long enough for the projector to be
@@ -41,7 +35,7 @@ killed and started again."""
 
 def tracking_good(name: str) -> list[bool]:
     """Each client's quality flags differ, so that reading the peer's shows the peer's."""
-    return [(i + len(name)) % 2 == 0 for i in range(len(SEGMENTS))]
+    return [(i + len(name)) % 2 == 0 for i in range(len(SEGMENT_IDS))]
 
 
 def upload(local: Path, bucket: str, key: str) -> str:
@@ -94,23 +88,23 @@ def main() -> int:
 
     client = sdk.CatalogClient(args.bootstrap_servers, args.store)
     dataset = client.create_dataset(f"team-{args.name}")
-    for segment in SEGMENTS:
+    for segment in SEGMENT_IDS:
         put(segment, "base")
     registered = dataset.register_prefix(f"s3://{args.bucket}/{args.name}/base/").wait(WAIT_SECS)
-    assert sorted(registered.segment_ids) == SEGMENTS, registered.segment_ids
+    assert sorted(registered.segment_ids) == SEGMENT_IDS, registered.segment_ids
     (args.dir / f"{args.name}.base").touch()
 
     wait_until(lambda: (args.dir / "go").exists(), WAIT_SECS, "the test's go")
-    for i, segment in enumerate(SEGMENTS):
+    for i, segment in enumerate(SEGMENT_IDS):
         dataset.register([put(segment, "tracking_error")], layer_name="tracking_error").wait(WAIT_SECS)
         if i == 0:
             (args.dir / f"{args.name}.midway").touch()
     quality = [put(segment, "quality", {"quality": {"tracking_good": flag}})
-               for segment, flag in zip(SEGMENTS, good, strict=True)]
+               for segment, flag in zip(SEGMENT_IDS, good, strict=True)]
     dataset.register(quality, layer_name="quality").wait(WAIT_SECS)
 
     mine = summary(dataset)
-    assert mine == {"segments": SEGMENTS, "layers": [LAYERS] * len(SEGMENTS),
+    assert mine == {"segments": SEGMENT_IDS, "layers": [LAYERS] * len(SEGMENT_IDS),
                     "tracking_good": [[flag] for flag in good], "manifest_rows": 15}, mine
     partial = args.dir / f"{args.name}.partial"
     partial.write_text(json.dumps(mine))

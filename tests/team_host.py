@@ -1,10 +1,10 @@
 """The server host of the several-hosts test (``tests/reliability/test_several_hosts.py``), run
 in its own network namespace: a Kafka broker with a SASL_SSL listener, PostgreSQL taking TLS
-connections with a password, an S3-compatible server, and the Spark projector, all on
-``--address``. Once up, it writes ``DIR/ready.json``: what a client host needs (bootstrap
-servers, the read-only store URL, Kafka and object-store settings) and the projector's process
-id. Like a service manager, it starts the projector again whenever it dies, counting restarts in
-``ready.json``. Stops on SIGTERM.
+connections with a password, an S3-compatible server, a Spark standalone master with one worker,
+and the projector on that master, all on ``--address``. Once up, it writes ``DIR/ready.json``:
+what a client host needs (bootstrap servers, the read-only store URL, Kafka and object-store
+settings) and the projector's process id. Like a service manager, it starts the projector again
+whenever it dies, counting restarts in ``ready.json``. Stops on SIGTERM.
 
     python tests/team_host.py --address 10.213.0.1 --dir DIR
 """
@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
+import pyspark
+
 from postgres import EmbeddedPostgres
 from s3 import EmbeddedS3
+from sdk import _processes
 from sdk._server import Server
 from secured import SecuredBroker, make_certificates
 
@@ -33,6 +38,30 @@ def write_json(path: Path, value: dict) -> None:
     partial.replace(path)
 
 
+def start_spark_cluster(address: str, directory: Path) -> tuple[str, list[subprocess.Popen]]:
+    """A Spark standalone master and one worker on ``address``, from pyspark's own jars; the
+    master's URL and the processes."""
+    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+    port, ui_ports = _processes.free_port(address), [_processes.free_port(address) for _ in range(2)]
+    master = f"spark://{address}:{port}"
+    processes = [
+        _processes.start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", address,
+                          "--port", str(port), "--webui-port", str(ui_ports[0])],
+                         directory / "spark-master.log"),
+        _processes.start([str(spark_class), "org.apache.spark.deploy.worker.Worker", master,
+                          "--host", address, "--cores", "2", "--memory", "2g",
+                          "--webui-port", str(ui_ports[1]), "--work-dir", str(directory / "work")],
+                         directory / "spark-worker.log"),
+    ]
+    deadline = time.monotonic() + 120
+    while "Successfully registered with master" not in _processes.tail(directory / "spark-worker.log", 200):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+            raise RuntimeError(f"the Spark cluster did not start:\n"
+                               f"{_processes.tail(directory / 'spark-worker.log')}")
+        time.sleep(0.5)
+    return master, processes
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--address", required=True, help="this host's IP address")
@@ -45,6 +74,9 @@ def main() -> int:
         stopping = True
 
     signal.signal(signal.SIGTERM, stop)
+    # The projector's driver listens here, for the executors: this host's address, not 127.0.0.1.
+    os.environ["SPARK_LOCAL_IP"] = args.address
+    spark_master, spark_processes = start_spark_cluster(args.address, args.dir / "spark")
     tls = make_certificates(args.dir / "tls", [args.address])
     broker = SecuredBroker(args.dir / "kafka", tls, {"projector": PASSWORDS["projector"],
                                                      "team": PASSWORDS["team"]}, host=args.address)
@@ -54,7 +86,7 @@ def main() -> int:
         pg.create_database("strata")
         s3.create_bucket(BUCKET)
         server = Server(args.dir / "stack", bootstrap_servers=broker.bootstrap_servers,
-                        store=pg.url("strata"),
+                        store=pg.url("strata"), spark_master=spark_master,
                         kafka_options=broker.client_settings("projector", PASSWORDS["projector"]))
         try:
             server.start()
@@ -68,6 +100,7 @@ def main() -> int:
                 "aws": {"AWS_ENDPOINT_URL": s3.endpoint_url, **{
                     k: v for k, v in s3.environment().items() if k != "AWS_ENDPOINT_URL"}},
                 "bucket": BUCKET,
+                "spark_master": spark_master,
                 "projector_pid": server._projector.pid,
                 "restarts": 0,
             }
@@ -81,6 +114,8 @@ def main() -> int:
         finally:
             server.close()
             broker.stop()
+            for process in spark_processes:
+                _processes.stop(process)
     return 0
 
 

@@ -1,7 +1,8 @@
 """Several hosts, all on this machine: network namespaces joined by veth pairs (``hosts``). One
-host runs the broker (SASL_SSL), PostgreSQL (TLS and passwords), an S3-compatible server and the
-projector (``team_host.py``); two others each run a client (``team_client.py``) that reaches them
-by IP address only, as the README's "A team on several machines" describes. Both clients run the
+host runs the broker (SASL_SSL), PostgreSQL (TLS and passwords), an S3-compatible server, a
+Spark standalone master and worker, and the projector on that master (``team_host.py``); two
+others each run a client (``team_client.py``) that reaches them by IP address only, as the
+README's "A team on several machines" describes. Both clients run the
 seeds' layers how-to at once, read each other's writes, and survive a kill -9 of the projector
 half-way, with nothing lost or applied twice."""
 
@@ -48,6 +49,7 @@ def test_two_client_hosts_share_the_catalog_and_survive_a_projector_crash(tmp_pa
             wait_until(server_ready, 300, "the server host")
             ready = json.loads(ready_file.read_text())
             assert ready["bootstrap_servers"].startswith(hosts.address["server"] + ":")
+            assert ready["spark_master"].startswith(f"spark://{hosts.address['server']}:")
             environment = {**os.environ, "STRATA_KAFKA_OPTIONS": json.dumps(ready["kafka_options"]),
                            **ready["aws"]}
             for name, peer in CLIENTS.items():
