@@ -9,6 +9,8 @@ from projector.backends import open_store
 from projector.fold import CatalogView, InvalidCommand, Refused, fold, log_order
 from projector.model import (
     Blueprint,
+    Change,
+    ChangeKind,
     Changes,
     Dataset,
     Layer,
@@ -37,6 +39,8 @@ __all__ = [
     "Blueprint",
     "CatalogReader",
     "CatalogView",
+    "Change",
+    "ChangeKind",
     "Changes",
     "Dataset",
     "InvalidCommand",

@@ -36,6 +36,8 @@ from events.names import MAX_NAME_LENGTH, check_dataset_name, check_id, check_la
 from projector import schemas, table_rows
 from projector.model import (
     Blueprint,
+    Change,
+    ChangeKind,
     Changes,
     Dataset,
     Layer,
@@ -71,8 +73,8 @@ class CatalogView(Protocol):
 
     def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
                         layer_names: frozenset[str]) -> list[Layer]:
-        """The dataset's layers in the product of the two sets, an empty set meaning all (never
-        both empty); in no particular order."""
+        """The dataset's layers in the product of the two sets, an empty set meaning all; in no
+        particular order."""
         ...
 
     def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None: ...
@@ -137,19 +139,24 @@ def fold(view: CatalogView, records: Iterable[LogRecord]) -> Changes:
 
 def _apply(state: _Overlay, record: LogRecord) -> None:
     event = record.event
+    state.begin(record)
     if event is None:
-        state.changes.rejections.append(
-            Rejection(record.position, record.raw, record.decode_error or "undecodable record"))
+        reason = record.decode_error or "undecodable record"
+        state.changes.rejections.append(Rejection(record.position, record.raw, reason))
+        state.note(ChangeKind.REJECTED, None, "", detail=reason)
         return
     if state.has_outcome(event.event_id):
         return  # the same event appended twice: it was decided the first time
     try:
         _HANDLERS[type(event.command)](state, record, event, event.command)
         outcome = Outcome(event.event_id, record.position, Status.ACCEPTED)
-    except Refused as refused:
+    except Refused as refused:  # handlers note their changes after their last check
         if refused.is_bad_input:
             state.changes.rejections.append(
                 Rejection(record.position, record.raw, refused.reason, event.event_id))
+            entry = state.dataset(event.dataset_id) or state.table(event.dataset_id)
+            state.note(ChangeKind.REJECTED, event.dataset_id, entry.name if entry else "",
+                       detail=refused.reason)
         outcome = Outcome(event.event_id, record.position, refused.status, refused.reason)
     state.changes.outcomes[event.event_id] = outcome
 
@@ -199,6 +206,7 @@ def _create_dataset(state: _Overlay, record: LogRecord, event: Event, command: C
     _new_entry(state, event, "dataset")
     _name_free(state, name, event.dataset_id)
     state.put_dataset(Dataset(event.dataset_id, name, event.produced_at, event.produced_at))
+    state.note(ChangeKind.DATASET_CREATED, event.dataset_id, name)
 
 
 def _rename_dataset(state: _Overlay, record: LogRecord, event: Event, command: RenameDataset) -> None:
@@ -206,12 +214,20 @@ def _rename_dataset(state: _Overlay, record: LogRecord, event: Event, command: R
     dataset = _live_dataset(state, event)
     _name_free(state, name, dataset.id)
     _touch(state, dataset, event, name=name)
+    state.note(ChangeKind.DATASET_RENAMED, dataset.id, name, detail=dataset.name)
 
 
 def _delete_dataset(state: _Overlay, record: LogRecord, event: Event, command: DeleteDataset) -> None:
     dataset = _live_dataset(state, event)
+    layers = sorted(state.matching_layers(dataset.id, frozenset(), frozenset()),
+                    key=lambda x: (x.segment_id, x.layer_name))
+    for layer in layers:
+        state.note(ChangeKind.LAYER_REMOVED, dataset.id, dataset.name, layer.segment_id, layer.layer_name)
+    for segment_id in sorted({layer.segment_id for layer in layers}):
+        state.note(ChangeKind.SEGMENT_REMOVED, dataset.id, dataset.name, segment_id)
     _touch(state, dataset, event, deleted=True, schema=b"", schema_refs=(), default_blueprint=None)
     state.purge(dataset.id)
+    state.note(ChangeKind.DATASET_DELETED, dataset.id, dataset.name)
 
 
 # -- schemas ----------------------------------------------------------------------------------
@@ -320,11 +336,14 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
         properties_schema_sha256=properties_sha256,
         properties_batch=properties_batch,
     ))
+    state.note(ChangeKind.LAYER_REPLACED if existing else ChangeKind.LAYER_ADDED, dataset.id,
+               dataset.name, command.segment_id, command.layer_name, detail=command.storage_url)
     segment = state.segment(dataset.id, command.segment_id)
     created = dataset.segments_created
     if segment is None:
         state.put_segment(Segment(dataset.id, command.segment_id, record.position, event.produced_at,
                                   position=created))
+        state.note(ChangeKind.SEGMENT_ADDED, dataset.id, dataset.name, command.segment_id)
         created += 1
     elif event.produced_at > segment.updated_at:
         state.put_segment(replace(segment, updated_at=event.produced_at))
@@ -343,13 +362,15 @@ def _unregister_layers(
     if not dropped:
         return  # unregistering what is not there changes nothing
     refs = dataset.schema_refs
-    for layer in dropped:
+    for layer in sorted(dropped, key=lambda x: (x.segment_id, x.layer_name)):
         state.drop_layer(layer)
+        state.note(ChangeKind.LAYER_REMOVED, dataset.id, dataset.name, layer.segment_id, layer.layer_name)
         refs = _without(refs, layer.schema_sha256)
     for segment_id in sorted({layer.segment_id for layer in dropped}):
         segment = state.segment(dataset.id, segment_id)
         if not state.matching_layers(dataset.id, frozenset([segment_id]), frozenset()):
             state.drop_segment(segment)
+            state.note(ChangeKind.SEGMENT_REMOVED, dataset.id, dataset.name, segment_id)
         else:
             state.put_segment(replace(segment, updated_at=max(segment.updated_at, event.produced_at)))
     _touch(state, dataset, event, schema=_merged_schema(state, refs), schema_refs=refs)
@@ -388,8 +409,11 @@ def _register_blueprint(
     dataset = _live_dataset(state, event)
     state.changes.blueprints[(dataset.id, command.blueprint_id)] = Blueprint(
         dataset.id, command.blueprint_id, command.storage_url, event.produced_at, record.position)
-    default = command.blueprint_id if command.set_default else dataset.default_blueprint
-    _touch(state, dataset, event, default_blueprint=default)
+    state.note(ChangeKind.BLUEPRINT_REGISTERED, dataset.id, dataset.name, detail=command.blueprint_id)
+    if command.set_default:
+        _set_default(state, dataset, event, command.blueprint_id)
+    else:
+        _touch(state, dataset, event)
 
 
 def _set_default_blueprint(
@@ -399,7 +423,12 @@ def _set_default_blueprint(
     if command.blueprint_id is not None and state.blueprint(dataset.id, command.blueprint_id) is None:
         raise Refused(Status.NOT_FOUND, f"dataset {dataset.name!r} has no blueprint "
                                         f"{command.blueprint_id!r}; register it first")
-    _touch(state, dataset, event, default_blueprint=command.blueprint_id)
+    _set_default(state, dataset, event, command.blueprint_id)
+
+
+def _set_default(state: _Overlay, dataset: Dataset, event: Event, blueprint_id: str | None) -> None:
+    _touch(state, dataset, event, default_blueprint=blueprint_id)
+    state.note(ChangeKind.DEFAULT_BLUEPRINT_SET, dataset.id, dataset.name, detail=blueprint_id or "")
 
 
 # -- tables -----------------------------------------------------------------------------------
@@ -424,6 +453,7 @@ def _create_table(state: _Overlay, record: LogRecord, event: Event, command: Cre
     _name_free(state, name, event.dataset_id)
     state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
                           command.arrow_schema))
+    state.note(ChangeKind.TABLE_CREATED, event.dataset_id, name)
 
 
 def _register_table(state: _Overlay, record: LogRecord, event: Event, command: RegisterTable) -> None:
@@ -437,6 +467,7 @@ def _register_table(state: _Overlay, record: LogRecord, event: Event, command: R
     state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
                           command.arrow_schema, storage_url=command.storage_url,
                           lance_version=command.version))
+    state.note(ChangeKind.TABLE_CREATED, event.dataset_id, name, detail=command.storage_url)
 
 
 def _rename_table(state: _Overlay, record: LogRecord, event: Event, command: RenameTable) -> None:
@@ -444,12 +475,14 @@ def _rename_table(state: _Overlay, record: LogRecord, event: Event, command: Ren
     table = _live_table(state, event)
     _name_free(state, name, table.id)
     _touch_table(state, table, event, name=name)
+    state.note(ChangeKind.TABLE_RENAMED, table.id, name, detail=table.name)
 
 
 def _delete_table(state: _Overlay, record: LogRecord, event: Event, command: DeleteTable) -> None:
     table = _live_table(state, event)
     _touch_table(state, table, event, deleted=True)
     state.purge(table.id)
+    state.note(ChangeKind.TABLE_DELETED, table.id, table.name)
 
 
 def _write_table(state: _Overlay, record: LogRecord, event: Event, command: WriteTable) -> None:
@@ -497,6 +530,8 @@ def _write_table(state: _Overlay, record: LogRecord, event: Event, command: Writ
         state.drop_part(part)
     state.changes.table_writes.append(TableWrite(table.id, command.mode, rows, index))
     _touch_table(state, table, event, revision=table.revision + 1)
+    state.note(ChangeKind.TABLE_ROWS_WRITTEN, table.id, table.name,
+               detail=f"{command.mode} {rows.num_rows} row{'s' * (rows.num_rows != 1)}")
 
 
 _HANDLERS: dict[type, Callable[..., None]] = {
@@ -526,7 +561,20 @@ class _Overlay:
         self._table_names: dict[str, uuid.UUID | None] = {}
         self._changed_layers: dict[tuple[uuid.UUID, str], set[str]] = {}
         """The layer names of each (dataset, segment) that ``changes.layers`` has."""
+        self._record: LogRecord | None = None
+        self._record_feed_start = 0
 
+    def begin(self, record: LogRecord) -> None:
+        """``record`` is the one being applied: ``note`` attributes changes to it."""
+        self._record = record
+        self._record_feed_start = len(self.changes.feed)
+
+    def note(self, kind: ChangeKind, entry_id: uuid.UUID | None, entry_name: str, segment_id: str = "",
+             layer_name: str = "", *, detail: str = "") -> None:
+        """Adds an entry to the change feed for the record being applied."""
+        feed = self.changes.feed
+        feed.append(Change(self._record.position, len(feed) - self._record_feed_start, kind, entry_id,
+                           entry_name, segment_id, layer_name, detail))
     def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
         if dataset_id in self.changes.datasets:
             return self.changes.datasets[dataset_id]

@@ -190,6 +190,64 @@ class Rejection:
     event_id: uuid.UUID | None = None
 
 
+class ChangeKind(StrEnum):
+    """What one change in the feed did. ``Change.detail`` says more for some kinds."""
+
+    DATASET_CREATED = "dataset_created"
+    DATASET_RENAMED = "dataset_renamed"
+    """detail: the dataset's previous name."""
+    DATASET_DELETED = "dataset_deleted"
+    """After the removal of each of its layers and segments, which come first."""
+    SEGMENT_ADDED = "segment_added"
+    """After the change of the layer that made it."""
+    SEGMENT_REMOVED = "segment_removed"
+    """After the removal of its last layer."""
+    LAYER_ADDED = "layer_added"
+    """detail: the recording's storage URL."""
+    LAYER_REPLACED = "layer_replaced"
+    """Registered again with on_duplicate=replace. detail: the new storage URL."""
+    LAYER_REMOVED = "layer_removed"
+    BLUEPRINT_REGISTERED = "blueprint_registered"
+    """detail: the blueprint's id."""
+    DEFAULT_BLUEPRINT_SET = "default_blueprint_set"
+    """detail: the blueprint's id; empty when the default was cleared."""
+    TABLE_CREATED = "table_created"
+    """Created in strata, or registered (detail: the Lance table's URL)."""
+    TABLE_RENAMED = "table_renamed"
+    """detail: the table's previous name."""
+    TABLE_DELETED = "table_deleted"
+    TABLE_ROWS_WRITTEN = "table_rows_written"
+    """detail: the write's mode and how many rows it had, e.g. ``append 3 rows``."""
+    REJECTED = "rejected"
+    """A record that was bad input (see ``Rejection``). detail: the reason."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of the change feed: a change a record made to the catalog. A record makes none
+    (a conflict, a duplicate) or several (a layer and the segment it created), numbered by
+    ``seq``; the feed is in (offset, seq) order, which is log order."""
+
+    position: LogPosition
+    """The record that made the change."""
+    seq: int
+    kind: ChangeKind
+    entry_id: uuid.UUID | None
+    """The dataset or table changed; for a rejection, the entry its command named, if any."""
+    entry_name: str = ""
+    """The entry's name after the change (before it, for a deletion); empty if none."""
+    segment_id: str = ""
+    layer_name: str = ""
+    detail: str = ""
+    committed_at: datetime | None = None
+    """When the store committed it; set by the store when the change is read back."""
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """Where the change is in the feed: (offset, seq)."""
+        return self.position.offset, self.seq
+
+
 @dataclass
 class Changes:
     """Everything one batch changes, committed by the store in one transaction."""
@@ -211,6 +269,8 @@ class Changes:
     """Deleted datasets: every segment, layer and blueprint of theirs goes, before the rest."""
     outcomes: dict[uuid.UUID, Outcome] = field(default_factory=dict)
     rejections: list[Rejection] = field(default_factory=list)
+    feed: list[Change] = field(default_factory=list)
+    """The batch's entries of the change feed, in log order."""
     next_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     """For every (topic, partition) in the batch: the offset after its last record."""
     first_offsets: dict[tuple[str, int], int] = field(default_factory=dict)

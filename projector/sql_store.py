@@ -25,6 +25,8 @@ from projector import sql_tables, table_rows
 from projector.fold import CatalogView
 from projector.model import (
     Blueprint,
+    Change,
+    ChangeKind,
     Changes,
     Dataset,
     Layer,
@@ -42,7 +44,7 @@ from projector.store import StaleBatchError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
@@ -80,6 +82,11 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
          "event_id": str},
         ("topic", "partition", "offset"),
     ),
+    "feed": (
+        {"topic": str, "partition": int, "offset": int, "seq": int, "kind": str, "entry_id": str,
+         "entry_name": str, "segment_id": str, "layer_name": str, "detail": str, "committed_at": int},
+        ("topic", "partition", "offset", "seq"),
+    ),
     "offsets": ({"topic": str, "partition": int, "next_offset": int}, ("topic", "partition")),
     "batches": ({"topic": str, "partition": int, "first_offset": int, "next_offset": int, "records": int},
                 ("topic", "partition", "first_offset")),
@@ -99,6 +106,9 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
 """``batches`` records how the projection was applied, not what it holds: per committed batch and
 partition, the offsets it folded (``first_offset`` up to ``next_offset``) and how many records.
 Exactly-once application shows as ranges that tile the log without overlap.
+
+``feed`` is the change feed (``projector.model.Change``): each batch's changes, committed with
+them, stamped with the commit's time.
 
 ``layer_chunks`` is derived: each dataset's layer table (see ``projector.layer_table``) in
 chunks of consecutive segment positions, rewritten with the rows they are made of.
@@ -318,6 +328,7 @@ class SqlStore:
         return rows[0]["next_offset"] if rows else 0
 
     def commit(self, changes: Changes, *, expected_offsets: dict[tuple[str, int], int]) -> None:
+        committed_at = _micros(datetime.now(UTC))
         rows = {
             "datasets": [_dataset_values(d) for d in changes.datasets.values()],
             "segments": [_segment_values(s) for s in changes.segments.values() if s is not None],
@@ -329,6 +340,7 @@ class SqlStore:
                             for p in changes.table_parts.values() if p is not None],
             "outcomes": [_outcome_values(o) for o in changes.outcomes.values()],
             "rejections": [_rejection_values(r) for r in changes.rejections],
+            "feed": [_change_values(c, committed_at) for c in changes.feed],
             "offsets": [(t, p, o) for (t, p), o in changes.next_offsets.items()],
             "batches": [(t, p, first, changes.next_offsets[(t, p)], changes.records[(t, p)])
                         for (t, p), first in changes.first_offsets.items()],
@@ -489,6 +501,19 @@ class SqlStore:
                           r["reason"], uuid.UUID(r["event_id"]) if r["event_id"] else None)
                 for r in rows]
 
+    def changes(self, after: tuple[int, int] = (-1, 0), *, entry_id: uuid.UUID | None = None,
+                limit: int = 1000) -> list[Change]:
+        """At most ``limit`` entries of the change feed that come after the cursor ``after``
+        ((offset, seq); the default is before the first), in feed order; of one entry if
+        ``entry_id`` is given."""
+        offset, seq = after
+        sql = 'select * from feed where ("offset" > ? or ("offset" = ? and seq > ?))'
+        params: tuple[Any, ...] = (offset, offset, seq)
+        if entry_id is not None:
+            sql += " and entry_id = ?"
+            params += (str(entry_id),)
+        return [_change(r) for r in self._query(sql + ' order by "offset", seq limit ?', (*params, limit))]
+
 
 _IN_CHUNK = 500
 
@@ -641,6 +666,18 @@ def _outcome(r: dict[str, Any]) -> Outcome:
 def _outcome_values(o: Outcome) -> tuple[Any, ...]:
     return (str(o.event_id), o.position.topic, o.position.partition, o.position.offset, str(o.status),
             o.reason)
+
+
+def _change_values(c: Change, committed_at: int) -> tuple[Any, ...]:
+    return (c.position.topic, c.position.partition, c.position.offset, c.seq, str(c.kind),
+            str(c.entry_id) if c.entry_id else None, c.entry_name, c.segment_id, c.layer_name, c.detail,
+            committed_at)
+
+
+def _change(r: dict[str, Any]) -> Change:
+    return Change(LogPosition(r["topic"], r["partition"], r["offset"]), r["seq"], ChangeKind(r["kind"]),
+                  uuid.UUID(r["entry_id"]) if r["entry_id"] else None, r["entry_name"], r["segment_id"],
+                  r["layer_name"], r["detail"], _datetime(r["committed_at"]))
 
 
 def _rejection_values(r: Rejection) -> tuple[Any, ...]:

@@ -76,6 +76,8 @@ class SqliteStore(SqlStore):
         db["segments"].create_index(["dataset_id", "position"], if_not_exists=True)
         db["layers"].create_index(["dataset_id", "layer_name"], if_not_exists=True)
         db["tables"].create_index(["name"], if_not_exists=True)
+        db["feed"].create_index(["offset", "seq"], if_not_exists=True)
+        db["feed"].create_index(["entry_id", "offset", "seq"], if_not_exists=True)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     @contextlib.contextmanager

@@ -13,6 +13,7 @@ from events import StrataError
 from projector.fold import CatalogView, fold
 from projector.model import (
     Blueprint,
+    Change,
     Changes,
     Dataset,
     Layer,
@@ -104,6 +105,12 @@ class CatalogReader(Protocol):
     def table_data(self, table: Table) -> pa.Table: ...
 
     def rejections(self) -> list[Rejection]: ...
+
+    def changes(self, after: tuple[int, int] = (-1, 0), *, entry_id: uuid.UUID | None = None,
+                limit: int = 1000) -> list[Change]:
+        """At most ``limit`` entries of the change feed after the cursor ``after`` ((offset,
+        seq)), in feed order; only those of one dataset or table if ``entry_id`` is given."""
+        ...
 
     def close(self) -> None: ...
 

@@ -11,6 +11,7 @@ connection line changed.
 from typing import Any
 
 from events import OnDuplicate
+from projector import Change, ChangeKind
 from sdk._catalog import (
     CatalogClient,
     DatasetEntry,
@@ -54,6 +55,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AlreadyExistsError",
     "CatalogClient",
+    "Change",
+    "ChangeKind",
     "ContentFilter",
     "DatasetEntry",
     "DatasetInfo",

@@ -38,10 +38,10 @@ from events import (
 )
 from events.names import check_dataset_name, check_layer_name, check_table_name
 from producers import EventProducer, Position
-from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store, table_rows
+from projector import CatalogReader, Change, Dataset, Outcome, Status, Table, open_store, table_rows
 from projector.backends import describe, normalize
 from projector.fold import MAX_PROPERTIES_BYTES
-from sdk import _tables
+from sdk import _feed, _tables
 from sdk._contents import Contents
 from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, is_object_url, object_store
 from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
@@ -652,6 +652,27 @@ class CatalogClient:
 
     def entry_names(self, *, include_hidden: bool = False) -> list[str]:
         return [e.name for e in self.entries()]
+
+    def changes(self, since: int | Change | None = None, *, dataset: str | DatasetEntry | None = None,
+                timeout_secs: float | None = None) -> Iterator[Change]:
+        """The catalog's changes as the projector commits them, in log order: datasets created,
+        renamed or deleted, layers and segments added, replaced or removed, blueprints, tables and
+        their writes, and rejected records with their reasons (``Change.kind`` says which).
+
+        ``since=None`` yields only changes still to come; an offset, the changes made by the
+        records from that offset on (0: all of them); a ``Change``, those after it, so a reader
+        that stops and passes its last change resumes with every later change exactly once.
+        ``dataset`` (a name or an entry) keeps one dataset's changes, across renames. The iterator
+        blocks for new changes and ends once ``timeout_secs`` pass with none (``None``: never).
+
+        >>> for change in client.changes(0, dataset="droid", timeout_secs=5):  # doctest: +SKIP
+        ...     print(change.position.offset, change.kind, change.segment_id, change.layer_name)
+        """
+        after = _feed.start(self._store, since)
+        entry_id = None
+        if dataset is not None:
+            entry_id = dataset.id if isinstance(dataset, DatasetEntry) else self.get_dataset(dataset).id
+        return _feed.follow(self._store, after, entry_id=entry_id, timeout_secs=timeout_secs)
 
     def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
         """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""

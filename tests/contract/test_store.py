@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -24,6 +25,7 @@ from projector import (
     sql_store,
 )
 from projector.store import StoreUnavailableError
+from sdk import _feed
 from stores import PROJECTION_TABLES, applied_batches, assert_applied_exactly_once, dump
 from unit.conftest import (
     Log,
@@ -399,6 +401,10 @@ def test_fold_over_the_store_matches_fold_over_memory(store):
         memory.apply(from_memory)
     assert {o.status for o in memory.outcomes.values()} == {
         Status.ACCEPTED, Status.ALREADY_EXISTS, Status.INVALID, Status.NOT_FOUND}
+    # The store's feed is the fold's, read back in feed order with the commit's time.
+    stored = store.changes()
+    assert all(c.committed_at is not None for c in stored)
+    assert [replace(c, committed_at=None) for c in stored] == memory.feed
 
 
 # -- removals: None values and purged datasets ------------------------------------------------------
@@ -516,3 +522,55 @@ def test_a_rebuilt_sqlite_store_replaces_the_contents_of_either_backend(store, t
         assert dump(store.location) == dump(rebuilt.location)
     finally:
         rebuilt.close()
+
+
+# -- the change feed ------------------------------------------------------------------------------
+
+
+def test_a_reader_following_the_feed_sees_each_change_once_in_order_and_resumes(store, open_named):
+    droid, records = history()
+    reader = open_named("store", read_only=True)
+    seen: list = []
+    follower = threading.Thread(
+        target=lambda: seen.extend(_feed.follow(reader, (-1, 0), timeout_secs=3)), daemon=True)
+    follower.start()
+    for offset, record in enumerate(records):  # one commit per record while the reader follows
+        apply_batch(store, [record])
+        if offset % 5 == 0:
+            time.sleep(0.01)
+    follower.join(timeout=30)
+    assert not follower.is_alive()
+
+    everything = store.changes(limit=10_000)
+    assert len(everything) > len(records) / 2
+    assert seen == everything
+    # Stopping anywhere and resuming from the last change seen gives the rest, each once.
+    for stop in (0, 1, len(everything) // 2, len(everything) - 1):
+        rest = list(_feed.follow(reader, everything[stop].cursor, timeout_secs=0))
+        assert rest == everything[stop + 1:]
+    # From an offset: the changes of the records from that offset on.
+    middle = records[len(records) // 2].position.offset
+    assert list(_feed.follow(reader, _feed.start(reader, middle), timeout_secs=0)) == [
+        c for c in everything if c.position.offset >= middle]
+    # One dataset's changes only.
+    assert list(_feed.follow(reader, (-1, 0), entry_id=droid, timeout_secs=0)) == [
+        c for c in everything if c.entry_id == droid]
+    # Pages: a small page size gives the same entries.
+    assert list(_paged(reader, (-1, 0), 2)) == everything
+
+
+def _paged(store, after, size):
+    while page := store.changes(after, limit=size):
+        yield from page
+        after = page[-1].cursor
+
+
+def test_following_from_now_yields_only_later_changes(store, open_named):
+    _, records = history()
+    apply_batch(store, records[:6])
+    reader = open_named("store", read_only=True)
+    after = _feed.start(reader, None)
+    apply_batch(store, records[6:])
+    later = list(_feed.follow(reader, after, timeout_secs=0))
+    assert later and all(c.position.offset >= 6 for c in later)
+    assert later == [c for c in store.changes(limit=10_000) if c.position.offset >= 6]

@@ -33,6 +33,7 @@ from events import (
 )
 from projector import (
     Blueprint,
+    Change,
     Changes,
     Dataset,
     Layer,
@@ -75,6 +76,7 @@ class MemoryCatalog:
         self.parts: dict[tuple[uuid.UUID, str, int], TablePart] = {}
         self.rows: dict[uuid.UUID, pa.Table] = {}
         """Each created table's rows, in the order the writes leave them."""
+        self.feed: list[Change] = []
 
     # -- CatalogView ----------------------------------------------------------------------------
 
@@ -162,6 +164,7 @@ class MemoryCatalog:
             self.rows[write.table_id] = pa.concat_tables([old, write.rows])
         self.outcomes.update(changes.outcomes)
         self.rejections.extend(changes.rejections)
+        self.feed.extend(changes.feed)
         self.next_offsets.update(changes.next_offsets)
 
     # -- reads for tests ------------------------------------------------------------------------
@@ -188,6 +191,7 @@ class MemoryCatalog:
             "rows": {t: rows.to_pylist() for t, rows in self.rows.items()},
             "outcomes": dict(self.outcomes),
             "rejections": sorted(self.rejections, key=lambda r: r.position),
+            "feed": list(self.feed),
             "next_offsets": dict(self.next_offsets),
         }
 
