@@ -76,6 +76,14 @@ def run(args: argparse.Namespace) -> int:
                        kafka_options=kafka_options,
                        max_offsets_per_trigger=args.max_offsets_per_trigger)
     query = job.start()
+    relay = None
+    if args.changelog:
+        # The relay reads the store like a client and publishes what the query commits.
+        from changelog import ChangelogRelay
+
+        relay = ChangelogRelay(open_store(args.store, read_only=True), args.bootstrap_servers,
+                               config=kafka_options)
+        relay.start()
     log.info(
         "projector running: %s -> %s (checkpoint %s, master %s)",
         args.bootstrap_servers, store.location, args.checkpoint, args.spark_master)
@@ -98,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
         log.info("the Spark JVM stopped with the interrupt")
         error = None
     finally:
+        if relay is not None:
+            relay.stop()
+            relay.store.close()
         store.close()
     if job.store_fault is not None:
         # The batch's Python traceback is in Spark's log above; this is what the operator needs.

@@ -119,5 +119,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Spark master (default: local[*])")
     add_kafka_option(parser)
     add_max_offsets_option(parser)
+    parser.add_argument("--no-changelog", dest="changelog", action="store_false",
+                        help="do not publish the change feed to the compacted topic "
+                             "strata.catalog.changes (published by default)")
     parser.add_argument("--ready-file", type=Path, default=None,
                         help="file to create once the streaming query has started")

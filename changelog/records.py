@@ -1,0 +1,122 @@
+"""The changelog topic's records: which key a change touches, and that key's state as a value."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from importlib import resources
+from typing import Any
+
+import fastavro
+
+from events.codec import MAGIC, schema_fingerprint
+from projector import CatalogReader, Change, ChangeKind, Dataset, Layer, Segment, Table
+
+CHANGES_TOPIC = "strata.catalog.changes"
+OFFSET_HEADER = "strata.source.offset"
+"""Every record's header: the source offset (8 bytes, big-endian) of the change it follows."""
+
+SCHEMA = fastavro.parse_schema(json.loads(
+    resources.files("events").joinpath("schemas", "catalog_change.v1.avsc").read_text()))
+_FINGERPRINT = schema_fingerprint(SCHEMA)
+
+Key = tuple[str, ...]
+"""("dataset", id), ("segment", dataset id, segment id), ("layer", dataset id, segment id, layer
+name), ("table", id) or ("rejection", topic, partition, offset); on the wire, a JSON array."""
+
+_DATASET_KINDS = {ChangeKind.DATASET_CREATED, ChangeKind.DATASET_RENAMED, ChangeKind.DATASET_DELETED,
+                  ChangeKind.DEFAULT_BLUEPRINT_SET}
+_TABLE_KINDS = {ChangeKind.TABLE_CREATED, ChangeKind.TABLE_RENAMED, ChangeKind.TABLE_DELETED,
+                ChangeKind.TABLE_ROWS_WRITTEN}
+
+
+def key_of(change: Change) -> Key | None:
+    """The key whose state ``change`` changed; None for a blueprint registration (blueprints are
+    not in the changelog; the dataset's default blueprint is)."""
+    entry = str(change.entry_id)
+    if change.kind in _DATASET_KINDS:
+        return "dataset", entry
+    if change.kind in (ChangeKind.SEGMENT_ADDED, ChangeKind.SEGMENT_REMOVED):
+        return "segment", entry, change.segment_id
+    if change.kind in (ChangeKind.LAYER_ADDED, ChangeKind.LAYER_REPLACED, ChangeKind.LAYER_REMOVED):
+        return "layer", entry, change.segment_id, change.layer_name
+    if change.kind in _TABLE_KINDS:
+        return "table", entry
+    if change.kind is ChangeKind.REJECTED:
+        p = change.position
+        return "rejection", p.topic, str(p.partition), str(p.offset)
+    return None
+
+
+def record_of(store: CatalogReader, key: Key, change: Change) -> tuple[bytes, bytes | None]:
+    """The Kafka key and value for ``key`` after ``change`` (its latest change): the state the
+    store holds now, or None (a tombstone) if the thing is gone."""
+    state = _state(store, key, change)
+    value = None
+    if state is not None:
+        out = io.BytesIO()
+        out.write(MAGIC)
+        out.write(_FINGERPRINT)
+        p = change.position
+        fastavro.schemaless_writer(out, SCHEMA, {
+            "source_topic": p.topic, "source_partition": p.partition, "source_offset": p.offset,
+            "change": str(change.kind), "state": state})
+        value = out.getvalue()
+    return json.dumps(key).encode(), value
+
+
+def decode_value(value: bytes) -> dict[str, Any]:
+    """A changelog value as a dict; ``state`` is a (record name, fields) pair."""
+    if value[:2] != MAGIC or value[2:10] != _FINGERPRINT:
+        raise ValueError("not a strata changelog value (wrong single-object header)")
+    return fastavro.schemaless_reader(io.BytesIO(value[10:]), SCHEMA, return_record_name=True)
+
+
+def _state(store: CatalogReader, key: Key, change: Change) -> tuple[str, dict[str, Any]] | None:
+    kind = key[0]
+    if kind == "rejection":
+        return "strata.changelog.RejectionState", {
+            "reason": change.detail, "entry_id": str(change.entry_id) if change.entry_id else None}
+    entry = uuid.UUID(key[1])
+    if kind == "dataset":
+        dataset = store.dataset(entry)
+        return None if dataset is None or dataset.deleted else _dataset_state(dataset)
+    if kind == "table":
+        table = store.table(entry)
+        return None if table is None or table.deleted else _table_state(table)
+    if kind == "segment":
+        segment = store.segment(entry, key[2])
+        return None if segment is None else _segment_state(segment)
+    layer = store.layer(entry, key[2], key[3])
+    return None if layer is None else _layer_state(layer)
+
+
+def _dataset_state(d: Dataset) -> tuple[str, dict[str, Any]]:
+    return "strata.changelog.DatasetState", {
+        "id": str(d.id), "name": d.name, "created_at": d.created_at,
+        "default_blueprint": d.default_blueprint}
+
+
+def _segment_state(s: Segment) -> tuple[str, dict[str, Any]]:
+    return "strata.changelog.SegmentState", {
+        "dataset_id": str(s.dataset_id), "segment_id": s.segment_id, "position": s.position,
+        "created_offset": s.created_by.offset}
+
+
+def _layer_state(x: Layer) -> tuple[str, dict[str, Any]]:
+    return "strata.changelog.LayerState", {
+        "dataset_id": str(x.dataset_id), "segment_id": x.segment_id, "layer_name": x.layer_name,
+        "storage_url": x.storage_url, "size_bytes": x.size_bytes, "schema_sha256": x.schema_sha256,
+        "registered_at": x.registered_at, "registered_offset": x.registered_by.offset,
+        "event_id": str(x.event_id), "num_chunks": x.num_chunks,
+        "index_ranges": [{"timeline": r.timeline, "kind": str(r.kind), "start": r.start, "end": r.end}
+                         for r in x.index_ranges],
+        "properties": x.properties, "properties_schema_sha256": x.properties_schema_sha256,
+        "properties_batch": x.properties_batch}
+
+
+def _table_state(t: Table) -> tuple[str, dict[str, Any]]:
+    return "strata.changelog.TableState", {
+        "id": str(t.id), "name": t.name, "created_at": t.created_at, "updated_at": t.updated_at,
+        "storage_url": t.storage_url, "lance_version": t.lance_version, "revision": t.revision}

@@ -1,0 +1,162 @@
+"""The relay: follows the store's change feed and publishes it to the changelog topic."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, Key, key_of, record_of
+from producers._logging import LOGGER
+from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
+from projector import CatalogReader, Change
+
+log = logging.getLogger("strata.changelog")
+
+PAGE = 1000
+"""Feed entries published at a time; a key changed several times in a page is published once."""
+RETRY_SECS = 5.0
+"""How long the relay waits before starting again after Kafka failed it."""
+COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
+
+
+class ChangelogRelay:
+    """Publishes the feed of ``store`` to ``CHANGES_TOPIC`` on ``bootstrap_servers``, from where the
+    topic's last record left off, until ``stop()``.
+
+    >>> relay = ChangelogRelay(SqliteStore(path, read_only=True), "localhost:9092")  # doctest: +SKIP
+    >>> relay.start()  # a daemon thread
+    """
+
+    def __init__(self, store: CatalogReader, bootstrap_servers: str, *,
+                 config: Mapping[str, Any] | None = None) -> None:
+        self.store = store
+        self.bootstrap_servers = bootstrap_servers
+        self.config = {**librdkafka_config(config), "bootstrap.servers": bootstrap_servers,
+                       "logger": LOGGER}
+        self.published = 0
+        """Records produced so far (tombstones included), for progress lines."""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure: str | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="strata-changelog", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_secs: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_secs)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.relay()
+            except (KafkaException, ConnectionError, RuntimeError) as exc:
+                log.warning("changelog relay stopped: %s; starting again in %.0f s", exc, RETRY_SECS)
+                self._stop.wait(RETRY_SECS)
+
+    def relay(self) -> None:
+        """Create the topic if needed, find where it left off and publish from there until
+        ``stop()``. Raises on a Kafka failure."""
+        ensure_changelog_topic(self.bootstrap_servers, self.config)
+        after = (resume_offset(self.config), -1)
+        producer = Producer({**self.config, "enable.idempotence": True, "linger.ms": 5,
+                             "compression.type": "lz4", "error_cb": self._on_error})
+        self._failure = None
+        log.info("changelog relay: publishing the feed from offset %d to %s", after[0], CHANGES_TOPIC)
+        try:
+            while not self._stop.is_set():
+                if self._failure is not None:
+                    raise RuntimeError(self._failure)
+                version = self.store.data_version()  # before the read: a later commit wakes the wait
+                page = self.store.changes(after, limit=PAGE)
+                if not page:
+                    producer.poll(0)
+                    self.store.wait_for_commit(version, 0.5)
+                    continue
+                self._publish(producer, page)
+                after = page[-1].cursor
+        finally:
+            producer.flush(10)
+
+    def _publish(self, producer: Producer, page: list[Change]) -> None:
+        latest: dict[Key, Change] = {}
+        for change in page:
+            key = key_of(change)
+            if key is not None:
+                latest.pop(key, None)  # re-inserted: the dict stays in order of last change
+                latest[key] = change
+        for key, change in latest.items():
+            kafka_key, value = record_of(self.store, key, change)
+            headers = [(OFFSET_HEADER, change.position.offset.to_bytes(8, "big"))]
+            while True:
+                try:
+                    producer.produce(CHANGES_TOPIC, value, kafka_key, headers=headers,
+                                     on_delivery=self._on_delivery)
+                    break
+                except BufferError:  # the local queue is full: let it drain
+                    producer.poll(0.1)
+            self.published += 1
+        producer.poll(0)
+
+    def _on_delivery(self, err: KafkaError | None, msg: object) -> None:
+        if err is not None:
+            self._failure = f"a changelog record was not delivered: {err}"
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            self._failure = f"the changelog producer failed: {err}"
+
+
+def ensure_changelog_topic(bootstrap_servers: str, config: Mapping[str, Any],
+                           timeout_secs: float = 30.0) -> None:
+    """Create the compacted changelog topic (one partition) if it is missing."""
+    refusal = RefusalWatch()
+    admin = AdminClient({**config, "error_cb": refusal})
+    metadata = cluster_metadata(admin, bootstrap_servers, refusal, timeout_secs)
+    if CHANGES_TOPIC in metadata.topics:
+        return
+    replicas = min(3, len(metadata.brokers))
+    topic = NewTopic(CHANGES_TOPIC, num_partitions=1, replication_factor=replicas, config=COMPACTED)
+    for future in admin.create_topics([topic], operation_timeout=timeout_secs).values():
+        try:
+            future.result(timeout=timeout_secs)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise ConnectionError(f"could not create topic {CHANGES_TOPIC}: {exc}") from exc
+
+
+def resume_offset(config: Mapping[str, Any], timeout_secs: float = 30.0) -> int:
+    """The source offset in the changelog's last record: the relay publishes again from there
+    (that record's change included, harmlessly); 0 for an empty topic."""
+    consumer = Consumer({**config, "group.id": f"strata-changelog-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    try:
+        partition = TopicPartition(CHANGES_TOPIC, 0)
+        low, high = consumer.get_watermark_offsets(partition, timeout=timeout_secs)
+        if high <= low:
+            return 0
+        consumer.assign([TopicPartition(CHANGES_TOPIC, 0, high - 1)])
+        deadline = time.monotonic() + timeout_secs
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                raise ConnectionError(f"reading {CHANGES_TOPIC} failed: {message.error()}")
+            headers = dict(message.headers() or [])
+            if OFFSET_HEADER not in headers:
+                raise RuntimeError(f"the last record of {CHANGES_TOPIC} has no {OFFSET_HEADER} header: "
+                                   "the topic holds records strata did not write")
+            return int.from_bytes(headers[OFFSET_HEADER], "big")
+        raise ConnectionError(f"reading the last record of {CHANGES_TOPIC} took over {timeout_secs:g} s")
+    finally:
+        consumer.close()

@@ -1,0 +1,197 @@
+"""The change feed on the real stack: ``client.changes()`` and the compacted changelog topic,
+read with a plain confluent-kafka consumer."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+import sdk
+from changelog import CHANGES_TOPIC, OFFSET_HEADER, ChangelogRelay, decode_value
+from events import CATALOG_TOPIC, Event, RegisterLayer
+from producers import EventProducer, Position
+from sdk import ChangeKind
+from sdk._server import Server
+
+K = ChangeKind
+
+
+def test_changes_follow_registrations_and_resume_exactly_once(client: sdk.CatalogClient, dataset,
+                                                             make_rrd) -> None:
+    uris = [make_rrd(f"feed_{i}") for i in range(4)]
+    start = client._store.next_offsets()[(CATALOG_TOPIC, 0)]
+    seen: list[sdk.Change] = []
+    follower = threading.Thread(target=lambda: seen.extend(
+        client.changes(dataset=dataset.name, timeout_secs=5)), daemon=True)
+    follower.start()
+    time.sleep(0.5)  # the follower starts from the end of the feed, before these registrations
+    dataset.register(uris[:2]).wait()
+    dataset.register(uris[2:]).wait()
+    dataset.register([uris[0]], layer_name="extra").wait()
+    dataset.unregister(segments_to_drop=["feed_1"]).wait()
+    follower.join(timeout=30)
+    assert not follower.is_alive()
+
+    assert [(c.kind, c.segment_id, c.layer_name) for c in seen] == [
+        *[(kind, f"feed_{i}", layer) for i in range(4)
+          for kind, layer in ((K.LAYER_ADDED, "base"), (K.SEGMENT_ADDED, ""))],
+        (K.LAYER_ADDED, "feed_0", "extra"),
+        (K.LAYER_REMOVED, "feed_1", "base"), (K.SEGMENT_REMOVED, "feed_1", ""),
+    ]
+    assert all(c.entry_id == dataset.id and c.entry_name == dataset.name for c in seen)
+    assert [c.detail for c in seen if c.kind is K.LAYER_ADDED][:4] == uris
+    # From an offset, and resumed after any change: the same changes, each once.
+    assert list(client.changes(start, dataset=dataset, timeout_secs=0)) == seen
+    for stop in range(len(seen)):
+        assert list(client.changes(seen[stop], dataset=dataset, timeout_secs=0)) == seen[stop + 1:]
+
+
+def test_changes_report_rejections_with_their_reasons(server: Server, client: sdk.CatalogClient,
+                                                      dataset) -> None:
+    after = client._store.next_offsets()[(CATALOG_TOPIC, 0)]
+    with EventProducer(server.bootstrap_servers) as producer:
+        negative = RegisterLayer("s1", "base", "file:///x.rrd", size_bytes=-5)
+        [bad] = producer.send([Event(dataset.id, negative)])
+    garbage = produce_raw(server.bootstrap_servers, b"\x00 not an event")
+    client._wait([bad, garbage], 60)
+    rejected = [c for c in client.changes(after, timeout_secs=0) if c.kind is K.REJECTED]
+    assert [(c.position.offset, c.entry_id, c.detail) for c in rejected] == [
+        (bad.offset, dataset.id, "size_bytes must not be negative, got -5"),
+        (garbage.offset, None, "not an Avro single-object encoded event (missing C3 01 header)")]
+
+
+def produce_raw(bootstrap_servers: str, value: bytes) -> Position:
+    """A record that is not a strata event, as a foreign producer might append."""
+    delivered: list[Position] = []
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    producer.produce(CATALOG_TOPIC, value, on_delivery=lambda err, msg: delivered.append(
+        Position(msg.topic(), msg.partition(), msg.offset())))
+    producer.flush(30)
+    assert len(delivered) == 1
+    return delivered[0]
+
+
+def test_bad_arguments_fail_at_the_call(client: sdk.CatalogClient) -> None:
+    with pytest.raises(ValueError, match="since must be a log offset"):
+        client.changes(-1)
+    with pytest.raises(LookupError):
+        client.changes(dataset=f"no-such-dataset-{uuid.uuid4()}")
+
+
+# -- the changelog topic ------------------------------------------------------------------------
+
+
+def read_changelog(bootstrap_servers: str) -> tuple[dict[tuple, dict | None], int, int]:
+    """The topic from the beginning, the last value per key; the number of records read and the
+    source offset in the last one's header."""
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"test-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    latest: dict[tuple, dict | None] = {}
+    count, last_offset = 0, -1
+    try:
+        consumer.assign([TopicPartition(CHANGES_TOPIC, 0, 0)])
+        while True:
+            message = consumer.poll(10)
+            assert message is not None, "the changelog topic did not answer"
+            if message.error() is not None:
+                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+                return latest, count, last_offset
+            key = tuple(json.loads(message.key()))
+            latest[key] = None if message.value() is None else decode_value(message.value())
+            last_offset = int.from_bytes(dict(message.headers())[OFFSET_HEADER], "big")
+            count += 1
+    finally:
+        consumer.close()
+
+
+def catalog_of_topic(latest: dict[tuple, dict | None]) -> dict[tuple, tuple]:
+    """What the topic says the catalog is, tombstoned keys gone, in the fields compared below."""
+    fields = {"DatasetState": ("name", "default_blueprint"), "SegmentState": ("position",),
+              "LayerState": ("storage_url", "registered_offset"), "TableState": ("name", "revision"),
+              "RejectionState": ("reason",)}
+    out = {}
+    for key, value in latest.items():
+        if value is not None:
+            kind, state = value["state"]
+            out[key] = tuple(state[f] for f in fields[kind.rsplit(".", 1)[-1]])
+    return out
+
+
+def catalog_of_store(client: sdk.CatalogClient) -> dict[tuple, tuple]:
+    store = client._store
+    out: dict[tuple, tuple] = {}
+    for d in store.datasets():
+        out[("dataset", str(d.id))] = (d.name, d.default_blueprint)
+        for s in store.segments(d.id):
+            out[("segment", str(d.id), s.segment_id)] = (s.position,)
+        for x in store.layers(d.id):
+            out[("layer", str(d.id), x.segment_id, x.layer_name)] = (x.storage_url, x.registered_by.offset)
+    for t in store.tables():
+        out[("table", str(t.id))] = (t.name, t.revision)
+    for r in store.rejections():
+        p = r.position
+        out[("rejection", p.topic, str(p.partition), str(p.offset))] = (r.reason,)
+    return out
+
+
+def wait_for_changelog(server: Server, client: sdk.CatalogClient) -> tuple[dict, int]:
+    """Until the topic's last record follows the store's last change; the topic's catalog then."""
+    wanted = list(client.changes(0, timeout_secs=0))[-1].position.offset
+    deadline = time.monotonic() + 30
+    while True:
+        latest, count, last_offset = read_changelog(server.bootstrap_servers)
+        if last_offset >= wanted or time.monotonic() > deadline:
+            return latest, count
+        time.sleep(0.2)
+
+
+def test_the_changelog_topic_read_from_the_start_is_the_catalog(server: Server, client: sdk.CatalogClient,
+                                                               dataset, make_rrd) -> None:
+    uris = [make_rrd(f"log_{i}") for i in range(3)]
+    dataset.register(uris).wait()
+    dataset.register([uris[1]], layer_name="extra").wait()
+    dataset.unregister(segments_to_drop=["log_2"]).wait()
+    dataset.register([make_rrd("log_0", name="log_0_v2")], on_duplicate="replace").wait()
+    gone = client.create_dataset(f"gone-{uuid.uuid4().hex[:8]}")
+    gone.register([uris[0]]).wait()
+    gone.delete()
+    with EventProducer(server.bootstrap_servers) as producer:
+        client._wait(producer.send([Event(dataset.id, RegisterLayer("s1", "", "file:///x.rrd"))]), 60)
+
+    latest, _ = wait_for_changelog(server, client)
+    assert catalog_of_topic(latest) == catalog_of_store(client)
+    # What was removed is a tombstone: the unregistered segment and the deleted dataset's layer.
+    d, g = str(dataset.id), str(gone.id)
+    assert latest[("segment", d, "log_2")] is None and latest[("layer", d, "log_2", "base")] is None
+    assert latest[("dataset", g)] is None and latest[("layer", g, "log_0", "base")] is None
+    assert latest[("layer", d, "log_0", "base")]["state"][1]["storage_url"].endswith("log_0_v2.rrd")
+    # The topic is compacted, so a new subscriber reads one record per key, eventually.
+    admin = AdminClient({"bootstrap.servers": server.bootstrap_servers})
+    [future] = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, CHANGES_TOPIC)]).values()
+    assert future.result(timeout=30)["cleanup.policy"].value == "compact"
+
+
+def test_a_relay_started_again_repeats_harmlessly(server: Server, client: sdk.CatalogClient, dataset,
+                                                  make_rrd) -> None:
+    dataset.register([make_rrd("again_0")]).wait()
+    before, count = wait_for_changelog(server, client)
+    # A second relay (as after a crash of the first) publishes again from the topic's last
+    # record: that record repeats, and the catalog read from the topic is unchanged.
+    relay = ChangelogRelay(client._store, server.bootstrap_servers)
+    relay.start()
+    try:
+        deadline = time.monotonic() + 30
+        while relay.published == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        relay.stop()
+    assert relay.published >= 1
+    after, count_after = wait_for_changelog(server, client)
+    assert count_after > count
+    assert catalog_of_topic(after) == catalog_of_topic(before) == catalog_of_store(client)
