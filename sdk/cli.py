@@ -136,6 +136,152 @@ def cmd_rejections(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_store(args: argparse.Namespace):
+    """The store of ``args``, opened read-only; exits with one line if it cannot be."""
+    from projector import StoreUnavailableError, open_store
+
+    try:
+        return open_store(_store_location(args), read_only=True)
+    except (StoreUnavailableError, ValueError) as exc:
+        raise SystemExit(f"strata: {exc}") from None
+
+
+def _dataset(store, name: str):
+    dataset = store.dataset_by_name(name)
+    if dataset is None:
+        known = ", ".join(d.name for d in store.datasets()) or "none yet"
+        raise SystemExit(f"strata: no dataset named {name!r} (datasets: {known})")
+    return dataset
+
+
+def _print_table(header: tuple[str, ...], rows: list[tuple]) -> None:
+    cells = [tuple(map(str, header)), *[tuple(map(str, row)) for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    for row in cells:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} TB"
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    store = _read_store(args)
+    try:
+        rows = []
+        for d in store.datasets():
+            layers = store.layers(d.id)
+            rows.append((d.name, len({x.segment_id for x in layers}), len(layers),
+                         _size(sum(x.size_bytes for x in layers)), f"{d.updated_at:%Y-%m-%d %H:%M:%S}", d.id))
+    finally:
+        store.close()
+    _print_table(("DATASET", "SEGMENTS", "LAYERS", "SIZE", "UPDATED (UTC)", "ID"), rows)
+    print(f"{len(rows)} datasets")
+    return 0
+
+
+def cmd_segments(args: argparse.Namespace) -> int:
+    store = _read_store(args)
+    try:
+        dataset = _dataset(store, args.name)
+        by_segment: dict[str, list] = {}
+        for layer in store.layers(dataset.id):
+            by_segment.setdefault(layer.segment_id, []).append(layer)
+    finally:
+        store.close()
+    _print_table(("SEGMENT", "LAYERS", "SIZE", "LAST REGISTERED (UTC)"), [
+        (segment_id, ",".join(x.layer_name for x in layers), _size(sum(x.size_bytes for x in layers)),
+         f"{max(x.registered_at for x in layers):%Y-%m-%d %H:%M:%S}")
+        for segment_id, layers in by_segment.items()])
+    print(f"{len(by_segment)} segments in {dataset.name}")
+    return 0
+
+
+def _change_line(change) -> str:
+    where = "/".join(part for part in (change.segment_id, change.layer_name) if part)
+    committed = f"{change.committed_at:%H:%M:%S.%f}"[:-3] if change.committed_at else ""
+    return "  ".join(part for part in (
+        f"{change.position.offset:>8}", committed, f"{change.kind:<21}", change.entry_name or "-", where,
+        change.detail) if part).rstrip()
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from sdk import _feed
+
+    store = _read_store(args)
+    try:
+        entry_id = _dataset(store, args.name).id if args.name else None
+        try:
+            after = _feed.start(store, args.since)
+        except ValueError as exc:
+            raise SystemExit(f"strata: {exc}") from None
+        scope = f"dataset {args.name}" if args.name else "the catalog"
+        start = "from now" if args.since is None else f"from offset {args.since}"
+        print(f"strata watch: changes of {scope} {start}; Ctrl-C to stop", file=sys.stderr, flush=True)
+        try:
+            for change in _feed.follow(store, after, entry_id=entry_id):
+                print(_change_line(change), flush=True)
+        except KeyboardInterrupt:
+            pass
+    finally:
+        store.close()
+    return 0
+
+
+def _as_uri(value: str) -> str:
+    """A URI as given, or a local path as a file:// URI."""
+    return value if "://" in value else Path(value).absolute().as_uri()
+
+
+def _progress(done: int, total: int, failed: int, started: float) -> None:
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = width * done // total
+    note = f", {failed} failed" if failed else ""
+    print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{note} "
+          f"{time.monotonic() - started:.1f} s", end="" if done < total else "\n",
+          file=sys.stderr, flush=True)
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    from sdk._catalog import CatalogClient, running_stack
+
+    data_dir = args.data_dir or settings.home()
+    bootstrap = (args.bootstrap_servers or running_stack(data_dir).get("bootstrap_servers")
+                 or settings.bootstrap_servers())
+    if bootstrap is None:
+        raise SystemExit(f"strata: no running stack in {data_dir}: start it with 'strata up', or "
+                         "pass --bootstrap-servers and --store")
+    if args.batch_size < 1:
+        raise SystemExit(f"strata: --batch-size must be at least 1, got {args.batch_size}")
+    uris = [_as_uri(u) for u in args.uris]
+    with CatalogClient(bootstrap, _store_location(args),
+                       kafka_config=parse_key_values(args.kafka_option)) as client:
+        dataset = client.get_dataset(args.name)
+        print(f"strata register: {len(uris)} recordings into {dataset.name}, layer {args.layer}",
+              file=sys.stderr, flush=True)
+        started, failures = time.monotonic(), []
+        for first in range(0, len(uris), args.batch_size):
+            chunk = uris[first:first + args.batch_size]
+            operation = dataset.register(chunk, layer_name=args.layer, on_duplicate=args.on_duplicate)
+            for result in operation.iter_results(timeout_secs=args.timeout):
+                if result.is_error:
+                    failures.append(result)
+                else:
+                    print(f"{result.segment_id}\t{result.uri}")
+            _progress(first + len(chunk), len(uris), len(failures), started)
+    for result in failures:
+        print(f"strata register: {result.uri}: {result.error}", file=sys.stderr)
+    print(f"strata register: {len(uris) - len(failures)} registered, {len(failures)} failed in "
+          f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+    return 1 if failures else 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from projector import SqliteStore
     from projector.backends import describe
@@ -227,6 +373,60 @@ def build_parser() -> argparse.ArgumentParser:
     rej.add_argument("--data-dir", type=Path, default=None, help="state directory")
     _store_argument(rej)
     rej.set_defaults(func=cmd_rejections)
+
+    datasets = commands.add_parser(
+        "datasets", help="list the datasets with their segment and layer counts",
+        description="List the catalog's datasets: segments, layers, their total size, when each "
+                    "last changed, and its id. Reads the store only.")
+    datasets.add_argument("--data-dir", type=Path, default=None, help="state directory")
+    _store_argument(datasets)
+    datasets.set_defaults(func=cmd_datasets)
+
+    segments = commands.add_parser(
+        "segments", help="list a dataset's segments and their layers",
+        description="List the segments of dataset NAME in registration order, with their layer "
+                    "names, total size and last registration. Reads the store only.")
+    segments.add_argument("name", metavar="NAME", help="the dataset")
+    segments.add_argument("--data-dir", type=Path, default=None, help="state directory")
+    _store_argument(segments)
+    segments.set_defaults(func=cmd_segments)
+
+    register = commands.add_parser(
+        "register", help="register recordings into a dataset, with progress",
+        description="Register recordings (file:// or s3:// URIs, or local paths) as layer LAYER "
+                    "of their segments in dataset NAME, waiting for the projection to apply them. "
+                    "Prints 'segment<TAB>uri' per registered recording; failures go to stderr and "
+                    "make the exit code 1.",
+        epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    register.add_argument("name", metavar="NAME", help="the dataset")
+    register.add_argument("uris", metavar="URI", nargs="+", help="recordings to register")
+    register.add_argument("--layer", default="base", help="layer name (default base)")
+    register.add_argument("--on-duplicate", default="error", choices=["error", "skip", "replace"],
+                          help="when the segment already has the layer: fail that recording "
+                               "(default), skip it, or replace the layer")
+    register.add_argument("--batch-size", type=int, default=100,
+                          help="recordings per registration call (default 100)")
+    register.add_argument("--timeout", type=float, default=60.0,
+                          help="seconds to wait for each call's projection (default 60)")
+    register.add_argument("--data-dir", type=Path, default=None, help="state directory")
+    register.add_argument("--bootstrap-servers", default=None,
+                          help="Kafka bootstrap servers (default: the running stack's)")
+    _store_argument(register)
+    add_kafka_option(register)
+    register.set_defaults(func=cmd_register)
+
+    watch = commands.add_parser(
+        "watch", help="print the catalog's changes as they happen",
+        description="Follow the change feed: one line per change (log offset, commit time, kind, "
+                    "dataset or table, segment/layer, detail) until Ctrl-C. With NAME, only that "
+                    "dataset's changes.")
+    watch.add_argument("name", metavar="NAME", nargs="?", default=None, help="a dataset (default: all)")
+    watch.add_argument("--since", type=int, default=None, metavar="OFFSET",
+                       help="start with the changes of the records from this log offset (0: all); "
+                            "default: only changes still to come")
+    watch.add_argument("--data-dir", type=Path, default=None, help="state directory")
+    _store_argument(watch)
+    watch.set_defaults(func=cmd_watch)
     return parser
 
 
@@ -237,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (RuntimeError, ValueError, OSError) as exc:
+    except (RuntimeError, ValueError, OSError, LookupError) as exc:
         print(f"strata: error: {exc}", file=sys.stderr)
         return 1
 

@@ -1,0 +1,85 @@
+"""The CLI for people: ``strata datasets``, ``segments``, ``register`` and ``watch`` on the real stack."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import sdk
+from projector.backends import normalize
+from sdk._server import Server
+
+
+def strata(server: Server, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sdk.cli", *args, "--store", normalize(server.store)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_register_then_list_datasets_and_segments(server: Server, client: sdk.CatalogClient, dataset,
+                                                  make_rrd) -> None:
+    uris = [make_rrd(f"cli_{i}") for i in range(5)]
+    local_path = Path(uris[4].removeprefix("file://"))
+    done = strata(server, "register", dataset.name, *uris[:4], str(local_path), "--batch-size", "2",
+                  "--bootstrap-servers", server.bootstrap_servers)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"cli_{i}\t{uri}" for i, uri in enumerate(uris)]
+    assert "5 registered, 0 failed" in done.stderr
+    assert dataset.segment_ids() == [f"cli_{i}" for i in range(5)]
+
+    # A duplicate fails that recording only, names it and its reason, and exits 1.
+    again = strata(server, "register", dataset.name, uris[0], make_rrd("cli_9"), "--layer", "base",
+                   "--bootstrap-servers", server.bootstrap_servers)
+    assert again.returncode == 1
+    assert f"{uris[0]}: Segment \"cli_0\", layer \"base\": already exists" in again.stderr
+    assert "1 registered, 1 failed" in again.stderr
+    assert strata(server, "register", dataset.name, uris[0], "--layer", "extra",
+                  "--bootstrap-servers", server.bootstrap_servers).returncode == 0
+
+    listed = strata(server, "datasets")
+    assert listed.returncode == 0, listed.stderr
+    [row] = [line.split() for line in listed.stdout.splitlines() if line.startswith(dataset.name + " ")]
+    assert row[:3] == [dataset.name, "6", "7"] and row[-1] == str(dataset.id)
+
+    segments = strata(server, "segments", dataset.name)
+    assert segments.returncode == 0, segments.stderr
+    lines = segments.stdout.splitlines()
+    assert lines[0].split()[:2] == ["SEGMENT", "LAYERS"]
+    assert [line.split()[:2] for line in lines[1:-1]] == [
+        ["cli_0", "base,extra"], *[[f"cli_{i}", "base"] for i in (1, 2, 3, 4, 9)]]
+    assert lines[-1] == f"6 segments in {dataset.name}"
+
+
+def test_bad_input_is_one_line(server: Server, dataset, make_rrd, tmp_path) -> None:
+    missing = strata(server, "segments", "no-such-dataset")
+    assert missing.returncode == 1 and missing.stderr.startswith("strata: no dataset named 'no-such-dataset'")
+    for args, message in [
+        (["register", "no-such-dataset", make_rrd("x")], "strata: error: "),
+        (["register", dataset.name, str(tmp_path / "absent.rrd")], "strata: error: "),
+        (["register", dataset.name, make_rrd("y"), "--batch-size", "0"], "--batch-size must be at least 1"),
+    ]:
+        done = strata(server, *args, "--bootstrap-servers", server.bootstrap_servers)
+        assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) <= 2, done.stderr
+    assert dataset.segment_ids() == []
+
+
+def test_watch_prints_changes_as_they_happen(server: Server, client: sdk.CatalogClient, dataset,
+                                             make_rrd) -> None:
+    watcher = subprocess.Popen([sys.executable, "-m", "sdk.cli", "watch", dataset.name,
+                                "--store", normalize(server.store)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = watcher.stderr.readline()
+        assert banner.startswith(f"strata watch: changes of dataset {dataset.name} from now")
+        time.sleep(0.5)
+        uri = make_rrd("watched")
+        dataset.register([uri]).wait()
+        first, second = watcher.stdout.readline().split(), watcher.stdout.readline().split()
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=30)
+    assert first[2:6] == ["layer_added", dataset.name, "watched/base", uri]
+    assert second[2:5] == ["segment_added", dataset.name, "watched"]
+    assert int(first[0]) == int(second[0]) > 0
