@@ -47,6 +47,12 @@ def _store_argument(parser: argparse.ArgumentParser) -> None:
                              "DATA_DIR/store.db)")
 
 
+def _read_arguments(parser: argparse.ArgumentParser) -> None:
+    """For commands that only read the store."""
+    parser.add_argument("--data-dir", type=Path, default=None, help="state directory")
+    _store_argument(parser)
+
+
 def _server(args: argparse.Namespace):
     from sdk._server import Server
 
@@ -54,6 +60,20 @@ def _server(args: argparse.Namespace):
                   spark_master=args.spark_master, store=args.store,
                   allow_finite_retention=args.allow_finite_retention,
                   kafka_options=parse_key_values(args.kafka_option))
+
+
+def _bootstrap(args: argparse.Namespace, what_to_pass: str) -> str:
+    """The Kafka cluster a command works on: --bootstrap-servers, the running stack's,
+    $STRATA_BOOTSTRAP_SERVERS; exits with what to do if none."""
+    from sdk._catalog import running_stack
+
+    data_dir = args.data_dir or settings.home()
+    bootstrap = (args.bootstrap_servers or running_stack(data_dir).get("bootstrap_servers")
+                 or settings.bootstrap_servers())
+    if bootstrap is None:
+        raise SystemExit(f"strata: no running stack in {data_dir}: start it with 'strata up', or "
+                         f"pass {what_to_pass}")
+    return bootstrap
 
 
 def _store_location(args: argparse.Namespace) -> str:
@@ -249,14 +269,9 @@ def _progress(done: int, total: int, failed: int, started: float) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    from sdk._catalog import CatalogClient, running_stack
+    from sdk._catalog import CatalogClient
 
-    data_dir = args.data_dir or settings.home()
-    bootstrap = (args.bootstrap_servers or running_stack(data_dir).get("bootstrap_servers")
-                 or settings.bootstrap_servers())
-    if bootstrap is None:
-        raise SystemExit(f"strata: no running stack in {data_dir}: start it with 'strata up', or "
-                         "pass --bootstrap-servers and --store")
+    bootstrap = _bootstrap(args, "--bootstrap-servers and --store")
     if args.batch_size < 1:
         raise SystemExit(f"strata: --batch-size must be at least 1, got {args.batch_size}")
     uris = [_as_uri(u) for u in args.uris]
@@ -285,15 +300,10 @@ def cmd_register(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from projector import SqliteStore
     from projector.backends import describe
-    from sdk._catalog import running_stack
     from spark_streaming.replay import rebuild, swap_into
 
     data_dir = args.data_dir or settings.home()
-    bootstrap = (args.bootstrap_servers or running_stack(data_dir).get("bootstrap_servers")
-                 or settings.bootstrap_servers())
-    if bootstrap is None:
-        raise SystemExit(f"strata: no running stack in {data_dir}: start it with 'strata up', or "
-                         "pass --bootstrap-servers")
+    bootstrap = _bootstrap(args, "--bootstrap-servers")
     kafka_options = {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
     into = args.into or data_dir / "rebuild"
     print(f"strata replay: rebuilding from offset 0 of {bootstrap} into {into}", flush=True)
@@ -370,16 +380,14 @@ def build_parser() -> argparse.ArgumentParser:
     rej = commands.add_parser(
         "rejections", help="list records the projector rejected as bad input",
         description="List every record in the rejections table: position, size and reason.")
-    rej.add_argument("--data-dir", type=Path, default=None, help="state directory")
-    _store_argument(rej)
+    _read_arguments(rej)
     rej.set_defaults(func=cmd_rejections)
 
     datasets = commands.add_parser(
         "datasets", help="list the datasets with their segment and layer counts",
         description="List the catalog's datasets: segments, layers, their total size, when each "
                     "last changed, and its id. Reads the store only.")
-    datasets.add_argument("--data-dir", type=Path, default=None, help="state directory")
-    _store_argument(datasets)
+    _read_arguments(datasets)
     datasets.set_defaults(func=cmd_datasets)
 
     segments = commands.add_parser(
@@ -387,8 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the segments of dataset NAME in registration order, with their layer "
                     "names, total size and last registration. Reads the store only.")
     segments.add_argument("name", metavar="NAME", help="the dataset")
-    segments.add_argument("--data-dir", type=Path, default=None, help="state directory")
-    _store_argument(segments)
+    _read_arguments(segments)
     segments.set_defaults(func=cmd_segments)
 
     register = commands.add_parser(
@@ -424,8 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--since", type=int, default=None, metavar="OFFSET",
                        help="start with the changes of the records from this log offset (0: all); "
                             "default: only changes still to come")
-    watch.add_argument("--data-dir", type=Path, default=None, help="state directory")
-    _store_argument(watch)
+    _read_arguments(watch)
     watch.set_defaults(func=cmd_watch)
     return parser
 

@@ -54,3 +54,15 @@ def test_a_missing_store_says_where_it_looked_and_what_to_do(tmp_path, monkeypat
     with pytest.raises(SystemExit, match=r"nowhere.*store\.db: no store at this path.*--store"):
         cli.main(["rejections", "--data-dir", str(tmp_path / "nowhere")])
     assert not (tmp_path / "nowhere").exists()  # nothing was created
+
+
+def test_read_commands_refuse_bad_input_in_one_line(tmp_path, capsys) -> None:
+    store = str(store_with_rejections(tmp_path / "store.db", 1))
+    assert cli.main(["datasets", "--store", store]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "0 datasets"
+    with pytest.raises(SystemExit, match="no dataset named 'droid' \\(datasets: none yet\\)"):
+        cli.main(["segments", "droid", "--store", store])
+    with pytest.raises(SystemExit, match="since must be a log offset"):
+        cli.main(["watch", "--since", "-1", "--store", store])
+    with pytest.raises(SystemExit, match="no store at this path"):
+        cli.main(["datasets", "--store", str(tmp_path / "absent.db")])
