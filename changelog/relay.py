@@ -15,12 +15,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, Key, key_of, record_of
 from producers._logging import LOGGER
 from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
+from producers.topics import create_topics
 from projector import CatalogReader, Change
+from projector.store import follow_pages
 
 log = logging.getLogger("strata.changelog")
 
-PAGE = 1000
-"""Feed entries published at a time; a key changed several times in a page is published once."""
 RETRY_SECS = 5.0
 """How long the relay waits before starting again after Kafka failed it."""
 COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
@@ -74,18 +74,22 @@ class ChangelogRelay:
         log.info("changelog relay: publishing the feed from offset %d to %s", after[0], CHANGES_TOPIC)
         try:
             while not self._stop.is_set():
-                if self._failure is not None:
-                    raise RuntimeError(self._failure)
-                version = self.store.data_version()  # before the read: a later commit wakes the wait
-                page = self.store.changes(after, limit=PAGE)
-                if not page:
-                    producer.poll(0)
-                    self.store.wait_for_commit(version, 0.5)
-                    continue
-                self._publish(producer, page)
-                after = page[-1].cursor
+                # Pages of the feed, a key changed several times in one published once; the idle
+                # timeout comes back here to check for a stop or a failed delivery.
+                for page in follow_pages(self.store, after, timeout_secs=0.5):
+                    if self._stop.is_set():
+                        break
+                    self._check()
+                    self._publish(producer, page)
+                    after = page[-1].cursor
+                self._check()
+                producer.poll(0)
         finally:
             producer.flush(10)
+
+    def _check(self) -> None:
+        if self._failure is not None:
+            raise RuntimeError(self._failure)
 
     def _publish(self, producer: Producer, page: list[Change]) -> None:
         latest: dict[Key, Change] = {}
@@ -125,13 +129,8 @@ def ensure_changelog_topic(bootstrap_servers: str, config: Mapping[str, Any],
     if CHANGES_TOPIC in metadata.topics:
         return
     replicas = min(3, len(metadata.brokers))
-    topic = NewTopic(CHANGES_TOPIC, num_partitions=1, replication_factor=replicas, config=COMPACTED)
-    for future in admin.create_topics([topic], operation_timeout=timeout_secs).values():
-        try:
-            future.result(timeout=timeout_secs)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise ConnectionError(f"could not create topic {CHANGES_TOPIC}: {exc}") from exc
+    create_topics(admin, [NewTopic(CHANGES_TOPIC, num_partitions=1, replication_factor=replicas,
+                                   config=COMPACTED)], timeout_secs)
 
 
 def resume_offset(config: Mapping[str, Any], timeout_secs: float = 30.0) -> int:

@@ -49,11 +49,15 @@ def ensure_topics(
         _check_kept_forever(admin, bootstrap_servers, present, timeout_secs)
     replicas = min(3, len(metadata.brokers))
     settings = {**KEEP_FOREVER, "min.insync.replicas": str(min(2, replicas))}
-    missing = [NewTopic(name, num_partitions=1, replication_factor=replicas, config=settings)
-               for name in TOPICS if name not in existing]
-    if not missing:
+    create_topics(admin, [NewTopic(name, num_partitions=1, replication_factor=replicas, config=settings)
+                          for name in TOPICS if name not in existing], timeout_secs)
+
+
+def create_topics(admin: AdminClient, topics: list[NewTopic], timeout_secs: float) -> None:
+    """Create ``topics``; one that another client created meanwhile is fine."""
+    if not topics:
         return
-    for name, future in admin.create_topics(missing, operation_timeout=timeout_secs).items():
+    for name, future in admin.create_topics(topics, operation_timeout=timeout_secs).items():
         try:
             future.result(timeout=timeout_secs)
         except KafkaException as exc:

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
 import pyarrow as pa
@@ -117,6 +118,31 @@ class CatalogReader(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+FEED_PAGE = 1000
+"""Change feed entries read from the store at a time."""
+
+
+def follow_pages(store: CatalogReader, after: tuple[int, int], *, entry_id: uuid.UUID | None = None,
+                 timeout_secs: float | None = None) -> Iterator[list[Change]]:
+    """The change feed after the cursor ``after``, in pages in feed order, each entry once; then,
+    as the projector commits more, those. Ends once ``timeout_secs`` pass with nothing new
+    (``None``: never)."""
+    while True:
+        version = store.data_version()  # read first: a commit after the read below wakes the wait
+        page = store.changes(after, entry_id=entry_id, limit=FEED_PAGE)
+        if page:
+            yield page
+            after = page[-1].cursor
+            continue
+        deadline = None if timeout_secs is None else time.monotonic() + timeout_secs
+        while True:
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return
+            if store.wait_for_commit(version, left) != version:
+                break
 
 
 class StaleBatchError(StrataError, RuntimeError):

@@ -1,15 +1,13 @@
-"""Following the change feed: the store's ``changes`` read in pages, waiting for commits."""
+"""Following the change feed from where a caller says: now, an offset, or after a change."""
 
 from __future__ import annotations
 
-import time
+import uuid
 from collections.abc import Iterator
 
 from events import CATALOG_TOPIC
 from projector import CatalogReader, Change
-
-PAGE = 1000
-"""Entries read from the store at a time."""
+from projector.store import follow_pages
 
 Cursor = tuple[int, int]
 """A place in the feed, (offset, seq): following it yields the entries after it."""
@@ -28,27 +26,9 @@ def start(store: CatalogReader, since: int | Change | None) -> Cursor:
     return since, -1
 
 
-def follow(store: CatalogReader, after: Cursor, *, entry_id: object = None,
+def follow(store: CatalogReader, after: Cursor, *, entry_id: uuid.UUID | None = None,
            timeout_secs: float | None = None) -> Iterator[Change]:
     """The feed's entries after ``after``, in feed order, each once; then, as the projector commits
     more, those. Ends once ``timeout_secs`` pass with nothing new (``None``: never)."""
-    while True:
-        version = store.data_version()  # read first: a commit after the read below wakes the wait
-        page = store.changes(after, entry_id=entry_id, limit=PAGE)
-        if page:
-            yield from page
-            after = page[-1].cursor
-            continue
-        if not _wait(store, version, timeout_secs):
-            return
-
-
-def _wait(store: CatalogReader, version: int, timeout_secs: float | None) -> bool:
-    """Until the projector commits (True) or ``timeout_secs`` pass (False)."""
-    deadline = None if timeout_secs is None else time.monotonic() + timeout_secs
-    while True:
-        left = 1.0 if deadline is None else deadline - time.monotonic()
-        if left <= 0:
-            return False
-        if store.wait_for_commit(version, left) != version:
-            return True
+    for page in follow_pages(store, after, entry_id=entry_id, timeout_secs=timeout_secs):
+        yield from page

@@ -190,13 +190,16 @@ def _size(size: int) -> str:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
+    import pyarrow.compute as pc
+
     store = _read_store(args)
     try:
         rows = []
         for d in store.datasets():
-            layers = store.layers(d.id)
-            rows.append((d.name, len({x.segment_id for x in layers}), len(layers),
-                         _size(sum(x.size_bytes for x in layers)), f"{d.updated_at:%Y-%m-%d %H:%M:%S}", d.id))
+            layers = store.layer_table(d.id)  # Arrow columns: no Python object per layer
+            rows.append((d.name, pc.count_distinct(layers["segment_id"]).as_py(), layers.num_rows,
+                         _size(pc.sum(layers["size_bytes"]).as_py() or 0),
+                         f"{d.updated_at:%Y-%m-%d %H:%M:%S}", d.id))
     finally:
         store.close()
     _print_table(("DATASET", "SEGMENTS", "LAYERS", "SIZE", "UPDATED (UTC)", "ID"), rows)
