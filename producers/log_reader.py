@@ -84,3 +84,37 @@ def read_range(
         return records
     finally:
         consumer.close()
+
+
+class LogProbe:
+    """One consumer kept open to measure a partition of strata's log again and again: its end
+    offset, and when a record was appended (the dashboard's lag)."""
+
+    def __init__(self, bootstrap_servers: str, *, config: Mapping[str, Any] | None = None) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self._consumer = _consumer(bootstrap_servers, config, RefusalWatch())
+
+    def end_offset(self, topic: str, partition: int, *, timeout_secs: float = 2.0) -> int:
+        """The next offset to be written. Raises ``ConnectionError`` if Kafka does not answer."""
+        try:
+            return self._consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                        timeout=timeout_secs)[1]
+        except KafkaException as exc:
+            raise ConnectionError(f"could not read the end offset of {topic} from Kafka at "
+                                  f"{self.bootstrap_servers}: {exc}") from exc
+
+    def append_time(self, topic: str, partition: int, offset: int, *,
+                    timeout_secs: float = 2.0) -> float | None:
+        """When the record at ``offset`` was appended (seconds since the epoch); ``None`` if it
+        could not be read within ``timeout_secs``."""
+        self._consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + timeout_secs
+        while (left := deadline - time.monotonic()) > 0:
+            message = self._consumer.poll(min(left, 0.5))
+            if message is not None and message.error() is None:
+                kind, millis = message.timestamp()
+                return millis / 1000 if kind != 0 else None  # 0: TIMESTAMP_NOT_AVAILABLE
+        return None
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -15,13 +15,16 @@ else
 fi
 
 # Debian packages: PostgreSQL's server, openssl (the secured-connection tests make their
-# certificates with it) and iproute2 (the several-hosts test makes network namespaces with ip).
+# certificates with it), iproute2 (the several-hosts test makes network namespaces with ip), and
+# chromium with its driver (the dashboard's browser tests).
 missing=()
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v ip >/dev/null || missing+=(iproute2)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 if [ ${#missing[@]} = 0 ]; then
-  echo "test dependencies: PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -n1), openssl and ip installed"
+  echo "test dependencies: PostgreSQL $(ls /usr/lib/postgresql | sort -n | tail -n1), openssl, ip, chromium and chromedriver installed"
   exit 0
 fi
 if [ "$(id -u)" != 0 ]; then

@@ -19,7 +19,6 @@ from typing import Any
 
 import datafusion
 import pyarrow as pa
-import pyarrow.compute as pc
 
 import settings
 from events import (
@@ -418,8 +417,7 @@ class DatasetEntry(Entry):
 
     def _property_schemas(self, layers: pa.Table) -> dict[str, bytes]:
         """The schemas the layers' properties name, by digest."""
-        digests = [d for d in pc.unique(layers.column("properties_schema_sha256")).to_pylist() if d]
-        return self._client._store.schemas(digests)
+        return _tables.property_schemas(self._client._store, layers)
 
     def manifest(self) -> datafusion.DataFrame:
         """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,

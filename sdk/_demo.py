@@ -125,3 +125,15 @@ def run(client, directory: Path, *, dataset_name: str = "droid") -> None:
      .select("rerun_segment_id", "rerun_layer_names", "property:quality:tracking_good")
      .sort(col("rerun_segment_id"))
      .show())
+
+
+def on_dashboard(url: str, dataset_name: str) -> str:
+    """What the dashboard at ``url`` lists of the dataset, read back over HTTP."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/api/datasets", timeout=10) as response:
+        for row in json.load(response):
+            if row["name"] == dataset_name:
+                return f"dataset {dataset_name!r} with {row['segments']} segments and {row['layers']} layers"
+    raise RuntimeError(f"the dashboard at {url} does not list dataset {dataset_name!r}")

@@ -10,6 +10,7 @@ Python work per layer; each distinct properties value is parsed once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +18,11 @@ import pyarrow.compute as pc
 import pyarrow.ipc
 
 from projector import schemas
+
+if TYPE_CHECKING:
+    import uuid
+
+    from projector import CatalogReader
 
 TIMESTAMP = pa.timestamp("ns", tz=None)
 INDEX_TYPES = {"timestamp": TIMESTAMP, "duration": pa.duration("ns"), "sequence": pa.int64()}
@@ -179,3 +185,35 @@ def _append_columns(base: pa.Table, extra: pa.Table) -> pa.Table:
     for field in extra.schema:
         base = base.append_column(field, extra.column(field.name))
     return base
+
+
+def property_schemas(store: CatalogReader, layers: pa.Table) -> dict[str, bytes]:
+    """The schemas the layers' properties name, by digest, read from ``store``."""
+    digests = [d for d in pc.unique(layers.column("properties_schema_sha256")).to_pylist() if d]
+    return store.schemas(digests)
+
+
+def dataset_segment_table(store: CatalogReader, dataset_id: uuid.UUID) -> pa.Table:
+    """``segment_table`` of one dataset of ``store``."""
+    layers = store.layer_table(dataset_id)
+    return segment_table(layers, property_schemas(store, layers))
+
+
+DATASETS_SCHEMA = pa.schema([
+    ("name", pa.string()), ("id", pa.string()), ("segments", pa.int64()), ("layers", pa.int64()),
+    ("size_bytes", pa.int64()), ("updated_at", pa.timestamp("us", tz="UTC")),
+])
+
+
+def datasets_table(store: CatalogReader) -> pa.Table:
+    """One row per live dataset of ``store``, oldest first: its name, id, segment and layer counts,
+    total size and when it last changed. Counted from the Arrow layer tables, without a Python
+    object per layer."""
+    rows = []
+    for dataset in store.datasets():
+        layers = store.layer_table(dataset.id)
+        rows.append({"name": dataset.name, "id": str(dataset.id),
+                     "segments": pc.count_distinct(layers["segment_id"]).as_py(),
+                     "layers": layers.num_rows, "size_bytes": pc.sum(layers["size_bytes"]).as_py() or 0,
+                     "updated_at": dataset.updated_at})
+    return pa.Table.from_pylist(rows, schema=DATASETS_SCHEMA)

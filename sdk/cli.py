@@ -86,6 +86,24 @@ def _store_location(args: argparse.Namespace) -> str:
     return running_stack(data_dir).get("store") or settings.store(data_dir)
 
 
+def _dashboard_arguments(parser: argparse.ArgumentParser, port_help: str) -> None:
+    from dashboard import DEFAULT_PORT
+
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address the dashboard listens on (default 127.0.0.1: this machine only; "
+                             "0.0.0.0: every interface)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"{port_help} (default {DEFAULT_PORT}; 0: any free port)")
+
+
+def _stack_dashboard(server, args: argparse.Namespace):
+    """The dashboard of the stack of ``server``, to serve in the background."""
+    from dashboard import Dashboard
+
+    return Dashboard(server.store, bootstrap_servers=server.bootstrap_servers,
+                     kafka_config=server.kafka_options, host=args.host, port=args.port)
+
+
 def _describe(server) -> None:
     from projector.backends import describe
 
@@ -107,9 +125,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         nonlocal stop
         stop = True
 
-    with server:
+    with server, _stack_dashboard(server, args) as dashboard:
         print(f"strata: up in {time.monotonic() - started:.1f} s", flush=True)
         _describe(server)
+        print(f"  dashboard  {dashboard.url}")
         print("strata: press Ctrl-C to stop", flush=True)
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
@@ -126,11 +145,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
     server = _server(args)
     print(f"strata demo: starting the stack in {server.data_dir.absolute()} ...", flush=True)
     started = time.monotonic()
-    with server:
+    with server, _stack_dashboard(server, args) as dashboard:
         print(f"strata demo: stack up in {time.monotonic() - started:.1f} s", flush=True)
         _describe(server)
+        print(f"  dashboard  {dashboard.url}")
         client = server.client()
         _demo.run(client, server.data_dir / "demo-recordings", dataset_name=args.dataset)
+        shown = _demo.on_dashboard(dashboard.url, args.dataset)
+    print(f"\nstrata demo: stack stopped. The dashboard showed {shown}; to see it again, run\n"
+          f"  strata dashboard --data-dir {server.data_dir} --port {args.port}\n"
+          f"and open {dashboard.url}/datasets/{args.dataset}")
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from dashboard import Dashboard
+    from sdk._catalog import running_stack
+
+    _read_store(args).close()  # a store that cannot be read fails here, in one line
+    data_dir = args.data_dir or settings.home()
+    bootstrap = (args.bootstrap_servers or running_stack(data_dir).get("bootstrap_servers")
+                 or settings.bootstrap_servers())
+    dashboard = Dashboard(_store_location(args), bootstrap_servers=bootstrap,
+                          kafka_config={**settings.kafka_options(), **parse_key_values(args.kafka_option)},
+                          host=args.host, port=args.port)
+    lag = f"lag against Kafka at {bootstrap}" if bootstrap else "no Kafka cluster known: lag unknown"
+    print(f"strata dashboard: {dashboard.url}  ({lag}); Ctrl-C to stop", flush=True)
+    dashboard.serve()
     return 0
 
 
@@ -190,20 +231,17 @@ def _size(size: int) -> str:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
-    import pyarrow.compute as pc
+    from sdk._tables import datasets_table
 
     store = _read_store(args)
     try:
-        rows = []
-        for d in store.datasets():
-            layers = store.layer_table(d.id)  # Arrow columns: no Python object per layer
-            rows.append((d.name, pc.count_distinct(layers["segment_id"]).as_py(), layers.num_rows,
-                         _size(pc.sum(layers["size_bytes"]).as_py() or 0),
-                         f"{d.updated_at:%Y-%m-%d %H:%M:%S}", d.id))
+        table = datasets_table(store)
     finally:
         store.close()
-    _print_table(("DATASET", "SEGMENTS", "LAYERS", "SIZE", "UPDATED (UTC)", "ID"), rows)
-    print(f"{len(rows)} datasets")
+    _print_table(("DATASET", "SEGMENTS", "LAYERS", "SIZE", "UPDATED (UTC)", "ID"), [
+        (d["name"], d["segments"], d["layers"], _size(d["size_bytes"]),
+         f"{d['updated_at']:%Y-%m-%d %H:%M:%S}", d["id"]) for d in table.to_pylist()])
+    print(f"{table.num_rows} datasets")
     return 0
 
 
@@ -344,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _stack_arguments(up)
     _topic_argument(up)
+    _dashboard_arguments(up, "port of the dashboard it serves")
     up.set_defaults(func=cmd_up)
 
     demo = commands.add_parser(
@@ -355,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     _stack_arguments(demo)
     _topic_argument(demo)
     demo.add_argument("--dataset", default="droid", help="dataset name (default droid)")
+    _dashboard_arguments(demo, "port of the dashboard it serves while it runs")
     demo.set_defaults(func=cmd_demo)
 
     proj = commands.add_parser(
@@ -436,6 +476,21 @@ def build_parser() -> argparse.ArgumentParser:
                             "default: only changes still to come")
     _read_arguments(watch)
     watch.set_defaults(func=cmd_watch)
+
+    dash = commands.add_parser(
+        "dashboard", help="serve a live page of the catalog until Ctrl-C",
+        description="Serve the catalog's live page: datasets, a dataset's segment table, "
+                    "registrations and rejections per second, the projection's lag, the rejections "
+                    "and the recent changes, updated as the projector commits. The same data as "
+                    "JSON under /api/... and as Arrow IPC streams under /api/....arrow; the change "
+                    "feed as Server-Sent Events at /events. Reads the store only.",
+        epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _read_arguments(dash)
+    dash.add_argument("--bootstrap-servers", default=None,
+                      help="Kafka cluster to measure the lag against (default: the running stack's)")
+    add_kafka_option(dash)
+    _dashboard_arguments(dash, "port to serve on")
+    dash.set_defaults(func=cmd_dashboard)
     return parser
 
 

@@ -14,7 +14,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from events import Event, RegisterLayer
+from confluent_kafka import Producer
+
+from events import CATALOG_TOPIC, Event, RegisterLayer
 from producers import EventProducer, Position, end_offsets
 from projector import StoreUnavailableError
 from sdk._server import Server
@@ -155,3 +157,14 @@ def strata_replay(server: Server, into: Path, *args: str) -> str:
          *args], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+def produce_raw(bootstrap_servers: str, value: bytes) -> Position:
+    """A record that is not a strata event, as a foreign producer might append."""
+    delivered: list[Position] = []
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    producer.produce(CATALOG_TOPIC, value, on_delivery=lambda err, msg: delivered.append(
+        Position(msg.topic(), msg.partition(), msg.offset())))
+    producer.flush(30)
+    assert len(delivered) == 1
+    return delivered[0]

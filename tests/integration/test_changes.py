@@ -9,15 +9,16 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 import sdk
 from changelog import CHANGES_TOPIC, OFFSET_HEADER, ChangelogRelay, decode_value
 from events import CATALOG_TOPIC, Event, RegisterLayer
-from producers import EventProducer, Position
+from producers import EventProducer
 from sdk import ChangeKind
 from sdk._server import Server
+from stack import produce_raw
 
 K = ChangeKind
 
@@ -64,17 +65,6 @@ def test_changes_report_rejections_with_their_reasons(server: Server, client: sd
     assert [(c.position.offset, c.entry_id, c.detail) for c in rejected] == [
         (bad.offset, dataset.id, "size_bytes must not be negative, got -5"),
         (garbage.offset, None, "not an Avro single-object encoded event (missing C3 01 header)")]
-
-
-def produce_raw(bootstrap_servers: str, value: bytes) -> Position:
-    """A record that is not a strata event, as a foreign producer might append."""
-    delivered: list[Position] = []
-    producer = Producer({"bootstrap.servers": bootstrap_servers})
-    producer.produce(CATALOG_TOPIC, value, on_delivery=lambda err, msg: delivered.append(
-        Position(msg.topic(), msg.partition(), msg.offset())))
-    producer.flush(30)
-    assert len(delivered) == 1
-    return delivered[0]
 
 
 def test_bad_arguments_fail_at_the_call(client: sdk.CatalogClient) -> None:

@@ -1,0 +1,375 @@
+"""The dashboard's routes: the live page, the catalog as JSON and as Arrow IPC streams, and
+Server-Sent Events of the change feed. Every route only reads the store (opened read-only); the
+Kafka log is only asked for its end offset, for the projection's lag."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, date, datetime
+from functools import partial
+from importlib import resources
+from typing import Any
+
+import pyarrow as pa
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from dashboard.feed import BUCKET_SECS, FeedHub
+from events import CATALOG_TOPIC
+from producers.log_reader import LogProbe
+from projector import CatalogReader, Change, open_store
+from projector.store import FEED_PAGE
+from sdk._tables import dataset_segment_table, datasets_table
+
+ARROW_STREAM = "application/vnd.apache.arrow.stream"
+RETRY_MILLIS = 1000
+"""How soon a page's EventSource reconnects after the stream drops (a restarted dashboard)."""
+STATS_EVERY_SECS = 2.0
+MAX_LIMIT = 10_000
+
+CHANGES_SCHEMA = pa.schema([
+    ("cursor", pa.string()), ("offset", pa.int64()), ("seq", pa.int32()), ("kind", pa.string()),
+    ("entry_id", pa.string()), ("entry_name", pa.string()), ("segment_id", pa.string()),
+    ("layer_name", pa.string()), ("detail", pa.string()), ("committed_at", pa.timestamp("us", tz="UTC")),
+])
+REJECTIONS_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("size_bytes", pa.int64()),
+    ("reason", pa.string()), ("event_id", pa.string()),
+])
+
+
+class BadParameter(HTTPException):
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(400, f"{name}: {problem}")
+
+
+def change_row(change: Change) -> dict[str, Any]:
+    return {"cursor": f"{change.position.offset}.{change.seq}", "offset": change.position.offset,
+            "seq": change.seq, "kind": str(change.kind),
+            "entry_id": str(change.entry_id) if change.entry_id else None,
+            "entry_name": change.entry_name, "segment_id": change.segment_id,
+            "layer_name": change.layer_name, "detail": change.detail, "committed_at": change.committed_at}
+
+
+def parse_cursor(name: str, value: str) -> tuple[int, int]:
+    """``OFFSET`` (the changes of the records from that offset on) or ``OFFSET.SEQ`` (the changes
+    after that one, as in an event's id)."""
+    offset, dot, seq = value.partition(".")
+    try:
+        cursor = (int(offset), int(seq) if dot else -1)
+    except ValueError:
+        raise BadParameter(name, f"expected OFFSET or OFFSET.SEQ (integers), got {value!r}") from None
+    if cursor[0] < 0 or cursor[1] < -1:
+        raise BadParameter(name, f"a log offset is >= 0, got {value!r}")
+    return cursor
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+def _json(data: Any, status_code: int = 200) -> Response:
+    return Response(json.dumps(data, default=_json_default, allow_nan=False), status_code,
+                    media_type="application/json")
+
+
+def _arrow(table: pa.Table) -> Response:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return Response(sink.getvalue().to_pybytes(), media_type=ARROW_STREAM)
+
+
+class Catalog:
+    """What the routes read: the store through one reading thread, the stats through another
+    (it also asks Kafka), and the feed through the hub."""
+
+    def __init__(self, store: str, bootstrap_servers: str | None, kafka_config: dict | None) -> None:
+        self.location = store
+        self._open = partial(open_store, store, read_only=True)
+        self._reads = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-read")
+        self._measures = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-stats")
+        self._store: CatalogReader | None = None
+        self._stats_store: CatalogReader | None = None
+        self._bootstrap_servers = bootstrap_servers
+        self._kafka_config = kafka_config
+        self._probe: LogProbe | None = None
+        self.hub = FeedHub(self._open)
+        self._stats: tuple[float, dict] | None = None
+        self._stats_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        self._store = await self.read(lambda: self._open())
+        self.hub.start(asyncio.get_running_loop())
+
+    async def close(self) -> None:
+        self.hub.stop()
+        for executor, closing in ((self._reads, self._store), (self._measures, self._stats_store)):
+            if closing is not None:
+                executor.submit(closing.close)
+            executor.shutdown(wait=True)
+        if self._probe is not None:
+            self._probe.close()
+
+    async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` on the reading thread; ``fn`` may use ``self.store``."""
+        return await asyncio.get_running_loop().run_in_executor(self._reads, partial(fn, *args, **kwargs))
+
+    @property
+    def store(self) -> CatalogReader:
+        return self._store
+
+    async def dataset(self, name: str):
+        dataset = await self.read(lambda: self.store.dataset_by_name(name))
+        if dataset is None:
+            known = await self.read(lambda: [d.name for d in self.store.datasets()])
+            known_text = ", ".join(known) or "none yet"
+            raise HTTPException(404, f"no dataset named {name!r} (datasets: {known_text})")
+        return dataset
+
+    async def stats(self) -> dict:
+        """The projection's lag and the change rates, measured at most once a second."""
+        async with self._stats_lock:
+            if self._stats is None or time.monotonic() - self._stats[0] >= 1.0:
+                measured = await asyncio.get_running_loop().run_in_executor(self._measures, self._measure)
+                self._stats = (time.monotonic(), measured)
+        return self._stats[1]
+
+    def _measure(self) -> dict:
+        if self._stats_store is None:
+            self._stats_store = self._open()
+        store_offset = self._stats_store.next_offsets().get((CATALOG_TOPIC, 0), 0)
+        stats: dict[str, Any] = {"store": self.location, "store_offset": store_offset,
+                                 "log_end_offset": None, "lag_records": None, "lag_seconds": None,
+                                 "kafka_error": None, "feed_error": self.hub.error,
+                                 "open_streams": self.hub.subscribers}
+        if self._bootstrap_servers is None:
+            stats["kafka_error"] = "no Kafka cluster given (--bootstrap-servers): the lag is unknown"
+        else:
+            try:
+                if self._probe is None:
+                    self._probe = LogProbe(self._bootstrap_servers, config=self._kafka_config)
+                end = self._probe.end_offset(CATALOG_TOPIC, 0)
+                stats["log_end_offset"] = end
+                stats["lag_records"] = max(0, end - store_offset)
+                stats["lag_seconds"] = 0.0
+                if end > store_offset:
+                    appended = self._probe.append_time(CATALOG_TOPIC, 0, store_offset)
+                    stats["lag_seconds"] = None if appended is None else max(0.0, time.time() - appended)
+            except ConnectionError as exc:
+                stats["kafka_error"] = str(exc)
+        series = self.hub.rates()
+        last_minute = series[-60 // BUCKET_SECS:]
+        for rate in ("registrations_per_sec", "rejections_per_sec"):
+            stats[rate] = sum(bucket[rate] for bucket in last_minute) / len(last_minute)
+        stats["series"] = series
+        stats["measured_at"] = datetime.now(UTC)
+        return stats
+
+
+def _catalog(request: Request) -> Catalog:
+    return request.app.state.catalog
+
+
+def _limit(request: Request, default: int) -> int:
+    value = request.query_params.get("limit")
+    if value is None:
+        return default
+    try:
+        limit = int(value)
+    except ValueError:
+        raise BadParameter("limit", f"expected an integer, got {value!r}") from None
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadParameter("limit", f"must be between 1 and {MAX_LIMIT}, got {limit}")
+    return limit
+
+
+def _known_parameters(request: Request, *names: str) -> None:
+    for name in request.query_params:
+        if name not in names:
+            expected = ", ".join(names) or "none"
+            raise BadParameter(name, f"unknown query parameter (this route takes: {expected})")
+
+
+# -- tables, as JSON or Arrow -------------------------------------------------------------------
+
+async def datasets(request: Request) -> pa.Table:
+    _known_parameters(request)
+    catalog = _catalog(request)
+    return await catalog.read(lambda: datasets_table(catalog.store))
+
+
+async def segments(request: Request) -> pa.Table:
+    _known_parameters(request)
+    catalog = _catalog(request)
+    dataset = await catalog.dataset(request.path_params["name"])
+    return await catalog.read(lambda: dataset_segment_table(catalog.store, dataset.id))
+
+
+async def rejections(request: Request) -> pa.Table:
+    _known_parameters(request)
+    catalog = _catalog(request)
+    rows = await catalog.read(lambda: catalog.store.rejections())
+    return pa.Table.from_pylist([
+        {"topic": r.position.topic, "partition": r.position.partition, "offset": r.position.offset,
+         "size_bytes": len(r.raw), "reason": r.reason, "event_id": str(r.event_id) if r.event_id else None}
+        for r in rows], schema=REJECTIONS_SCHEMA)
+
+
+async def changes(request: Request) -> pa.Table:
+    """The feed after ``since`` (default: from the start), at most ``limit`` entries."""
+    _known_parameters(request, "since", "dataset", "limit")
+    catalog = _catalog(request)
+    since = request.query_params.get("since")
+    after = parse_cursor("since", since) if since is not None else (-1, 0)
+    limit = _limit(request, FEED_PAGE)
+    name = request.query_params.get("dataset")
+    entry_id = (await catalog.dataset(name)).id if name is not None else None
+    page = await catalog.read(lambda: catalog.store.changes(after, entry_id=entry_id, limit=limit))
+    return pa.Table.from_pylist([change_row(c) for c in page], schema=CHANGES_SCHEMA)
+
+
+def _table_routes(path: str, endpoint: Callable[[Request], Any]) -> list[Route]:
+    """``path`` as JSON (a list of row objects) and ``path.arrow`` as an Arrow IPC stream."""
+    async def as_json(request: Request) -> Response:
+        return _json((await endpoint(request)).to_pylist())
+
+    async def as_arrow(request: Request) -> Response:
+        return _arrow(await endpoint(request))
+
+    return [Route(path, as_json, methods=["GET"]), Route(f"{path}.arrow", as_arrow, methods=["GET"])]
+
+
+# -- live ---------------------------------------------------------------------------------------
+
+async def stats(request: Request) -> Response:
+    _known_parameters(request)
+    return _json(await _catalog(request).stats())
+
+
+async def events(request: Request) -> Response:
+    """The change feed as Server-Sent Events (event ``change``, id ``OFFSET.SEQ``), from
+    ``Last-Event-ID`` if the browser reconnects, else from ``since`` (default: now); and a
+    ``stats`` event every few seconds."""
+    _known_parameters(request, "since", "dataset")
+    catalog = _catalog(request)
+    last_id = request.headers.get("last-event-id")
+    since = request.query_params.get("since")
+    if last_id:
+        after = parse_cursor("Last-Event-ID", last_id)
+    elif since is not None:
+        after = parse_cursor("since", since)
+    else:
+        after = await catalog.read(lambda: (catalog.store.next_offsets().get((CATALOG_TOPIC, 0), 0), -1))
+    name = request.query_params.get("dataset")
+    entry_id = (await catalog.dataset(name)).id if name is not None else None
+    queue = catalog.hub.subscribe()  # before the catch-up read: nothing falls between the two
+
+    def event(change: Change) -> ServerSentEvent:
+        return ServerSentEvent(json.dumps(change_row(change), default=_json_default),
+                               event="change", id=f"{change.position.offset}.{change.seq}",
+                               retry=RETRY_MILLIS)
+
+    async def stream():
+        cursor = after
+        try:
+            while True:  # catch up from the store
+                page = await catalog.read(catalog.store.changes, cursor, entry_id=entry_id, limit=FEED_PAGE)
+                for change in page:
+                    yield event(change)
+                if len(page) < FEED_PAGE:
+                    break
+                cursor = page[-1].cursor
+            if page:
+                cursor = page[-1].cursor
+            next_stats = 0.0
+            while True:
+                if time.monotonic() >= next_stats:
+                    yield ServerSentEvent(json.dumps(await catalog.stats(), default=_json_default),
+                                          event="stats")
+                    next_stats = time.monotonic() + STATS_EVERY_SECS
+                try:
+                    page = await asyncio.wait_for(queue.get(), next_stats - time.monotonic())
+                except TimeoutError:
+                    continue
+                if page is None:
+                    return  # too far behind: the browser reconnects and catches up from the store
+                for change in page:
+                    if change.cursor > cursor and (entry_id is None or change.entry_id == entry_id):
+                        yield event(change)
+                        cursor = change.cursor
+        finally:
+            catalog.hub.unsubscribe(queue)
+
+    return EventSourceResponse(stream(), ping=15, headers={"Cache-Control": "no-store"})
+
+
+# -- the page -----------------------------------------------------------------------------------
+
+def _page() -> str:
+    return resources.files("dashboard").joinpath("static/index.html").read_text()
+
+
+async def index(request: Request) -> Response:
+    return HTMLResponse(_page())
+
+
+async def dataset_page(request: Request) -> Response:
+    try:
+        await _catalog(request).dataset(request.path_params["name"])
+    except HTTPException as exc:
+        return HTMLResponse(f"<!doctype html><title>strata: not found</title><p>{_escape(exc.detail)}</p>"
+                            f'<p><a href="/">All datasets</a></p>', 404)
+    return HTMLResponse(_page())
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+async def _error(request: Request, exc: HTTPException) -> Response:
+    return _json({"error": exc.detail, "status": exc.status_code}, exc.status_code)
+
+
+def create_app(store: str, *, bootstrap_servers: str | None = None,
+               kafka_config: dict | None = None) -> Starlette:
+    """The dashboard of the store at ``store`` (a path or a postgresql:// URL), with the lag
+    measured against the Kafka cluster at ``bootstrap_servers`` if given."""
+    catalog = Catalog(store, bootstrap_servers, kafka_config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        await catalog.start()
+        app.state.catalog = catalog
+        try:
+            yield
+        finally:
+            await catalog.close()
+
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route("/datasets/{name}", dataset_page, methods=["GET"]),
+        *_table_routes("/api/datasets", datasets),
+        *_table_routes("/api/datasets/{name}/segments", segments),
+        *_table_routes("/api/rejections", rejections),
+        *_table_routes("/api/changes", changes),
+        Route("/api/stats", stats, methods=["GET"]),
+        Route("/events", events, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _error})

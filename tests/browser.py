@@ -1,0 +1,28 @@
+"""Debian's chromium, driven by selenium through Debian's chromedriver (never a downloaded
+browser): for the dashboard's browser tests and its page latency benchmark."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def chromium(*, width: int = 1400, height: int = 1000) -> webdriver.Chrome:
+    """A headless chromium; fails with what to install if the Debian packages are missing."""
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if shutil.which(p) is None]
+    if missing:
+        raise RuntimeError(f"{', '.join(missing)} missing: install Debian's chromium and chromium-driver "
+                           "(scripts/test-deps.sh does)")
+    os.environ["SE_OFFLINE"] = "true"  # selenium never looks for a browser or driver to download
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     f"--window-size={width},{height}"):
+        options.add_argument(argument)
+    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))

@@ -1,0 +1,216 @@
+"""The dashboard on the real stack, as a person uses it: Debian's chromium on the live page,
+plain HTTP for the JSON and Arrow routes, and what bad requests get."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+import sdk
+from browser import chromium
+from dashboard import ARROW_STREAM, Dashboard
+from events import CATALOG_TOPIC
+from sdk._server import Server
+from stack import produce_raw, wait_until
+from stores import dump
+
+
+def start_dashboard(server: Server, port: int = 0) -> Dashboard:
+    return Dashboard(server.store, bootstrap_servers=server.bootstrap_servers,
+                     kafka_config=server.kafka_options, port=port).start()
+
+
+@pytest.fixture
+def dashboard(server: Server) -> Iterator[Dashboard]:
+    with start_dashboard(server) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chromium()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def get(url: str, *, headers: dict | None = None, method: str = "GET") -> tuple[int, str, bytes]:
+    request = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers["content-type"], response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["content-type"], error.read()
+
+
+def open_live(browser, url: str) -> None:
+    browser.get(url)
+    WebDriverWait(browser, 30).until(lambda b: b.find_element(By.ID, "status").text == "live")
+
+
+def feed_cursors(browser) -> list[str]:
+    return [li.get_attribute("data-cursor") for li in browser.find_elements(By.CSS_SELECTOR, "#feed li")]
+
+
+def test_a_registered_segment_appears_on_the_page_within_2_s(dashboard: Dashboard, browser, dataset,
+                                                           make_rrd) -> None:
+    open_live(browser, f"{dashboard.url}/datasets/{dataset.name}")
+    dataset.register(make_rrd("live_0", properties={"meta": {"robot": "franka"}})).wait()
+    shown = time.monotonic()
+    WebDriverWait(browser, 2, poll_frequency=0.02).until(
+        lambda b: b.find_elements(By.CSS_SELECTOR, '#segments tr[data-segment="live_0"]'))
+    assert time.monotonic() - shown <= 2.0
+    row = browser.find_element(By.CSS_SELECTOR, '#segments tr[data-segment="live_0"]').text
+    assert "base" in row and "franka" in row  # its layer and its property
+    assert browser.find_elements(By.CSS_SELECTOR, '#feed li[data-kind="layer_added"][data-segment="live_0"]')
+    counts = browser.find_element(By.CSS_SELECTOR, f'#datasets tr[data-dataset="{dataset.name}"]').text
+    assert counts.split()[1:3] == ["1", "1"]  # one segment, one layer
+
+
+def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.CatalogClient,
+                                                  dashboard: Dashboard, browser) -> None:
+    open_live(browser, dashboard.url)
+    garbage = produce_raw(server.bootstrap_servers, b"\x00 not an event")
+    client._wait([garbage], 60)
+    row = WebDriverWait(browser, 5).until(
+        lambda b: b.find_element(By.CSS_SELECTOR, f'#rejections tr[data-offset="{garbage.offset}"]'))
+    assert "not an Avro single-object encoded event (missing C3 01 header)" in row.text
+    assert browser.find_elements(
+        By.CSS_SELECTOR, f'#feed li[data-kind="rejected"][data-cursor="{garbage.offset}.0"]')
+
+
+def test_the_page_catches_up_after_the_dashboard_restarts(server: Server, browser, dataset,
+                                                          make_rrd) -> None:
+    first = start_dashboard(server)
+    url, port = first.url, int(first.url.rsplit(":", 1)[1])
+    try:
+        open_live(browser, f"{url}/datasets/{dataset.name}")
+        dataset.register(make_rrd("before")).wait()
+        WebDriverWait(browser, 5).until(
+            lambda b: b.find_elements(By.CSS_SELECTOR, '#feed li[data-segment="before"]'))
+    finally:
+        first.stop()
+    WebDriverWait(browser, 10).until(lambda b: b.find_element(By.ID, "status").text == "reconnecting")
+    dataset.register([make_rrd("while_down_0"), make_rrd("while_down_1")]).wait()
+    with start_dashboard(server, port):
+        WebDriverWait(browser, 20).until(
+            lambda b: len(b.find_elements(By.CSS_SELECTOR, '#segments tr[data-segment^="while_down"]')) == 2)
+        wait_until(lambda: len(browser.find_elements(
+            By.CSS_SELECTOR, '#feed li[data-segment^="while_down"][data-kind="layer_added"]')) == 2, 10,
+            "the changes made while the dashboard was down in the page's feed")
+        cursors = feed_cursors(browser)
+        assert len(cursors) == len(set(cursors)), "a change shown twice"
+        assert set(client_changes(server, dataset)) <= set(cursors), "a change missed"
+
+
+def client_changes(server: Server, dataset) -> list[str]:
+    """The cursors of the dataset's changes, as the SDK reads them."""
+    client = server.client()
+    return [f"{c.position.offset}.{c.seq}" for c in client.changes(0, dataset=dataset.name, timeout_secs=0)]
+
+
+def test_no_route_writes(server: Server, dashboard: Dashboard, dataset, make_rrd) -> None:
+    dataset.register(make_rrd("read_only")).wait()
+    before = dump(server.store)
+    app_routes = dashboard.app.routes
+    assert {m for route in app_routes for m in route.methods} <= {"GET", "HEAD"}
+    urls = [route.path.replace("{name}", dataset.name) for route in app_routes]
+    for path in urls:
+        if path == "/events":
+            continue  # a stream: read below
+        status, _, _ = get(f"{dashboard.url}{path}")
+        assert status == 200, path
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            assert get(f"{dashboard.url}{path}", method=method)[0] == 405, (method, path)
+    with urllib.request.urlopen(f"{dashboard.url}/events?since=0", timeout=10) as stream:
+        assert stream.readline().startswith(b"id: ")  # the first change
+    assert dump(server.store) == before
+
+
+def test_json_and_arrow_routes_read_what_the_sdk_reads(dashboard: Dashboard, dataset, make_rrd) -> None:
+    dataset.register([make_rrd("arrow_0", properties={"meta": {"robot": "franka"}}),
+                      make_rrd("arrow_1")]).wait()
+    status, kind, body = get(f"{dashboard.url}/api/datasets/{dataset.name}/segments.arrow")
+    assert (status, kind) == (200, ARROW_STREAM)
+    over_http = pa.ipc.open_stream(body).read_all()
+    assert over_http.equals(pa.table(dataset.segment_table()))
+    # ... so a notebook elsewhere reads the catalog into DataFusion.
+    import datafusion
+
+    ctx = datafusion.SessionContext()
+    ctx.register_record_batches("segments", [over_http.to_batches()])
+    assert ctx.sql("select count(*) as n from segments").to_pylist() == [{"n": 2}]
+    status, kind, body = get(f"{dashboard.url}/api/datasets")
+    assert (status, kind) == (200, "application/json")
+    [row] = [d for d in json.loads(body) if d["name"] == dataset.name]
+    assert (row["id"], row["segments"], row["layers"]) == (str(dataset.id), 2, 2)
+    body = get(f"{dashboard.url}/api/changes.arrow?dataset={dataset.name}")[2]
+    changes = pa.ipc.open_stream(body).read_all()
+    assert changes.column("kind").to_pylist() == ["dataset_created", "layer_added", "segment_added",
+                                                  "layer_added", "segment_added"]
+
+
+def test_stats_report_the_lag_and_the_rates(server: Server, dashboard: Dashboard, dataset, make_rrd) -> None:
+    dataset.register([make_rrd(f"rate_{i}") for i in range(3)]).wait()
+    time.sleep(1.1)  # the stats are measured at most once a second
+    stats = json.loads(get(f"{dashboard.url}/api/stats")[2])
+    store_offset = server.client()._store.next_offsets()[(CATALOG_TOPIC, 0)]
+    assert stats["store_offset"] == store_offset == stats["log_end_offset"]
+    assert (stats["lag_records"], stats["lag_seconds"], stats["kafka_error"]) == (0, 0.0, None)
+    assert sum(b["registrations_per_sec"] for b in stats["series"]) * 5 >= 3
+
+
+@pytest.mark.parametrize(("path", "headers", "status", "message"), [
+    ("/api/datasets/no-such-dataset/segments", {}, 404, "no dataset named 'no-such-dataset'"),
+    ("/datasets/no-such-dataset", {}, 404, "no dataset named 'no-such-dataset'"),
+    ("/api/changes?since=yesterday", {}, 400, "since: expected OFFSET or OFFSET.SEQ"),
+    ("/api/changes?since=-3", {}, 400, "since: a log offset is >= 0"),
+    ("/api/changes?limit=lots", {}, 400, "limit: expected an integer"),
+    ("/api/changes?limit=0", {}, 400, "limit: must be between 1 and 10000"),
+    ("/api/changes?dataset=no-such-dataset", {}, 404, "no dataset named 'no-such-dataset'"),
+    ("/api/datasets?sort=name", {}, 400, "sort: unknown query parameter"),
+    ("/events", {"Last-Event-ID": "abc"}, 400, "Last-Event-ID: expected OFFSET or OFFSET.SEQ"),
+    ("/events?dataset=no-such-dataset", {}, 404, "no dataset named 'no-such-dataset'"),
+])
+def test_bad_requests_get_a_status_and_a_message(dashboard: Dashboard, path: str, headers: dict,
+                                                 status: int, message: str) -> None:
+    got, _, body = get(f"{dashboard.url}{path}", headers=headers)
+    assert got == status
+    assert message in body.decode()
+
+
+def test_closed_event_streams_cost_nothing(dashboard: Dashboard) -> None:
+    streams = [urllib.request.urlopen(f"{dashboard.url}/events", timeout=10) for _ in range(50)]
+    for stream in streams:
+        assert stream.readline().startswith(b"event: stats")
+    assert dashboard.open_streams == 50
+    for stream in streams:
+        stream.close()
+    wait_until(lambda: dashboard.open_streams == 0, 10, "the closed streams to be dropped")
+
+
+def test_a_reconnecting_stream_resumes_after_its_last_event_id(
+        client: sdk.CatalogClient, dashboard: Dashboard, dataset, make_rrd) -> None:
+    dataset.register([make_rrd("resume_0"), make_rrd("resume_1")]).wait()
+    changes = list(client.changes(0, dataset=dataset.name, timeout_secs=0))
+    last_seen = changes[1]
+    last_id = f"{last_seen.position.offset}.{last_seen.seq}"
+    request = urllib.request.Request(f"{dashboard.url}/events?since=0&dataset={dataset.name}",
+                                     headers={"Last-Event-ID": last_id})
+    ids = []
+    with urllib.request.urlopen(request, timeout=10) as stream:
+        for line in stream:
+            if line.startswith(b"event: stats"):
+                break  # sent once the stream has caught up
+            if line.startswith(b"id: "):
+                ids.append(line[4:].decode().strip())
+    assert ids == [f"{c.position.offset}.{c.seq}" for c in changes[2:]]
