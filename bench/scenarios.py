@@ -161,10 +161,12 @@ def topic_end_offset(bootstrap_servers: str) -> int:
         consumer.close()
 
 
-def replay(system, directory: Path, *, max_offsets: int, store: str | None = None) -> dict:
+def replay(system, directory: Path, *, max_offsets: int, store: str | None = None,
+           projector_args: tuple[str, ...] = ()) -> dict:
     """Rebuild the projection of the whole topic from offset 0 into a fresh store (``store``, an
     empty PostgreSQL database's URL, or a SQLite file in ``directory``) and checkpoint, with the
-    real projector in a subprocess; peak RSS of its process tree from /proc."""
+    real projector in a subprocess (given ``projector_args`` too); peak RSS of its process tree
+    from /proc."""
     bootstrap = system.server.bootstrap_servers
     end = topic_end_offset(bootstrap)
     directory.mkdir(parents=True)
@@ -173,7 +175,7 @@ def replay(system, directory: Path, *, max_offsets: int, store: str | None = Non
     args = [sys.executable, "-m", "bench.probe", "--event-log-dir", str(event_log),
             "--bootstrap-servers", bootstrap, "--store", str(store_path),
             "--checkpoint", str(directory / "checkpoint"), "--ready-file", str(ready),
-            "--max-offsets-per-trigger", str(max_offsets)]
+            "--max-offsets-per-trigger", str(max_offsets), *projector_args]
     print(f"  strata: replaying {end:,} events (maxOffsetsPerTrigger {max_offsets or 'no limit'})",
           flush=True)
     with open(directory / "projector.log", "wb") as log:

@@ -34,12 +34,10 @@ class Dashboard:
                                                      timeout_graceful_shutdown=1, access_log=False))
         self._socket = _bind(host, port)
         self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        host, port = self._socket.getsockname()[:2]
-        shown = "127.0.0.1" if host == "0.0.0.0" else f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{port}"
+        bound, port = self._socket.getsockname()[:2]
+        shown = "127.0.0.1" if bound == "0.0.0.0" else f"[{bound}]" if ":" in bound else bound
+        self.url = f"http://{shown}:{port}"
+        """Where the dashboard is (with the port picked if ``port=0``)."""
 
     @property
     def open_streams(self) -> int:
@@ -87,5 +85,4 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise OSError(f"the dashboard cannot listen on {host}:{port}: {exc.strerror}; pick another "
                       f"port with --port (0: any free port)") from None
-    sock.set_inheritable(True)
     return sock

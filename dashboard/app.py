@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 import uuid
@@ -115,7 +116,7 @@ class Catalog:
         self._stats_lock = asyncio.Lock()
 
     async def start(self) -> None:
-        self._store = await self.read(lambda: self._open())
+        self._store = await self.read(self._open)
         self.hub.start(asyncio.get_running_loop())
 
     async def close(self) -> None:
@@ -293,11 +294,10 @@ async def events(request: Request) -> Response:
                 page = await catalog.read(catalog.store.changes, cursor, entry_id=entry_id, limit=FEED_PAGE)
                 for change in page:
                     yield event(change)
+                if page:
+                    cursor = page[-1].cursor
                 if len(page) < FEED_PAGE:
                     break
-                cursor = page[-1].cursor
-            if page:
-                cursor = page[-1].cursor
             next_stats = 0.0
             while True:
                 if time.monotonic() >= next_stats:
@@ -322,6 +322,7 @@ async def events(request: Request) -> Response:
 
 # -- the page -----------------------------------------------------------------------------------
 
+@functools.cache
 def _page() -> str:
     return resources.files("dashboard").joinpath("static/index.html").read_text()
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
+
+import pytest
 
 import sdk
 from projector.backends import normalize
@@ -83,3 +88,25 @@ def test_watch_prints_changes_as_they_happen(server: Server, client: sdk.Catalog
     assert first[2:6] == ["layer_added", dataset.name, "watched/base", uri]
     assert second[2:5] == ["segment_added", dataset.name, "watched"]
     assert int(first[0]) == int(second[0]) > 0
+
+
+@pytest.mark.own_store
+def test_up_serves_the_dashboard_and_prints_its_url(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "sdk.cli", "up", "--data-dir", str(tmp_path), "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        printed = []
+        for line in process.stdout:  # ends if up exits
+            printed.append(line)
+            if line.split()[:1] == ["dashboard"]:
+                break
+        assert printed[-1].split()[:1] == ["dashboard"], "".join(printed)
+        url = printed[-1].split()[1]
+        with urllib.request.urlopen(f"{url}/api/stats", timeout=30) as response:
+            stats = json.load(response)
+        assert stats["kafka_error"] is None and stats["lag_records"] == 0
+        assert stats["store"] == str(tmp_path / "store.db")
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(120)
+    assert process.returncode == 0

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import sdk
+from changelog_topic import catalog_of_store, catalog_of_topic, wait_for_changelog
 from producers import end_offsets
 from projector import open_store
 from sdk._server import Server
@@ -118,6 +119,10 @@ def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd, 
         expected = {str(d.id): PIPELINE_EVENTS // DATASETS for d in datasets}
         expected[str(datasets[0].id)] += sdk_registrations
         assert Counter(dataset_id for dataset_id, *_ in tables["layers"]) == expected
+        # The changelog relay died with each projector and resumed from the topic's last record:
+        # read from the start, the topic is still the catalog.
+        latest, _ = wait_for_changelog(stack, client, timeout_secs=180)
+        assert catalog_of_topic(latest) == catalog_of_store(client)
 
         # A second projector on a fresh store and checkpoint replays the log from offset 0.
         with projector_on(stack.bootstrap_servers, tmp_path / "replay", store=new_store()) as replay:

@@ -4,6 +4,7 @@ own record of it, ``$STRATA_STORE``, then ``DATA_DIR/store.db``."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,17 @@ def test_read_commands_refuse_bad_input_in_one_line(tmp_path, capsys) -> None:
         cli.main(["watch", "--since", "-1", "--store", store])
     with pytest.raises(SystemExit, match="no store at this path"):
         cli.main(["datasets", "--store", str(tmp_path / "absent.db")])
+    with pytest.raises(SystemExit, match="no store at this path"):
+        cli.main(["dashboard", "--store", str(tmp_path / "absent.db")])
+
+
+def test_the_dashboard_on_a_port_in_use_says_what_to_do(tmp_path, capsys) -> None:
+    store = str(store_with_rejections(tmp_path / "store.db", 1))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli.main(["dashboard", "--store", store, "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert f"the dashboard cannot listen on 127.0.0.1:{port}" in err
+    assert "pick another port with --port (0: any free port)" in err
