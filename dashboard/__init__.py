@@ -27,17 +27,16 @@ class Dashboard:
 
     def __init__(self, store: str, *, bootstrap_servers: str | None = None, kafka_config: dict | None = None,
                  host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
-        self.host = host
         self.app = create_app(store, bootstrap_servers=bootstrap_servers, kafka_config=kafka_config)
         # Open event streams are cut after a second at shutdown; their pages reconnect later.
         self._server = uvicorn.Server(uvicorn.Config(self.app, host=host, port=port, log_level="warning",
                                                      timeout_graceful_shutdown=1, access_log=False))
         self._socket = _bind(host, port)
         self._thread: threading.Thread | None = None
-        bound, port = self._socket.getsockname()[:2]
+        bound, self.port = self._socket.getsockname()[:2]
+        """The port it listens on (the one picked if ``port=0``)."""
         shown = "127.0.0.1" if bound == "0.0.0.0" else f"[{bound}]" if ":" in bound else bound
-        self.url = f"http://{shown}:{port}"
-        """Where the dashboard is (with the port picked if ``port=0``)."""
+        self.url = f"http://{shown}:{self.port}"
 
     @property
     def open_streams(self) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import html
 import json
 import time
 import uuid
@@ -335,13 +336,9 @@ async def dataset_page(request: Request) -> Response:
     try:
         await _catalog(request).dataset(request.path_params["name"])
     except HTTPException as exc:
-        return HTMLResponse(f"<!doctype html><title>strata: not found</title><p>{_escape(exc.detail)}</p>"
+        return HTMLResponse(f"<!doctype html><title>strata: not found</title><p>{html.escape(exc.detail)}</p>"
                             f'<p><a href="/">All datasets</a></p>', 404)
     return HTMLResponse(_page())
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 async def _error(request: Request, exc: HTTPException) -> Response:

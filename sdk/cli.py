@@ -153,7 +153,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _demo.run(client, server.data_dir / "demo-recordings", dataset_name=args.dataset)
         shown = _demo.on_dashboard(dashboard.url, args.dataset)
     print(f"\nstrata demo: stack stopped. The dashboard showed {shown}; to see it again, run\n"
-          f"  strata dashboard --data-dir {server.data_dir} --port {args.port}\n"
+          f"  strata dashboard --data-dir {server.data_dir} --port {dashboard.port}\n"
           f"and open {dashboard.url}/datasets/{args.dataset}")
     return 0
 
@@ -375,10 +375,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = commands.add_parser(
-        "up", help="run the stack (Kafka broker, Spark projector, store) until Ctrl-C",
+        "up", help="run the stack (Kafka broker, Spark projector, store, dashboard) until Ctrl-C",
         description="Start a single-node KRaft Kafka broker (unless --bootstrap-servers), create "
                     "the topics, and run the Spark projector into the SQLite store, all under "
-                    "the state directory. Running it again on the same directory resumes.",
+                    "the state directory, and serve the dashboard (see 'strata dashboard --help'). "
+                    "Running it again on the same directory resumes.",
         epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _stack_arguments(up)
     _topic_argument(up)

@@ -91,7 +91,7 @@ def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.Ca
 def test_the_page_catches_up_after_the_dashboard_restarts(server: Server, browser, dataset,
                                                           make_rrd) -> None:
     first = start_dashboard(server)
-    url, port = first.url, int(first.url.rsplit(":", 1)[1])
+    url, port = first.url, first.port
     try:
         open_live(browser, f"{url}/datasets/{dataset.name}")
         dataset.register(make_rrd("before")).wait()
@@ -171,7 +171,7 @@ def test_stats_report_the_lag_and_the_rates(server: Server, dashboard: Dashboard
 
 @pytest.mark.parametrize(("path", "headers", "status", "message"), [
     ("/api/datasets/no-such-dataset/segments", {}, 404, "no dataset named 'no-such-dataset'"),
-    ("/datasets/no-such-dataset", {}, 404, "no dataset named 'no-such-dataset'"),
+    ("/datasets/no-such-dataset", {}, 404, "no dataset named &#x27;no-such-dataset&#x27;"),
     ("/api/changes?since=yesterday", {}, 400, "since: expected OFFSET or OFFSET.SEQ"),
     ("/api/changes?since=-3", {}, 400, "since: a log offset is >= 0"),
     ("/api/changes?limit=lots", {}, 400, "limit: expected an integer"),
