@@ -31,6 +31,7 @@ from events import CATALOG_TOPIC
 from producers.log_reader import LogProbe
 from projector import CatalogReader, Change, open_store
 from projector.store import FEED_PAGE
+from sdk import _feed
 from sdk._tables import dataset_segment_table, datasets_table
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
@@ -278,7 +279,7 @@ async def events(request: Request) -> Response:
     elif since is not None:
         after = parse_cursor("since", since)
     else:
-        after = await catalog.read(lambda: (catalog.store.next_offsets().get((CATALOG_TOPIC, 0), 0), -1))
+        after = await catalog.read(_feed.start, catalog.store, None)
     name = request.query_params.get("dataset")
     entry_id = (await catalog.dataset(name)).id if name is not None else None
     queue = catalog.hub.subscribe()  # before the catch-up read: nothing falls between the two

@@ -67,6 +67,7 @@ def test_spark_streaming_does_not_import_kafka_clients():
     ("events", (*KAFKA_AND_SPARK, "projector", "producers", "sdk", "sqlite_utils")),
     ("producers", ("pyspark", "projector", "sdk", "spark_streaming")),
     ("changelog", ("pyspark", "sdk", "spark_streaming")),
+    ("dashboard", ("pyspark", "spark_streaming")),
 ])
 def test_lower_layers_do_not_import_upper_layers(package, forbidden):
     assert offenders(package, forbidden) == {}
