@@ -9,7 +9,7 @@ offset in the topic's last record, so a crash repeats some records and loses non
 state is harmless. Owns the topic's keys and values (``events/schemas/catalog_change.v1.avsc``).
 """
 
-from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, decode_value, key_of, record_of
+from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, decode_value, key_of, records_of
 from changelog.relay import ChangelogRelay
 
-__all__ = ["CHANGES_TOPIC", "OFFSET_HEADER", "ChangelogRelay", "decode_value", "key_of", "record_of"]
+__all__ = ["CHANGES_TOPIC", "OFFSET_HEADER", "ChangelogRelay", "decode_value", "key_of", "records_of"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from typing import Any
 
@@ -49,21 +50,29 @@ def key_of(change: Change) -> Key | None:
     return None
 
 
-def record_of(store: CatalogReader, key: Key, change: Change) -> tuple[bytes, bytes | None]:
-    """The Kafka key and value for ``key`` after ``change`` (its latest change): the state the
-    store holds now, or None (a tombstone) if the thing is gone."""
-    state = _state(store, key, change)
-    value = None
-    if state is not None:
-        out = io.BytesIO()
-        out.write(MAGIC)
-        out.write(_FINGERPRINT)
-        p = change.position
-        fastavro.schemaless_writer(out, SCHEMA, {
-            "source_topic": p.topic, "source_partition": p.partition, "source_offset": p.offset,
-            "change": str(change.kind), "state": state})
-        value = out.getvalue()
-    return json.dumps(key).encode(), value
+def records_of(store: CatalogReader, latest: Mapping[Key, Change]
+               ) -> Iterator[tuple[Change, bytes, bytes | None]]:
+    """For each key of ``latest`` (with its latest change), in order: that change, and the Kafka
+    key and value: the state the store holds now, or None (a tombstone) if the thing is gone.
+    The segments and layers are read in bulk."""
+    wanted: dict[uuid.UUID, set[str]] = {}
+    for key in latest:
+        if key[0] in ("segment", "layer"):
+            wanted.setdefault(uuid.UUID(key[1]), set()).add(key[2])
+    segments, layers = store.segments_with_layers(wanted) if wanted else ({}, {})
+    for key, change in latest.items():
+        state = _state(store, key, change, segments, layers)
+        value = None
+        if state is not None:
+            out = io.BytesIO()
+            out.write(MAGIC)
+            out.write(_FINGERPRINT)
+            p = change.position
+            fastavro.schemaless_writer(out, SCHEMA, {
+                "source_topic": p.topic, "source_partition": p.partition, "source_offset": p.offset,
+                "change": str(change.kind), "state": state})
+            value = out.getvalue()
+        yield change, json.dumps(key).encode(), value
 
 
 def decode_value(value: bytes) -> dict[str, Any]:
@@ -73,7 +82,8 @@ def decode_value(value: bytes) -> dict[str, Any]:
     return fastavro.schemaless_reader(io.BytesIO(value[10:]), SCHEMA, return_record_name=True)
 
 
-def _state(store: CatalogReader, key: Key, change: Change) -> tuple[str, dict[str, Any]] | None:
+def _state(store: CatalogReader, key: Key, change: Change, segments: Mapping[tuple[uuid.UUID, str], Segment],
+           layers: Mapping[tuple[uuid.UUID, str, str], Layer]) -> tuple[str, dict[str, Any]] | None:
     kind = key[0]
     if kind == "rejection":
         return "strata.changelog.RejectionState", {
@@ -86,9 +96,9 @@ def _state(store: CatalogReader, key: Key, change: Change) -> tuple[str, dict[st
         table = store.table(entry)
         return None if table is None or table.deleted else _table_state(table)
     if kind == "segment":
-        segment = store.segment(entry, key[2])
+        segment = segments.get((entry, key[2]))
         return None if segment is None else _segment_state(segment)
-    layer = store.layer(entry, key[2], key[3])
+    layer = layers.get((entry, key[2], key[3]))
     return None if layer is None else _layer_state(layer)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, Key, key_of, record_of
+from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, Key, key_of, records_of
 from producers._logging import LOGGER
 from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
 from producers.topics import create_topics
@@ -98,8 +98,7 @@ class ChangelogRelay:
             if key is not None:
                 latest.pop(key, None)  # re-inserted: the dict stays in order of last change
                 latest[key] = change
-        for key, change in latest.items():
-            kafka_key, value = record_of(self.store, key, change)
+        for change, kafka_key, value in records_of(self.store, latest):
             headers = [(OFFSET_HEADER, change.position.offset.to_bytes(8, "big"))]
             while True:
                 try:

@@ -13,7 +13,7 @@ import functools
 import json
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -236,6 +236,16 @@ class SqlStore:
                 digests.add(command.sha256)
         digests.discard("")
         known = self.schemas(sorted(digests))
+        segments, layers = self.segments_with_layers(wanted)
+        covered = {(d, s) for d, ids in wanted.items() for s in ids}
+        return _BatchView(self, frozenset(map(uuid.UUID, event_ids)), decided, covered, segments, layers,
+                          frozenset(digests), known)
+
+    def segments_with_layers(self, wanted: Mapping[uuid.UUID, Iterable[str]]
+                             ) -> tuple[dict[tuple[uuid.UUID, str], Segment],
+                                        dict[tuple[uuid.UUID, str, str], Layer]]:
+        """Of ``wanted`` (dataset id: segment ids), the segments that exist, by (dataset id,
+        segment id), and all their layers, by (dataset id, segment id, layer name); read in bulk."""
         segments: dict[tuple[uuid.UUID, str], Segment] = {}
         layers: dict[tuple[uuid.UUID, str, str], Layer] = {}
         for dataset_id, segment_ids in wanted.items():
@@ -248,9 +258,7 @@ class SqlStore:
                                       (str(dataset_id),), ids):
                 layer = _layer(row)
                 layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = layer
-        covered = {(d, s) for d, ids in wanted.items() for s in ids}
-        return _BatchView(self, frozenset(map(uuid.UUID, event_ids)), decided, covered, segments, layers,
-                          frozenset(digests), known)
+        return segments, layers
 
     # -- the fold's reads ---------------------------------------------------------------------
 

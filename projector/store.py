@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 import pyarrow as pa
@@ -78,6 +78,13 @@ class CatalogReader(Protocol):
     def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None: ...
 
     def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None: ...
+
+    def segments_with_layers(self, wanted: Mapping[uuid.UUID, Iterable[str]]
+                             ) -> tuple[dict[tuple[uuid.UUID, str], Segment],
+                                        dict[tuple[uuid.UUID, str, str], Layer]]:
+        """Of ``wanted`` (dataset id: segment ids), the segments that exist and all their layers,
+        keyed as ``segment`` and ``layer`` take them; read in bulk."""
+        ...
 
     def segments(self, dataset_id: uuid.UUID) -> list[Segment]:
         """In registration order of their first layer."""

@@ -120,6 +120,10 @@ def test_commit_then_read_back_what_the_fold_produced(store):
         assert store.layer(*key) == layer
     for key, segment in changes.segments.items():
         assert store.segment(*key) == segment
+    wanted = {droid: {"seg1", "seg2", "no-such-segment"}, uuid.uuid4(): {"seg1"}}
+    assert store.segments_with_layers(wanted) == (
+        {k: s for k, s in changes.segments.items() if k[0] == droid},
+        {k: x for k, x in changes.layers.items() if k[0] == droid})
     for key, blueprint in changes.blueprints.items():
         assert store.blueprint(*key) == blueprint
     assert [b.blueprint_id for b in store.blueprints(droid)] == ["bp"]
