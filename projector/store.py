@@ -75,15 +75,11 @@ class CatalogReader(Protocol):
         """The live datasets, oldest first."""
         ...
 
-    def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None: ...
-
-    def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None: ...
-
     def segments_with_layers(self, wanted: Mapping[uuid.UUID, Iterable[str]]
                              ) -> tuple[dict[tuple[uuid.UUID, str], Segment],
                                         dict[tuple[uuid.UUID, str, str], Layer]]:
-        """Of ``wanted`` (dataset id: segment ids), the segments that exist and all their layers,
-        keyed as ``segment`` and ``layer`` take them; read in bulk."""
+        """Of ``wanted`` (dataset id: segment ids), the segments that exist, by (dataset id,
+        segment id), and all their layers, by (dataset id, segment id, layer name); read in bulk."""
         ...
 
     def segments(self, dataset_id: uuid.UUID) -> list[Segment]:
