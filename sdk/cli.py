@@ -62,18 +62,27 @@ def _server(args: argparse.Namespace):
                   kafka_options=parse_key_values(args.kafka_option))
 
 
-def _bootstrap(args: argparse.Namespace, what_to_pass: str) -> str:
+def _known_bootstrap(args: argparse.Namespace) -> str | None:
     """The Kafka cluster a command works on: --bootstrap-servers, the running stack's,
-    $STRATA_BOOTSTRAP_SERVERS; exits with what to do if none."""
+    $STRATA_BOOTSTRAP_SERVERS; None if none."""
     from sdk._catalog import running_stack
 
-    data_dir = args.data_dir or settings.home()
-    bootstrap = (args.bootstrap_servers or running_stack(data_dir).get("bootstrap_servers")
-                 or settings.bootstrap_servers())
+    return (args.bootstrap_servers or running_stack(args.data_dir or settings.home()).get("bootstrap_servers")
+            or settings.bootstrap_servers())
+
+
+def _bootstrap(args: argparse.Namespace, what_to_pass: str) -> str:
+    """``_known_bootstrap``; exits with what to do if none."""
+    bootstrap = _known_bootstrap(args)
     if bootstrap is None:
-        raise SystemExit(f"strata: no running stack in {data_dir}: start it with 'strata up', or "
-                         f"pass {what_to_pass}")
+        raise SystemExit(f"strata: no running stack in {args.data_dir or settings.home()}: start it "
+                         f"with 'strata up', or pass {what_to_pass}")
     return bootstrap
+
+
+def _kafka_config(args: argparse.Namespace) -> dict:
+    """$STRATA_KAFKA_OPTIONS with the --kafka-option settings over it."""
+    return {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
 
 
 def _store_location(args: argparse.Namespace) -> str:
@@ -160,15 +169,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from dashboard import Dashboard
-    from sdk._catalog import running_stack
 
     _read_store(args).close()  # a store that cannot be read fails here, in one line
-    data_dir = args.data_dir or settings.home()
-    bootstrap = (args.bootstrap_servers or running_stack(data_dir).get("bootstrap_servers")
-                 or settings.bootstrap_servers())
+    bootstrap = _known_bootstrap(args)
     dashboard = Dashboard(_store_location(args), bootstrap_servers=bootstrap,
-                          kafka_config={**settings.kafka_options(), **parse_key_values(args.kafka_option)},
-                          host=args.host, port=args.port)
+                          kafka_config=_kafka_config(args), host=args.host, port=args.port)
     lag = f"lag against Kafka at {bootstrap}" if bootstrap else "no Kafka cluster known: lag unknown"
     print(f"strata dashboard: {dashboard.url}  ({lag}); Ctrl-C to stop", flush=True)
     dashboard.serve()
@@ -345,7 +350,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     data_dir = args.data_dir or settings.home()
     bootstrap = _bootstrap(args, "--bootstrap-servers")
-    kafka_options = {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
+    kafka_options = _kafka_config(args)
     into = args.into or data_dir / "rebuild"
     print(f"strata replay: rebuilding from offset 0 of {bootstrap} into {into}", flush=True)
     started = time.monotonic()
