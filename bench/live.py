@@ -39,9 +39,10 @@ from bench.systems import layer_event, layer_templates, schema_event
 from changelog import CHANGES_TOPIC
 from dashboard import Dashboard
 from events import CATALOG_TOPIC, CreateDataset, Event, encode
-from projector import ChangeKind, LogRecord, SqliteStore, fold
-from sdk._server import Server
+from projector import ChangeKind, LogRecord, fold
+from projector.stores.sqlite import SqliteStore
 from spark_streaming.job import paused_gc
+from stack import Server
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # Stamps the first time each segment's layer_added entry enters the page's feed (epoch ms).

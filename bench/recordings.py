@@ -1,4 +1,4 @@
-"""The ``.rrd`` recordings both systems register: DROID-like episodes (``sdk._droid``), and for
+"""The ``.rrd`` recordings both systems register: DROID-like episodes (``stack.droid``), and for
 the catalog-size scenarios small files, one per (segment, layer), with distinct recording ids
 shared across a segment's layers, as in Rerun's layers model."""
 
@@ -22,7 +22,7 @@ def episode_id(index: int) -> str:
 
 
 def _write_episodes(args: tuple[str, int, int]) -> int:
-    from sdk._droid import write_episode
+    from stack.droid import write_episode
 
     directory, start, stop = args
     for index in range(start, stop):

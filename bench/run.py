@@ -21,7 +21,7 @@ Scenarios (--only, comma-separated; default all):
               Python stages (decode, batch_view, fold, commit) on DROID-like register events,
               and the floors of Avro decoding and SQLite inserts alone
 
-The DROID-like episodes (sdk._droid, about 0.7 MB each) are written once per run, in parallel.
+The DROID-like episodes (stack.droid, about 0.7 MB each) are written once per run, in parallel.
 --scale small finishes in a few minutes; --scale full uses the sizes of the targets. Every size
 can be overridden. Writes bench/results/<date>-<scale>.{json,md,png} and prints the table.
 Nothing is asserted: the targets are reported next to the numbers.

@@ -23,8 +23,9 @@ from bench.recordings import RecordingPool
 from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest, schema_event
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
-from projector import CatalogReader, LogRecord, SqliteStore, fold, open_store
-from projector.sqlite_store import TABLES
+from projector import CatalogReader, LogRecord, fold, open_store
+from projector.stores.sql import TABLES
+from projector.stores.sqlite import SqliteStore
 from sdk._wait import wait_for_positions
 from spark_streaming.job import paused_gc
 
@@ -109,11 +110,12 @@ def producer_throughput(system, pool: RecordingPool, *, count: int) -> dict:
             done = start + len(events)
             if done % 100_000 < SEND_CHUNK or done == count:
                 print(f"  strata: {done:,}/{count:,} events sent ({time.perf_counter() - started:.0f} s, "
-                      f"store at offset {system.client._store.next_offset(CATALOG_TOPIC, 0):,})", flush=True)
+                      f"store at offset {system.client._internal.store.next_offset(CATALOG_TOPIC, 0):,})",
+                      flush=True)
     finally:
         producer.close()
     sent = time.perf_counter() - started
-    wait_for_positions(system.client._store, [last], WAIT_SECS)
+    wait_for_positions(system.client._internal.store, [last], WAIT_SECS)
     projected = time.perf_counter() - started
     table_started = time.perf_counter()
     rows = dataset.segment_table().to_arrow_table().num_rows

@@ -18,9 +18,9 @@ from bench import procs
 from bench.recordings import LAYERS, RecordingPool, segment_id
 from events import DefineSchema, Event, RegisterLayer
 from producers import EventProducer
-from sdk import Server, _processes
 from sdk._recordings import read_recording
 from sdk._wait import wait_for_positions
+from stack import Server, processes
 
 SEND_CHUNK = 20_000
 PRODUCER_ID = "strata-bench-pipeline"
@@ -35,14 +35,14 @@ class ProbedServer(Server):
         self.event_log_dir = event_log_dir
 
     def start_projector(self) -> None:
-        start = _processes.start
+        start = processes.start
 
         def start_probe(args, log_path, env=None):
             at = args.index("spark_streaming")
             args = [*args[:at], "bench.probe", "--event-log-dir", str(self.event_log_dir), *args[at + 1:]]
             return start(args, log_path, env=env)
 
-        with mock.patch.object(_processes, "start", start_probe):
+        with mock.patch.object(processes, "start", start_probe):
             super().start_projector()
 
     def process_roots(self) -> dict[str, int]:
@@ -85,7 +85,7 @@ class StrataSystem:
                 last = producer.send(events)[-1]
         finally:
             producer.close()
-        wait_for_positions(self.client._store, [last], timeout_secs=1800)
+        wait_for_positions(self.client._internal.store, [last], timeout_secs=1800)
 
     def close(self) -> None:
         self.server.close()

@@ -29,7 +29,7 @@ from pathlib import Path
 from bench import scenarios
 from bench.recordings import RecordingPool
 from bench.systems import StrataSystem
-from sdk._server import Server
+from stack import Server
 from tests.postgres import EmbeddedPostgres
 from tests.s3 import EmbeddedS3
 

@@ -17,7 +17,7 @@ from producers._logging import LOGGER
 from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
 from producers.topics import create_topics
 from projector import CatalogReader, Change
-from projector.store import follow_pages
+from projector.feed import follow_pages
 
 log = logging.getLogger("strata.changelog")
 

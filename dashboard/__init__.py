@@ -14,9 +14,10 @@ import time
 
 import uvicorn
 
+import settings
 from dashboard.app import ARROW_STREAM, create_app
 
-DEFAULT_PORT = 8765
+DEFAULT_PORT = settings.DASHBOARD_PORT
 
 __all__ = ["ARROW_STREAM", "DEFAULT_PORT", "Dashboard", "create_app"]
 

@@ -29,10 +29,9 @@ from starlette.routing import Route
 from dashboard.feed import BUCKET_SECS, FeedHub
 from events import CATALOG_TOPIC
 from producers.log_reader import LogProbe
-from projector import CatalogReader, Change, open_store
-from projector.store import FEED_PAGE
-from sdk import _feed
-from sdk._tables import dataset_segment_table, datasets_table
+from projector import CatalogReader, Change, feed, open_store
+from projector.feed import FEED_PAGE
+from projector.views import dataset_segment_table, datasets_table
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRY_MILLIS = 1000
@@ -279,7 +278,7 @@ async def events(request: Request) -> Response:
     elif since is not None:
         after = parse_cursor("since", since)
     else:
-        after = await catalog.read(_feed.start, catalog.store, None)
+        after = await catalog.read(feed.start, catalog.store, None)
     name = request.query_params.get("dataset")
     entry_id = (await catalog.dataset(name)).id if name is not None else None
     queue = catalog.hub.subscribe()  # before the catch-up read: nothing falls between the two

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from events import CATALOG_TOPIC
 from projector import CatalogReader, Change, ChangeKind
-from projector.store import follow_pages
+from projector.feed import follow_pages
 
 WINDOW_SECS = 300
 """How far back the rate chart goes."""

@@ -5,7 +5,7 @@ the single-object-encoding codec. Imports no Kafka, Spark or store code.
 """
 
 from events.codec import SCHEMA_VERSION, DecodeError, decode, encode
-from events.errors import StrataError
+from events.errors import MissingExtraError, StrataError, import_extra
 from events.model import (
     Command,
     CreateDataset,
@@ -43,6 +43,7 @@ __all__ = [
     "Event",
     "IndexKind",
     "IndexRange",
+    "MissingExtraError",
     "OnDuplicate",
     "RegisterBlueprint",
     "RegisterLayer",
@@ -56,5 +57,6 @@ __all__ = [
     "WriteTable",
     "decode",
     "encode",
+    "import_extra",
     "topic_for",
 ]

@@ -9,6 +9,9 @@ MAX_NAME_LENGTH = 180
 """Entry (dataset, table) and layer names, in characters."""
 MAX_ID_LENGTH = 1024
 """Segment ids, blueprint ids and storage URLs, in characters."""
+RECORDING_SUFFIXES = (".rrd",)
+"""The files a directory of recordings is made of: what ``register_prefix`` and a server's
+``datasets=`` register."""
 NAME_PUNCTUATION = "_-.: ()[]{}"
 _NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + NAME_PUNCTUATION)
 

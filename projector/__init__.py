@@ -1,11 +1,15 @@
 """The projection: the pure fold of command events into the catalog, and the store it lands in.
 
 Owns every domain rule (entry names, duplicates, last-writer-wins, schema merges, table rows) in
-``fold``, the store's ports (``ProjectionWriter``, ``CatalogReader``) and their SQLite and
-PostgreSQL backends. Must not import pyspark or confluent_kafka (tests/unit/test_boundaries.py enforces it).
+``fold`` and the modules beside it (``merge``, ``schemas``, ``table_rows``); the store's ports
+(``ports``: ``ProjectionWriter`` for the projector, ``CatalogReader`` for clients); applying a
+batch (``apply``); the read models clients share (``views``) and the change feed follower
+(``feed``); and the backends (``stores``: SQLite, PostgreSQL), each imported only when a location
+names it. Imports only ``events`` of strata, and neither pyspark nor confluent_kafka
+(tests/unit/test_boundaries.py enforces it).
 """
 
-from projector.backends import open_store
+from projector.apply import apply_batch
 from projector.fold import CatalogView, InvalidCommand, Refused, fold, log_order
 from projector.model import (
     Blueprint,
@@ -25,15 +29,8 @@ from projector.model import (
     TablePart,
     TableWrite,
 )
-from projector.sql_store import SqlStore
-from projector.sqlite_store import SqliteStore
-from projector.store import (
-    CatalogReader,
-    ProjectionWriter,
-    StaleBatchError,
-    StoreUnavailableError,
-    apply_batch,
-)
+from projector.ports import CatalogReader, ProjectionWriter, StaleBatchError, StoreUnavailableError
+from projector.stores import open_store
 
 __all__ = [
     "Blueprint",
@@ -53,8 +50,6 @@ __all__ = [
     "Rejection",
     "SchemaRef",
     "Segment",
-    "SqlStore",
-    "SqliteStore",
     "StaleBatchError",
     "StoreUnavailableError",
     "Status",

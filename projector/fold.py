@@ -310,7 +310,8 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
                 f'Segment "{command.segment_id}", layer "{command.layer_name}": already exists'))
         if command.on_duplicate is OnDuplicate.SKIP:
             return
-    # New, or OnDuplicate.REPLACE: this registration becomes the layer, last in the segment.
+    # New, or OnDuplicate.REPLACE: this registration becomes the layer, last in the segment, and
+    # so wins the merge of the segment's properties (projector.merge).
     digest = command.schema_sha256 or (schemas.digest(layer_schema) if layer_schema else "")
     refs = _without(dataset.schema_refs, existing.schema_sha256 if existing else "")
     merged = dataset.schema if refs == dataset.schema_refs else _merged_schema(state, refs)

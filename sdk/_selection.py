@@ -6,8 +6,9 @@ again. Nothing is read until ``reader()``'s DataFrame is executed (see ``sdk._re
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import datafusion
 import numpy as np
@@ -16,16 +17,29 @@ import pyarrow.compute as pc
 from datafusion import col, lit
 from datafusion import functions as F
 
-from sdk import _reader, _tables
+from projector import views
+from sdk import _reader
+from sdk._connection import Connection
 from sdk._contents import Contents, expressions
 from sdk._objects import ObjectStoreConfig
 from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions
 
-if TYPE_CHECKING:
-    from sdk._catalog import DatasetEntry
-
 EVERYTHING = ("/**",)
 """The contents of an unfiltered selection: every entity but the properties, as in Rerun."""
+
+
+class SelectedDataset(Protocol):
+    """What a selection reads of its dataset (a ``DatasetEntry``)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    def schema(self) -> pa.Schema: ...
+
+    def segment_ids(self) -> list[str]: ...
+
+    def segment_table(self, join_meta: datafusion.DataFrame | None = None,
+                      join_key: str = SEGMENT_ID) -> datafusion.DataFrame: ...
 
 
 class DatasetSelection:
@@ -35,8 +49,10 @@ class DatasetSelection:
     >>> joints.filter_segments(["ep_1"]).reader(index="real_time")  # doctest: +SKIP
     """
 
-    def __init__(self, dataset: DatasetEntry, segment_ids: frozenset[str] | None = None,
+    def __init__(self, internal: Connection, dataset: SelectedDataset,
+                 segment_ids: frozenset[str] | None = None,
                  content_groups: tuple[tuple[str, ...], ...] = ()) -> None:
+        self._internal = internal
         self._dataset = dataset
         self._segment_ids = segment_ids
         self._content_groups = content_groups
@@ -48,7 +64,8 @@ class DatasetSelection:
         return f"DatasetSelection({self._dataset!r}, {segments}, {contents})"
 
     @property
-    def dataset(self) -> DatasetEntry:
+    def dataset(self) -> SelectedDataset:
+        """The dataset this selection narrows (a ``DatasetEntry``)."""
         return self._dataset
 
     # -- narrowing ----------------------------------------------------------------------------
@@ -71,14 +88,14 @@ class DatasetSelection:
         wanted = frozenset(ids)
         if self._segment_ids is not None:
             wanted &= self._segment_ids
-        return DatasetSelection(self._dataset, wanted, self._content_groups)
+        return DatasetSelection(self._internal, self._dataset, wanted, self._content_groups)
 
     def filter_contents(self, exprs: Contents) -> DatasetSelection:
         """Keep only the entities the expressions select (Rerun's entity path filter syntax:
         ``/points/**``, ``-/text/**``, exact paths, or a ``ContentFilter``). A second call narrows
         further: an entity must pass both. ``[]`` selects nothing. Raises ``ValueError`` for an
         expression that does not start with ``/``."""
-        return DatasetSelection(self._dataset, self._segment_ids,
+        return DatasetSelection(self._internal, self._dataset, self._segment_ids,
                                 (*self._content_groups, expressions(exprs)))
 
     # -- reads --------------------------------------------------------------------------------
@@ -108,7 +125,7 @@ class DatasetSelection:
     def get_index_ranges(self) -> datafusion.DataFrame:
         """One row per selected segment: ``rerun_segment_id``, ``<index>:start`` and
         ``<index>:end`` for each timeline of the dataset (null where a segment has no data)."""
-        return self._dataset._client.ctx.from_arrow(_ranges(self._layers(), self._dataset.schema()))
+        return self._internal.ctx.from_arrow(_ranges(self._layers(), self._dataset.schema()))
 
     def reader(
         self,
@@ -145,7 +162,7 @@ class DatasetSelection:
         ranges = None
         if index is not None and values is None:  # resampled rows may lie outside a segment's range
             ranges = _known_ranges(layers, index, schema.field(index).type)
-        return self._dataset._client.ctx.read_table(
+        return self._internal.ctx.read_table(
             _reader.segments_dataset(segments, options, schema, values, ranges))
 
     def to_spark(
@@ -192,7 +209,7 @@ class DatasetSelection:
                                 fill_latest_at=fill_latest_at)
         schema = _reader.output_schema(dataset_schema, options)
         layers = self._layers()
-        segments = _layer_files(layers, self._dataset._client.object_store_config)
+        segments = _layer_files(layers, self._internal.object_store_config)
         values = None
         if using_index_values is not None:
             values = self._index_values(index, using_index_values, layers, dataset_schema)
@@ -209,7 +226,7 @@ class DatasetSelection:
 
     def _layers(self) -> pa.Table:
         """The store's layer table, only the selected segments."""
-        layers = self._dataset._layer_table()
+        layers = self._internal.layer_table(self._dataset.id)
         if self._segment_ids is None:
             return layers
         return layers.filter(pc.is_in(layers.column("segment_id"), pa.array(sorted(self._segment_ids))))
@@ -260,7 +277,7 @@ def _layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str,
 def _ranges(layers: pa.Table, dataset_schema: pa.Schema) -> pa.Table:
     """``rerun_segment_id`` and every index's ``:start`` and ``:end``, per segment of ``layers``
     (layers registered before envelope v4: from their files' manifests)."""
-    table = _tables.index_ranges(_reader.with_manifest_ranges(layers)).sort_by(SEGMENT_ID)
+    table = views.index_ranges(_reader.with_manifest_ranges(layers)).sort_by(SEGMENT_ID)
     columns = {SEGMENT_ID: table.column(SEGMENT_ID)}
     for name in _reader.index_names(dataset_schema):
         kind = dataset_schema.field(name).type
@@ -274,7 +291,7 @@ def _ranges(layers: pa.Table, dataset_schema: pa.Schema) -> pa.Table:
 def _known_ranges(layers: pa.Table, index: str, kind: pa.DataType) -> dict[str, tuple[pa.Scalar, pa.Scalar]]:
     """Each segment's first and last value on ``index``, for the segments whose every layer
     reported its ranges; from the store's layers only, no file is read."""
-    table = _tables.index_ranges(layers)
+    table = views.index_ranges(layers)
     if f"{index}:start" not in table.column_names:
         return {}
     table = table.filter(pc.and_(table.column("rerun_num_chunks").is_valid(),

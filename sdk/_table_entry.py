@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
-from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import datafusion
 import pyarrow as pa
@@ -19,12 +17,9 @@ import pyarrow as pa
 from events import DeleteTable, RenameTable, TableWriteMode, WriteTable
 from events.names import check_table_name
 from projector import Status, Table, table_rows
-from sdk._recordings import local_path
+from sdk._entry import Entry, EntryKind
+from sdk._operations import Operation
 from sdk._wait import DEFAULT_TIMEOUT_SECS
-from sdk.errors import NotFoundError
-
-if TYPE_CHECKING:
-    from sdk._catalog import CatalogClient
 
 MAX_PART_BYTES = 768 * 1024
 """Arrow IPC bytes per ``WriteTable`` event, well under Kafka's default 1 MB message limit."""
@@ -33,66 +28,7 @@ Batches = pa.RecordBatch | pa.RecordBatchReader | pa.Table | Sequence[pa.RecordB
     Sequence[pa.RecordBatch]]
 
 
-class EntryKind(IntEnum):
-    """What an entry is, with rerun-sdk's values for the kinds strata has."""
-
-    DATASET = 1
-    TABLE = 3
-
-    def __repr__(self) -> str:
-        return f"EntryKind.{self.name}"  # as rerun-sdk prints its kinds
-
-    __str__ = __repr__
-
-
-class Entry:
-    """What datasets and tables share: an id, a name and times, read from the projection at
-    each access (``NotFoundError`` once the entry is deleted)."""
-
-    _kind_name = "entry"
-
-    def __init__(self, client: CatalogClient, record: Any) -> None:
-        self._client = client
-        self._id = record.id
-        self._seen = record
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self._seen.name!r}, id={self.id})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.id == self.id
-
-    def __hash__(self) -> int:
-        return hash(self._id)
-
-    def _lookup(self, entry_id: uuid.UUID) -> Any:
-        raise NotImplementedError
-
-    def _current(self) -> Any:
-        record = self._lookup(self._id)
-        if record is None or record.deleted:
-            raise NotFoundError(f"{self._kind_name} {self._seen.name!r} ({self._id}) was deleted")
-        self._seen = record
-        return record
-
-    @property
-    def id(self) -> uuid.UUID:
-        return self._id
-
-    @property
-    def name(self) -> str:
-        return self._current().name
-
-    @property
-    def created_at(self) -> datetime:
-        return self._seen.created_at
-
-    @property
-    def updated_at(self) -> datetime:
-        return self._current().updated_at
-
-
-class TableEntry(Entry):
+class TableEntry(Entry[Table]):
     """A table in the catalog: rows with a fixed Arrow schema, read with DataFusion, written with
     ``append``, ``overwrite`` and ``upsert``. Read-your-writes: a write returns once the
     projection has it."""
@@ -100,7 +36,7 @@ class TableEntry(Entry):
     _kind_name = "table"
 
     def _lookup(self, entry_id: uuid.UUID) -> Table | None:
-        return self._client._store.table(entry_id)
+        return self._internal.table(entry_id)
 
     @property
     def kind(self) -> EntryKind:
@@ -122,22 +58,23 @@ class TableEntry(Entry):
         """Rename the table. ``AlreadyExistsError`` if an entry has the name, ``ValueError`` for
         an invalid one (nothing is sent)."""
         check_table_name(name)
-        self._client._submit(self._id, RenameTable(name), f"renaming table to {name!r}").wait()
+        Operation.submit(self._internal, self._id, RenameTable(name), f"renaming table to {name!r}").wait()
 
     def delete(self) -> None:
         """Delete the table and its rows; its name is free again, its id never reused.
         ``NotFoundError`` if it is already deleted."""
-        self._client._submit(self._id, DeleteTable(), f"deleting table {self._seen.name!r}").wait()
+        Operation.submit(self._internal, self._id, DeleteTable(),
+                         f"deleting table {self._seen.name!r}").wait()
 
     # -- reads --------------------------------------------------------------------------------
 
     def reader(self) -> datafusion.DataFrame:
         """The table's rows as a DataFrame of the client's ``ctx``, in write order: appended rows
         after the earlier ones, a row an upsert replaced at the end."""
-        return self._client._dataframe(self._client._table_data(self._current()))
+        return self._internal.dataframe(self._internal.table_data(self._current()))
 
     def to_arrow_reader(self) -> pa.RecordBatchReader:
-        data = self._client._table_data(self._current())
+        data = self._internal.table_data(self._current())
         return pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
 
     # -- writes -------------------------------------------------------------------------------
@@ -181,11 +118,11 @@ class TableEntry(Entry):
             table_rows.check_index(rows, index)
         parts = _parts(rows)
         write_id = uuid.uuid4().hex if len(parts) > 1 else ""
-        events = [self._client._event(self._id, WriteTable(mode, part, write_id, n, len(parts)))
+        events = [self._internal.event(self._id, WriteTable(mode, part, write_id, n, len(parts)))
                   for n, part in enumerate(parts)]
-        positions = self._client._send(events)
-        self._client._wait(positions[-1:], DEFAULT_TIMEOUT_SECS)
-        outcomes = [self._client._outcome(event) for event in events]
+        positions = self._internal.send(events)
+        self._internal.wait(positions[-1:], DEFAULT_TIMEOUT_SECS)
+        outcomes = [self._internal.outcome(event) for event in events]
         failed = next((o for o in outcomes if o.status is not Status.ACCEPTED), None)
         if failed is not None:
             raise ValueError(f"{mode} to table {table.name!r}: {failed.reason}")
@@ -272,16 +209,3 @@ def _parts(rows: pa.Table) -> list[bytes]:
     count = min(rows.num_rows, -(-len(data) * 11 // (MAX_PART_BYTES * 10)))  # 10% to spare
     step = -(-rows.num_rows // count)
     return [part for start in range(0, rows.num_rows, step) for part in _parts(rows.slice(start, step))]
-
-
-def lance_table(url: str) -> Any:
-    """The Lance dataset at a ``file://`` URL; ``NotFoundError`` if there is none."""
-    import lance  # heavy, and only needed for registered tables
-
-    path = local_path(url)
-    if not path.exists():
-        raise NotFoundError(f"no Lance table at {url} ({path})")
-    try:
-        return lance.dataset(str(path))
-    except (ValueError, OSError) as exc:
-        raise ValueError(f"{url} is not a Lance table: {exc}") from None

@@ -13,6 +13,9 @@
     │                           a PostgreSQL server down or refusing the credentials
     ├── ObjectStoreError (ConnectionError)
     │                           an s3:// endpoint cannot be reached or refuses the credentials
+    ├── MissingExtraError (ImportError, from events)
+    │                           a part used without its optional dependencies; names the
+    │                           extra to install (pip install 'strata[postgres]', ...)
     └── DeliveryError (ConnectionError, from producers)
                                 Kafka did not acknowledge an event in time
 
@@ -23,7 +26,7 @@ rerun-sdk.
 
 from __future__ import annotations
 
-from events import StrataError
+from events import MissingExtraError, StrataError
 from producers import DeliveryError, Position
 from projector import StoreUnavailableError
 
@@ -62,6 +65,7 @@ class ProjectionTimeoutError(StrataError, TimeoutError):
 __all__ = [
     "AlreadyExistsError",
     "DeliveryError",
+    "MissingExtraError",
     "NotFoundError",
     "ObjectStoreError",
     "ProjectionTimeoutError",

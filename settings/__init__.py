@@ -77,6 +77,29 @@ def object_store() -> dict[str, str]:
     return found
 
 
+DASHBOARD_PORT = 8765
+"""The port ``strata dashboard`` and ``strata up`` serve the live page on, unless told otherwise."""
+
+SERVER_FILE = "server.json"
+"""What a running stack writes about itself in its state directory (its Kafka cluster, store and
+Spark master), removed when it stops; clients read it to connect (``from_state_dir``)."""
+
+
+def running_stack(state_dir: Path) -> dict[str, str]:
+    """What the stack running on ``state_dir`` wrote about itself; empty if none runs there."""
+    path = state_dir / SERVER_FILE
+    if not path.exists():
+        return {}
+    found = json.loads(path.read_text())
+    return {str(key): str(value) for key, value in found.items()}
+
+
+def write_running_stack(state_dir: Path, bootstrap_servers: str, store: str, spark_master: str) -> None:
+    """Record a starting stack in ``state_dir`` (see ``running_stack``)."""
+    (state_dir / SERVER_FILE).write_text(json.dumps(
+        {"bootstrap_servers": bootstrap_servers, "store": store, "spark_master": spark_master}, indent=2))
+
+
 def jars_dir() -> Path:
     return Path(os.environ.get("STRATA_JARS_DIR") or _PROJECT_JARS)
 

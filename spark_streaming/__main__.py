@@ -13,7 +13,7 @@ from pyspark.errors import StreamingQueryException
 
 import settings
 from projector import StoreUnavailableError, open_store
-from projector.backends import scheme
+from projector.stores import scheme
 from spark_streaming.options import add_arguments, java_config, parse_key_values
 
 

@@ -19,7 +19,7 @@ from pyspark.sql.streaming import StreamingQuery
 import settings
 from events import TOPICS
 from projector import Changes, LogRecord, ProjectionWriter, Status, apply_batch
-from projector.store import StoreUnavailableError
+from projector.ports import StoreUnavailableError
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, java_config
 
 log = logging.getLogger("strata.projector")

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from producers import end_offsets, read_range
-from projector import LogRecord, SqliteStore, apply_batch, open_store
-from projector.backends import describe
+from projector import LogRecord, apply_batch, open_store
+from projector.stores import describe
+from projector.stores.sqlite import SqliteStore
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 import sdk
 from changelog import CHANGES_TOPIC, OFFSET_HEADER, decode_value
-from sdk._server import Server
+from stack import Server
 
 
 def read_changelog(bootstrap_servers: str) -> tuple[dict[tuple, dict | None], int, int]:
@@ -51,7 +51,7 @@ def catalog_of_topic(latest: dict[tuple, dict | None]) -> dict[tuple, tuple]:
 
 
 def catalog_of_store(client: sdk.CatalogClient) -> dict[tuple, tuple]:
-    store = client._store
+    store = client._internal.store
     out: dict[tuple, tuple] = {}
     for d in store.datasets():
         out[("dataset", str(d.id))] = (d.name, d.default_blueprint)

@@ -16,7 +16,7 @@ import pytest
 import sdk
 from postgres import EmbeddedPostgres
 from s3 import EmbeddedS3
-from sdk._server import Server
+from stack import Server
 
 TESTS_DIR = Path(__file__).parent
 MARKERS_BY_DIRECTORY = {

@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from sdk._broker import EmbeddedBroker
+from stack.broker import EmbeddedBroker
 
 MECHANISM = "SCRAM-SHA-512"
 BROKER_USER = "broker"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import psycopg
 
-from projector import SqlStore, open_store
-from projector.backends import scheme
-from projector.sql_store import TABLES
+from projector import open_store
+from projector.stores import scheme
+from projector.stores.sql import TABLES, SqlStore
 
 Offsets = dict[tuple[str, int], int]
 

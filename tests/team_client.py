@@ -23,8 +23,8 @@ import rerun as rr
 
 import sdk
 import settings
-from sdk._demo import SEGMENT_IDS
-from stack import wait_caught_up, wait_until
+from stack.demo import SEGMENT_IDS
+from stack_tools import wait_caught_up, wait_until
 from stores import assert_applied_exactly_once
 
 LAYERS = ["base", "tracking_error", "quality"]

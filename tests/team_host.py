@@ -23,9 +23,8 @@ import pyspark
 
 from postgres import EmbeddedPostgres
 from s3 import EmbeddedS3
-from sdk import _processes
-from sdk._server import Server
 from secured import SecuredBroker, make_certificates
+from stack import Server, processes
 
 PASSWORDS = {"projector": "projector-kafka-secret", "team": "team-kafka-secret",
              "postgres": "postgres-secret", "reader": "reader-secret"}
@@ -42,24 +41,24 @@ def start_spark_cluster(address: str, directory: Path) -> tuple[str, list[subpro
     """A Spark standalone master and one worker on ``address``, from pyspark's own jars; the
     master's URL and the processes."""
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    port, ui_ports = _processes.free_port(address), [_processes.free_port(address) for _ in range(2)]
+    port, ui_ports = processes.free_port(address), [processes.free_port(address) for _ in range(2)]
     master = f"spark://{address}:{port}"
-    processes = [
-        _processes.start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", address,
+    started = [
+        processes.start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", address,
                           "--port", str(port), "--webui-port", str(ui_ports[0])],
                          directory / "spark-master.log"),
-        _processes.start([str(spark_class), "org.apache.spark.deploy.worker.Worker", master,
+        processes.start([str(spark_class), "org.apache.spark.deploy.worker.Worker", master,
                           "--host", address, "--cores", "2", "--memory", "2g",
                           "--webui-port", str(ui_ports[1]), "--work-dir", str(directory / "work")],
                          directory / "spark-worker.log"),
     ]
     deadline = time.monotonic() + 120
-    while "Successfully registered with master" not in _processes.tail(directory / "spark-worker.log", 200):
-        if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+    while "Successfully registered with master" not in processes.tail(directory / "spark-worker.log", 200):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in started):
             raise RuntimeError(f"the Spark cluster did not start:\n"
-                               f"{_processes.tail(directory / 'spark-worker.log')}")
+                               f"{processes.tail(directory / 'spark-worker.log')}")
         time.sleep(0.5)
-    return master, processes
+    return master, started
 
 
 def main() -> int:
@@ -115,7 +114,7 @@ def main() -> int:
             server.close()
             broker.stop()
             for process in spark_processes:
-                _processes.stop(process)
+                processes.stop(process)
     return 0
 
 

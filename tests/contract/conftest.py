@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from projector import SqlStore, open_store
+from projector import open_store
+from projector.stores.sql import SqlStore
 
 BACKENDS = ["sqlite", "postgresql"]
 

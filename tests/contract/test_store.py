@@ -16,16 +16,16 @@ from projector import (
     Changes,
     LogRecord,
     SchemaRef,
-    SqliteStore,
     StaleBatchError,
     Status,
+    StoreUnavailableError,
     apply_batch,
+    feed,
     fold,
     schemas,
-    sql_store,
 )
-from projector.store import StoreUnavailableError
-from sdk import _feed
+from projector.stores import sql as sql_store
+from projector.stores.sqlite import SqliteStore
 from stores import PROJECTION_TABLES, applied_batches, assert_applied_exactly_once, dump
 from unit.conftest import (
     Log,
@@ -536,7 +536,7 @@ def test_a_reader_following_the_feed_sees_each_change_once_in_order_and_resumes(
     reader = open_named("store", read_only=True)
     seen: list = []
     follower = threading.Thread(
-        target=lambda: seen.extend(_feed.follow(reader, (-1, 0), timeout_secs=3)), daemon=True)
+        target=lambda: seen.extend(feed.follow(reader, (-1, 0), timeout_secs=3)), daemon=True)
     follower.start()
     for offset, record in enumerate(records):  # one commit per record while the reader follows
         apply_batch(store, [record])
@@ -550,14 +550,14 @@ def test_a_reader_following_the_feed_sees_each_change_once_in_order_and_resumes(
     assert seen == everything
     # Stopping anywhere and resuming from the last change seen gives the rest, each once.
     for stop in (0, 1, len(everything) // 2, len(everything) - 1):
-        rest = list(_feed.follow(reader, everything[stop].cursor, timeout_secs=0))
+        rest = list(feed.follow(reader, everything[stop].cursor, timeout_secs=0))
         assert rest == everything[stop + 1:]
     # From an offset: the changes of the records from that offset on.
     middle = records[len(records) // 2].position.offset
-    assert list(_feed.follow(reader, _feed.start(reader, middle), timeout_secs=0)) == [
+    assert list(feed.follow(reader, feed.start(reader, middle), timeout_secs=0)) == [
         c for c in everything if c.position.offset >= middle]
     # One dataset's changes only.
-    assert list(_feed.follow(reader, (-1, 0), entry_id=droid, timeout_secs=0)) == [
+    assert list(feed.follow(reader, (-1, 0), entry_id=droid, timeout_secs=0)) == [
         c for c in everything if c.entry_id == droid]
     # Pages: a small page size gives the same entries.
     assert list(_paged(reader, (-1, 0), 2)) == everything
@@ -573,8 +573,8 @@ def test_following_from_now_yields_only_later_changes(store, open_named):
     _, records = history()
     apply_batch(store, records[:6])
     reader = open_named("store", read_only=True)
-    after = _feed.start(reader, None)
+    after = feed.start(reader, None)
     apply_batch(store, records[6:])
-    later = list(_feed.follow(reader, after, timeout_secs=0))
+    later = list(feed.follow(reader, after, timeout_secs=0))
     assert later and all(c.position.offset >= 6 for c in later)
     assert later == [c for c in store.changes(limit=10_000) if c.position.offset >= 6]

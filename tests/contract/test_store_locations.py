@@ -11,7 +11,7 @@ import pytest
 import sdk
 from postgres import EmbeddedPostgres
 from projector import StoreUnavailableError, open_store
-from sdk import cli
+from stack import cli
 
 NO_BROKER = "127.0.0.1:1"
 """Never contacted: the store is opened before any Kafka client."""

@@ -12,8 +12,8 @@ import pytest
 import sdk
 from events import decode
 from producers import end_offsets, read_range
-from sdk._droid import write_episode
-from sdk._server import Server
+from stack import Server
+from stack.droid import write_episode
 
 
 def decode_record(value: bytes):

@@ -16,8 +16,8 @@ from changelog_topic import catalog_of_store, catalog_of_topic, wait_for_changel
 from events import CATALOG_TOPIC, Event, RegisterLayer
 from producers import EventProducer
 from sdk import ChangeKind
-from sdk._server import Server
-from stack import produce_raw
+from stack import Server
+from stack_tools import produce_raw
 
 K = ChangeKind
 
@@ -25,7 +25,7 @@ K = ChangeKind
 def test_changes_follow_registrations_and_resume_exactly_once(client: sdk.CatalogClient, dataset,
                                                              make_rrd) -> None:
     uris = [make_rrd(f"feed_{i}") for i in range(4)]
-    start = client._store.next_offsets()[(CATALOG_TOPIC, 0)]
+    start = client._internal.store.next_offsets()[(CATALOG_TOPIC, 0)]
     seen: list[sdk.Change] = []
     follower = threading.Thread(target=lambda: seen.extend(
         client.changes(dataset=dataset.name, timeout_secs=5)), daemon=True)
@@ -54,12 +54,12 @@ def test_changes_follow_registrations_and_resume_exactly_once(client: sdk.Catalo
 
 def test_changes_report_rejections_with_their_reasons(server: Server, client: sdk.CatalogClient,
                                                       dataset) -> None:
-    after = client._store.next_offsets()[(CATALOG_TOPIC, 0)]
+    after = client._internal.store.next_offsets()[(CATALOG_TOPIC, 0)]
     with EventProducer(server.bootstrap_servers) as producer:
         negative = RegisterLayer("s1", "base", "file:///x.rrd", size_bytes=-5)
         [bad] = producer.send([Event(dataset.id, negative)])
     garbage = produce_raw(server.bootstrap_servers, b"\x00 not an event")
-    client._wait([bad, garbage], 60)
+    client._internal.wait([bad, garbage], 60)
     rejected = [c for c in client.changes(after, timeout_secs=0) if c.kind is K.REJECTED]
     assert [(c.position.offset, c.entry_id, c.detail) for c in rejected] == [
         (bad.offset, dataset.id, "size_bytes must not be negative, got -5"),
@@ -87,7 +87,8 @@ def test_the_changelog_topic_read_from_the_start_is_the_catalog(server: Server, 
     gone.register([uris[0]]).wait()
     gone.delete()
     with EventProducer(server.bootstrap_servers) as producer:
-        client._wait(producer.send([Event(dataset.id, RegisterLayer("s1", "", "file:///x.rrd"))]), 60)
+        positions = producer.send([Event(dataset.id, RegisterLayer("s1", "", "file:///x.rrd"))])
+        client._internal.wait(positions, 60)
 
     latest, _ = wait_for_changelog(server, client)
     assert catalog_of_topic(latest) == catalog_of_store(client)
@@ -108,7 +109,7 @@ def test_a_relay_started_again_repeats_harmlessly(server: Server, client: sdk.Ca
     before, count = wait_for_changelog(server, client)
     # A second relay (as after a crash of the first) publishes again from the topic's last
     # record: that record repeats, and the catalog read from the topic is unchanged.
-    relay = ChangelogRelay(client._store, server.bootstrap_servers)
+    relay = ChangelogRelay(client._internal.store, server.bootstrap_servers)
     relay.start()
     try:
         deadline = time.monotonic() + 30

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 import sdk
-from projector.backends import normalize
-from sdk._server import Server
+from projector.stores import normalize
+from stack import Server
 
 
 def strata(server: Server, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sdk.cli", *args, "--store", normalize(server.store)],
+    return subprocess.run([sys.executable, "-m", "stack.cli", *args, "--store", normalize(server.store)],
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -72,7 +72,7 @@ def test_bad_input_is_one_line(server: Server, dataset, make_rrd, tmp_path) -> N
 
 def test_watch_prints_changes_as_they_happen(server: Server, client: sdk.CatalogClient, dataset,
                                              make_rrd) -> None:
-    watcher = subprocess.Popen([sys.executable, "-m", "sdk.cli", "watch", dataset.name,
+    watcher = subprocess.Popen([sys.executable, "-m", "stack.cli", "watch", dataset.name,
                                 "--store", normalize(server.store)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -92,7 +92,7 @@ def test_watch_prints_changes_as_they_happen(server: Server, client: sdk.Catalog
 
 @pytest.mark.own_store
 def test_up_serves_the_dashboard_and_prints_its_url(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "sdk.cli", "up", "--data-dir", str(tmp_path), "--port", "0"]
+    command = [sys.executable, "-m", "stack.cli", "up", "--data-dir", str(tmp_path), "--port", "0"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         printed = []

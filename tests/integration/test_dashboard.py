@@ -18,8 +18,8 @@ import sdk
 from browser import chromium
 from dashboard import ARROW_STREAM, Dashboard
 from events import CATALOG_TOPIC
-from sdk._server import Server
-from stack import produce_raw, wait_until
+from stack import Server
+from stack_tools import produce_raw, wait_until
 from stores import dump
 
 
@@ -80,7 +80,7 @@ def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.Ca
                                                   dashboard: Dashboard, browser) -> None:
     open_live(browser, dashboard.url)
     garbage = produce_raw(server.bootstrap_servers, b"\x00 not an event")
-    client._wait([garbage], 60)
+    client._internal.wait([garbage], 60)
     row = WebDriverWait(browser, 5).until(
         lambda b: b.find_element(By.CSS_SELECTOR, f'#rejections tr[data-offset="{garbage.offset}"]'))
     assert "not an Avro single-object encoded event (missing C3 01 header)" in row.text

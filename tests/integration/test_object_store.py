@@ -14,10 +14,10 @@ import pytest
 import sdk
 from producers import end_offsets
 from s3 import EmbeddedS3
-from sdk._droid import write_episode
 from sdk._objects import ObjectStore, ObjectStoreConfig
 from sdk._recordings import local_path, read_recording
-from sdk._server import Server
+from stack import Server
+from stack.droid import write_episode
 
 
 @pytest.fixture(scope="module")

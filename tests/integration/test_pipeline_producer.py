@@ -8,7 +8,7 @@ from pathlib import Path
 
 import sdk
 from producers import Position
-from sdk._server import Server
+from stack import Server
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipeline_producer.py"
 SAME = ["rerun_segment_id", "rerun_layer_names", "rerun_storage_urls", "rerun_size_bytes"]
@@ -35,7 +35,7 @@ def test_pipeline_events_are_projected_like_the_sdks(server: Server, client: sdk
     positions = run_example(server, by_pipeline, *(f"pipe_{i}={u}" for i, u in enumerate(uris)))
     positions += run_example(server, by_pipeline, "--layer", "extra", f"pipe_1={uris[1]}")
     positions += run_example(server, by_pipeline, f"pipe_0={uris[2]}")  # duplicate: rejected
-    client._wait(positions, 60)
+    client._internal.wait(positions, 60)
     by_sdk.register(uris).wait()
     by_sdk.register([uris[1]], layer_name="extra").wait()
     duplicate = next(by_sdk.register([make_rrd("pipe_0", name="pipe_0_again")]).iter_results())
@@ -44,9 +44,9 @@ def test_pipeline_events_are_projected_like_the_sdks(server: Server, client: sdk
     pipeline_rows = by_pipeline.segment_table().select(*SAME).to_arrow_table().to_pylist()
     assert pipeline_rows == by_sdk.segment_table().select(*SAME).to_arrow_table().to_pylist()
     assert [r["rerun_layer_names"] for r in pipeline_rows] == [["base"], ["base", "extra"], ["base"]]
-    outcomes = [client._store.outcome_at(p) for p in positions]
+    outcomes = [client._internal.store.outcome_at(p) for p in positions]
     assert [o.status for o in outcomes] == ["accepted"] * 4 + ["already_exists"]
     assert outcomes[-1].reason == duplicate.error
     # The schema came by reference, defined by the pipeline before its first RegisterLayer.
     assert by_pipeline.schema() == by_sdk.schema()
-    assert {layer.schema_sha256 for layer in client._store.layers(by_pipeline.id)} != {""}
+    assert {layer.schema_sha256 for layer in client._internal.store.layers(by_pipeline.id)} != {""}

@@ -31,9 +31,9 @@ from events import (
 )
 from producers import EventProducer, log_reader
 from projector import table_rows
-from sdk._server import Server
 from spark_streaming import replay
-from stack import strata_replay, wait_caught_up
+from stack import Server
+from stack_tools import strata_replay, wait_caught_up
 from stores import dump, lock_for_writing_at_once
 
 SCHEMAS = [pa.schema(fields).serialize().to_pybytes() for fields in (

@@ -8,7 +8,7 @@ import signal
 
 import pyarrow as pa
 
-from sdk._server import Server
+from stack import Server
 from stores import dump
 
 
@@ -48,7 +48,7 @@ def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd, new_store)
                                   "outcomes": 1 + 2 + 30}
         table: pa.Table = dataset.segment_table().to_arrow_table()
         assert table.column("rerun_layer_names").to_pylist() == [["base"]] * 30
-        offsets = client._store.next_offsets()
+        offsets = client._internal.store.next_offsets()
         assert sum(offsets.values()) == 33
 
 

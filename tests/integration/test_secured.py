@@ -20,9 +20,9 @@ import sdk
 from postgres import EmbeddedPostgres
 from producers import DeliveryError, end_offsets, ensure_topics
 from projector import StoreUnavailableError, open_store
-from sdk._server import Server
 from secured import Certificates, SecuredBroker, make_certificates
-from stack import wait_caught_up
+from stack import Server
+from stack_tools import wait_caught_up
 from stores import dump
 
 # The stack here has its own store (PostgreSQL over TLS), whatever STRATA_TEST_STORE says.

@@ -12,18 +12,17 @@ import rerun as rr
 from datafusion import col
 
 from producers import end_offsets
-from sdk import _demo
-from sdk._droid import write_episode
-from sdk._server import Server
-from stack import projector_on
+from stack import Server, demo
+from stack.droid import write_episode
+from stack_tools import projector_on
 
 
 def how_to(dataset, directory: Path) -> tuple[pa.Table, pa.Table, pa.Table]:
     """The how-to's three blocks on a dataset of either system; the tables it prints."""
     before = pa.table(dataset.segment_table().select("rerun_segment_id", "rerun_layer_names")
                       .sort(col("rerun_segment_id")))
-    _demo.add_tracking_error(dataset, directory / "tracking_error")
-    stats = _demo.add_quality(dataset, directory / "quality")
+    demo.add_tracking_error(dataset, directory / "tracking_error")
+    stats = demo.add_quality(dataset, directory / "quality")
     after = pa.table(dataset.segment_table()
                      .select("rerun_segment_id", "rerun_layer_names", "property:quality:tracking_good")
                      .sort(col("rerun_segment_id")))
@@ -32,7 +31,7 @@ def how_to(dataset, directory: Path) -> tuple[pa.Table, pa.Table, pa.Table]:
 
 def test_the_how_to_gives_rerun_s_tables(server: Server, tmp_path: Path, new_store) -> None:
     base = tmp_path / "sample_5"
-    _demo.write_base(base)
+    demo.write_base(base)
     name = f"sample_dataset_{os.urandom(3).hex()}"
 
     with projector_on(server.bootstrap_servers, tmp_path / "strata", datasets={name: base},
@@ -53,17 +52,17 @@ def test_the_how_to_gives_rerun_s_tables(server: Server, tmp_path: Path, new_sto
 
 def test_datasets_are_registered_once(server: Server, tmp_path: Path, new_store) -> None:
     directory = tmp_path / "episodes"
-    _demo.write_base(directory)
+    demo.write_base(directory)
     name = f"once_{os.urandom(3).hex()}"
     store = new_store()
     with projector_on(server.bootstrap_servers, tmp_path / "stack", datasets={name: directory},
                       store=store) as first:
-        assert sorted(first.client().get_dataset(name=name).segment_ids()) == sorted(_demo.SEGMENT_IDS)
+        assert sorted(first.client().get_dataset(name=name).segment_ids()) == sorted(demo.SEGMENT_IDS)
     write_episode(directory / "later" / "added.rrd", "added_later", 9)
     log_end = sum(end_offsets(server.bootstrap_servers).values())
     with projector_on(server.bootstrap_servers, tmp_path / "stack", datasets={name: directory},
                       store=store) as again:
         dataset = again.client().get_dataset(name=name)
-        assert sorted(dataset.segment_ids()) == sorted([*_demo.SEGMENT_IDS, "added_later"])
+        assert sorted(dataset.segment_ids()) == sorted([*demo.SEGMENT_IDS, "added_later"])
         # One event: the new recording's; nothing registered twice, no dataset created again.
         assert sum(end_offsets(server.bootstrap_servers).values()) == log_end + 1

@@ -13,8 +13,8 @@ import pytest
 
 import sdk
 from sdk import ContentFilter
-from sdk._droid import write_episode
 from sdk._spark import spark_schema, to_spark_types
+from stack.droid import write_episode
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,10 @@ import sdk
 from events import TableWriteMode, WriteTable, decode
 from producers import end_offsets, read_range
 from projector import table_rows
-from sdk._server import Server
+from sdk._operations import Operation
 from sdk._table_entry import MAX_PART_BYTES
-from stack import strata_replay, wait_caught_up
+from stack import Server
+from stack_tools import strata_replay, wait_caught_up
 from stores import dump
 
 INDEX = {b"rerun:is_table_index": b"true"}
@@ -145,8 +146,8 @@ def test_bad_writes_from_other_producers_are_refused_by_the_projector(server: Se
     table.append(id=[1], label=["kept"])
     wrong = pa.table({"id": pa.array([2], pa.int32())})
     with pytest.raises(ValueError, match="'id' has type int32"):
-        client._submit(table.id, WriteTable(TableWriteMode.APPEND, table_rows.to_ipc(wrong)),
-                       "appending").wait()
+        command = WriteTable(TableWriteMode.APPEND, table_rows.to_ipc(wrong))
+        Operation.submit(client._internal, table.id, command, "appending").wait()
     assert rows(table) == [(1, "kept")]
 
 

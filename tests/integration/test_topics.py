@@ -14,8 +14,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from events import CATALOG_TOPIC, TOPICS
 from producers import ensure_topics
-from sdk._broker import EmbeddedBroker
-from sdk._server import Server
+from stack import Server
+from stack.broker import EmbeddedBroker
 
 
 def topic_settings(bootstrap: str, name: str) -> dict[str, str]:
@@ -73,7 +73,7 @@ def test_a_topic_that_may_delete_records_is_refused_unless_accepted(other_broker
 
     # From the command line: a one-line error, before anything starts.
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "sdk.cli", "up", "--data-dir", str(tmp_path),
+    done = subprocess.run([sys.executable, "-m", "stack.cli", "up", "--data-dir", str(tmp_path),
                            "--bootstrap-servers", other_broker], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and time.monotonic() - started < 60
     refused = f"strata: error: topic {CATALOG_TOPIC} on {other_broker} may delete records"

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import sdk
 from producers import end_offsets
 from projector.fold import MAX_NAME_LENGTH
-from sdk._server import Server
+from stack import Server
 
 # rerun warns about every cut file it opens; the test checks the error instead.
 pytestmark = pytest.mark.filterwarnings("ignore:RRD file has no footer")

@@ -12,8 +12,8 @@ import pytest
 import sdk
 from events import CATALOG_TOPIC
 from projector import Status, open_store
-from sdk._server import Server
-from stack import PipelineLoad, wait_caught_up, wait_until
+from stack import Server
+from stack_tools import PipelineLoad, wait_caught_up, wait_until
 
 PIPELINE_EVENTS = 20_000
 BACKLOG_EVENTS = 5_000
@@ -52,7 +52,7 @@ def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd, ne
             backlog.start()
             backlog.finish(timeout_secs=120)
             operation = dataset.register([make_rrd("during_restart")])
-            [awaited] = [item.position for item in operation._items]
+            [awaited] = operation.positions
             stop_broker(stack, kill=True)
             started = time.monotonic()
             with pytest.raises(TimeoutError) as raised:
@@ -96,7 +96,7 @@ def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd, ne
 
 
 def test_producer_reports_an_unreachable_broker(tmp_path) -> None:
-    from sdk._processes import free_port
+    from stack.processes import free_port
 
     open_store(tmp_path / "store.db").close()  # a store, as a projector leaves it
     client = sdk.CatalogClient(f"127.0.0.1:{free_port()}", tmp_path / "store.db",

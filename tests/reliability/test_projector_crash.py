@@ -14,8 +14,8 @@ import sdk
 from changelog_topic import catalog_of_store, catalog_of_topic, wait_for_changelog
 from producers import end_offsets
 from projector import open_store
-from sdk._server import Server
-from stack import PipelineLoad, kill_projector, projector_on, wait_caught_up, wait_until
+from stack import Server
+from stack_tools import PipelineLoad, kill_projector, projector_on, wait_caught_up, wait_until
 from stores import assert_applied_exactly_once, dump, store_offsets
 
 PIPELINE_EVENTS = 50_000

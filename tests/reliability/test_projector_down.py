@@ -10,7 +10,7 @@ import pytest
 
 import sdk
 from events import CATALOG_TOPIC
-from sdk._server import Server
+from stack import Server
 from stores import store_offsets
 
 
@@ -20,7 +20,7 @@ def test_wait_times_out_while_the_projector_is_down_then_applies_once(
     server.stop_projector()
     try:
         operation = dataset.register([uri])
-        [awaited] = [item.position for item in operation._items]
+        [awaited] = operation.positions
         started = time.monotonic()
         with pytest.raises(TimeoutError) as raised:
             operation.wait(timeout_secs=2)

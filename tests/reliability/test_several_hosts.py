@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from hosts import Hosts
-from sdk._processes import tail
-from stack import kill_process_group, wait_until
+from stack.processes import tail
+from stack_tools import kill_process_group, wait_until
 
 pytestmark = pytest.mark.own_store  # its store is the server host's PostgreSQL
 

@@ -26,10 +26,11 @@ import sdk
 from events import Event, RegisterLayer
 from postgres import EmbeddedPostgres
 from producers import EventProducer
-from projector import SqliteStore, Status, open_store
-from sdk._server import Server
+from projector import Status, open_store
+from projector.stores.sqlite import SqliteStore
 from spark_streaming.__main__ import STORE_FAULT_EXIT_CODE
-from stack import projector_on, wait_caught_up, wait_until
+from stack import Server
+from stack_tools import projector_on, wait_caught_up, wait_until
 from stores import store_offsets
 
 

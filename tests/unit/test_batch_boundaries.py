@@ -29,13 +29,13 @@ from projector import (
     Changes,
     LogPosition,
     LogRecord,
-    SqliteStore,
     Status,
     apply_batch,
     fold,
     layer_table,
     schemas,
 )
+from projector.stores.sqlite import SqliteStore
 from stores import PROJECTION_TABLES, dump
 
 from .conftest import (

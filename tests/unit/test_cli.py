@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from projector import SqliteStore, apply_batch
-from sdk import cli
-from sdk._catalog import SERVER_FILE
+from projector import apply_batch
+from projector.stores.sqlite import SqliteStore
+from settings import SERVER_FILE
+from stack import cli
 
 from .conftest import undecodable
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sdk import _demo
-from sdk._droid import write_episode
 from sdk._recordings import read_recording
+from stack import demo
+from stack.droid import write_episode
 
 
 def test_an_episode_is_as_heavy_as_a_droid_recording(tmp_path: Path) -> None:
@@ -29,6 +29,6 @@ def test_an_episode_is_as_heavy_as_a_droid_recording(tmp_path: Path) -> None:
 def test_the_demo_writes_absolute_uris_from_a_relative_directory(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    paths = _demo.write_base(Path("relative"))
-    assert [p.is_absolute() for p in paths] == [True] * len(_demo.SEGMENT_IDS)
+    paths = demo.write_base(Path("relative"))
+    assert [p.is_absolute() for p in paths] == [True] * len(demo.SEGMENT_IDS)
     assert all(p.as_uri().startswith("file:///") for p in paths)

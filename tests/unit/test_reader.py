@@ -9,9 +9,9 @@ import pytest
 
 from events import IndexKind
 from projector import layer_table
-from sdk._droid import write_episode
 from sdk._reader import ReadOptions, output_schema, with_manifest_ranges
 from sdk._recordings import read_recording
+from stack.droid import write_episode
 
 
 def test_layers_registered_before_v4_get_their_ranges_from_the_manifest(tmp_path: Path) -> None:

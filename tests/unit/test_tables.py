@@ -11,9 +11,10 @@ import pyarrow as pa
 import pytest
 
 from events import CATALOG_TOPIC, IndexKind, IndexRange, OnDuplicate
-from projector import Layer, LogPosition, Segment, SqliteStore, apply_batch, schemas
+from projector import Layer, LogPosition, Segment, apply_batch, schemas
+from projector.stores.sqlite import SqliteStore
+from projector.views import manifest_table, segment_table
 from sdk._recordings import Recording
-from sdk._tables import manifest_table, segment_table
 
 from .conftest import Log, at, create, register, table_of
 

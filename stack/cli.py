@@ -8,8 +8,13 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import settings
+from events import StrataError, import_extra
+
+if TYPE_CHECKING:
+    from dashboard import Dashboard
 from spark_streaming.options import (
     add_arguments,
     add_kafka_option,
@@ -54,7 +59,7 @@ def _read_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _server(args: argparse.Namespace):
-    from sdk._server import Server
+    from stack.server import Server
 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
                   spark_master=args.spark_master, store=args.store,
@@ -65,9 +70,8 @@ def _server(args: argparse.Namespace):
 def _known_bootstrap(args: argparse.Namespace) -> str | None:
     """The Kafka cluster a command works on: --bootstrap-servers, the running stack's,
     $STRATA_BOOTSTRAP_SERVERS; None if none."""
-    from sdk._catalog import running_stack
-
-    return (args.bootstrap_servers or running_stack(args.data_dir or settings.home()).get("bootstrap_servers")
+    return (args.bootstrap_servers
+            or settings.running_stack(args.data_dir or settings.home()).get("bootstrap_servers")
             or settings.bootstrap_servers())
 
 
@@ -87,34 +91,38 @@ def _kafka_config(args: argparse.Namespace) -> dict:
 
 def _store_location(args: argparse.Namespace) -> str:
     """The store a command works on: --store, the running stack's, $STRATA_STORE, DATA_DIR/store.db."""
-    from sdk._catalog import running_stack
-
     if args.store is not None:
         return args.store
     data_dir = args.data_dir or settings.home()
-    return running_stack(data_dir).get("store") or settings.store(data_dir)
+    return settings.running_stack(data_dir).get("store") or settings.store(data_dir)
+
+
+def _dashboard_class() -> type[Dashboard]:
+    """``dashboard.Dashboard``; one line naming the extra if the web stack is not installed."""
+    for module in ("starlette", "uvicorn", "sse_starlette"):
+        import_extra(module, "dashboard", "the dashboard")
+    from dashboard import Dashboard
+
+    return Dashboard
 
 
 def _dashboard_arguments(parser: argparse.ArgumentParser, port_help: str) -> None:
-    from dashboard import DEFAULT_PORT
 
     parser.add_argument("--host", default="127.0.0.1",
                         help="address the dashboard listens on (default 127.0.0.1: this machine only; "
                              "0.0.0.0: every interface)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"{port_help} (default {DEFAULT_PORT}; 0: any free port)")
+    parser.add_argument("--port", type=int, default=settings.DASHBOARD_PORT,
+                        help=f"{port_help} (default {settings.DASHBOARD_PORT}; 0: any free port)")
 
 
 def _stack_dashboard(server, args: argparse.Namespace):
     """The dashboard of the stack of ``server``, to serve in the background."""
-    from dashboard import Dashboard
-
-    return Dashboard(server.store, bootstrap_servers=server.bootstrap_servers,
+    return _dashboard_class()(server.store, bootstrap_servers=server.bootstrap_servers,
                      kafka_config=server.kafka_options, host=args.host, port=args.port)
 
 
 def _describe(server) -> None:
-    from projector.backends import describe
+    from projector.stores import describe
 
     print(f"  kafka      {server.bootstrap_servers}"
           + (f"  (embedded, log {server.broker.directory})" if server.broker else "  (external)"))
@@ -149,7 +157,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sdk import _demo
+    from stack import demo
 
     server = _server(args)
     print(f"strata demo: starting the stack in {server.data_dir.absolute()} ...", flush=True)
@@ -159,8 +167,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _describe(server)
         print(f"  dashboard  {dashboard.url}")
         client = server.client()
-        _demo.run(client, server.data_dir / "demo-recordings", dataset_name=args.dataset)
-        shown = _demo.on_dashboard(dashboard.url, args.dataset)
+        demo.run(client, server.data_dir / "demo-recordings", dataset_name=args.dataset)
+        shown = demo.on_dashboard(dashboard.url, args.dataset)
     print(f"\nstrata demo: stack stopped. The dashboard showed {shown}; to see it again, run\n"
           f"  strata dashboard --data-dir {server.data_dir} --port {dashboard.port}\n"
           f"and open {dashboard.url}/datasets/{args.dataset}")
@@ -168,11 +176,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from dashboard import Dashboard
-
     _read_store(args).close()  # a store that cannot be read fails here, in one line
     bootstrap = _known_bootstrap(args)
-    dashboard = Dashboard(_store_location(args), bootstrap_servers=bootstrap,
+    dashboard = _dashboard_class()(_store_location(args), bootstrap_servers=bootstrap,
                           kafka_config=_kafka_config(args), host=args.host, port=args.port)
     lag = f"lag against Kafka at {bootstrap}" if bootstrap else "no Kafka cluster known: lag unknown"
     print(f"strata dashboard: {dashboard.url}  ({lag}); Ctrl-C to stop", flush=True)
@@ -236,7 +242,7 @@ def _size(size: int) -> str:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
-    from sdk._tables import datasets_table
+    from projector.views import datasets_table
 
     store = _read_store(args)
     try:
@@ -276,20 +282,20 @@ def _change_line(change) -> str:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from sdk import _feed
+    from projector import feed
 
     store = _read_store(args)
     try:
         entry_id = _dataset(store, args.name).id if args.name else None
         try:
-            after = _feed.start(store, args.since)
+            after = feed.start(store, args.since)
         except ValueError as exc:
             raise SystemExit(f"strata: {exc}") from None
         scope = f"dataset {args.name}" if args.name else "the catalog"
         start = "from now" if args.since is None else f"from offset {args.since}"
         print(f"strata watch: changes of {scope} {start}; Ctrl-C to stop", file=sys.stderr, flush=True)
         try:
-            for change in _feed.follow(store, after, entry_id=entry_id):
+            for change in feed.follow(store, after, entry_id=entry_id):
                 print(_change_line(change), flush=True)
         except KeyboardInterrupt:
             pass
@@ -315,7 +321,7 @@ def _progress(done: int, total: int, failed: int, started: float) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    from sdk._catalog import CatalogClient
+    from sdk import CatalogClient
 
     bootstrap = _bootstrap(args, "--bootstrap-servers and --store")
     if args.batch_size < 1:
@@ -344,8 +350,8 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from projector import SqliteStore
-    from projector.backends import describe
+    from projector.stores import describe
+    from projector.stores.sqlite import SqliteStore
     from spark_streaming.replay import rebuild, swap_into
 
     data_dir = args.data_dir or settings.home()
@@ -507,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (RuntimeError, ValueError, OSError, LookupError) as exc:
+    except (StrataError, RuntimeError, ValueError, OSError, LookupError) as exc:
         print(f"strata: error: {exc}", file=sys.stderr)
         return 1
 

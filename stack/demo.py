@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from sdk._droid import write_episode
+from stack.droid import write_episode
 
 SEGMENT_IDS = [
     "ILIAD_50aee79f_2023_07_12_20h_55m_08s",

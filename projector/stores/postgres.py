@@ -20,8 +20,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from projector.sql_store import FORMAT_VERSION, TABLES, SqlStore, names, upsert
-from projector.store import StoreUnavailableError
+from projector.ports import StoreUnavailableError
+from projector.stores.sql import FORMAT_VERSION, TABLES, SqlStore, names, upsert
 
 CHANNEL = "strata_commits"
 """The channel each commit notifies."""

@@ -1,17 +1,17 @@
 """The ports between the projection and where it is stored: the projector writes through
-``ProjectionWriter``, clients read through ``CatalogReader``."""
+``ProjectionWriter``, clients (the SDK, the dashboard, the changelog relay) read through
+``CatalogReader``; and the errors a store raises."""
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 import pyarrow as pa
 
 from events import StrataError
-from projector.fold import CatalogView, fold
+from projector.fold import CatalogView
 from projector.model import (
     Blueprint,
     Change,
@@ -123,31 +123,6 @@ class CatalogReader(Protocol):
     def close(self) -> None: ...
 
 
-FEED_PAGE = 1000
-"""Change feed entries read from the store at a time."""
-
-
-def follow_pages(store: CatalogReader, after: tuple[int, int], *, entry_id: uuid.UUID | None = None,
-                 timeout_secs: float | None = None) -> Iterator[list[Change]]:
-    """The change feed after the cursor ``after``, in pages in feed order, each entry once; then,
-    as the projector commits more, those. Ends once ``timeout_secs`` pass with nothing new
-    (``None``: never)."""
-    while True:
-        version = store.data_version()  # read first: a commit after the read below wakes the wait
-        page = store.changes(after, entry_id=entry_id, limit=FEED_PAGE)
-        if page:
-            yield page
-            after = page[-1].cursor
-            continue
-        deadline = None if timeout_secs is None else time.monotonic() + timeout_secs
-        while True:
-            left = 1.0 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return
-            if store.wait_for_commit(version, left) != version:
-                break
-
-
 class StaleBatchError(StrataError, RuntimeError):
     """The store moved on while a batch was being folded; the batch was not committed."""
 
@@ -162,37 +137,3 @@ class StoreUnavailableError(StrataError, RuntimeError):
         super().__init__(f"store {path}: {reason}")
         self.path = path
         self.reason = reason
-
-
-COMMIT_ATTEMPTS = 3
-"""Folds of one batch, at most, when the store moves on during the fold (a ``strata replay
---swap`` replacing its contents): each fold starts again from the store's new state."""
-
-
-def apply_batch(store: ProjectionWriter, records: Iterable[LogRecord]) -> Changes:
-    """Fold the records the store has not seen yet and commit the result atomically.
-
-    Records below a partition's stored next offset were committed by an earlier run of the same
-    batch (a restart after a crash) or by whatever moved the store on, and are skipped, so
-    replaying a batch changes nothing. If the store's offsets change between the fold and its
-    commit, the batch is folded again over the store as it now is (``StaleBatchError`` after
-    ``COMMIT_ATTEMPTS`` folds).
-    """
-    records = list(records)
-    folds = 1
-    while True:
-        offsets = store.next_offsets()
-        fresh: Sequence[LogRecord] = [
-            r for r in records
-            if r.position.offset >= offsets.get((r.position.topic, r.position.partition), 0)
-        ]
-        changes = fold(store.batch_view(fresh), fresh)
-        if not fresh:
-            return changes
-        try:
-            store.commit(changes, expected_offsets=offsets)
-            return changes
-        except StaleBatchError:
-            if folds == COMMIT_ATTEMPTS:
-                raise
-            folds += 1

@@ -19,7 +19,7 @@ from confluent_kafka import Producer
 from events import CATALOG_TOPIC, Event, RegisterLayer
 from producers import EventProducer, Position, end_offsets
 from projector import StoreUnavailableError
-from sdk._server import Server
+from stack import Server
 from stores import Offsets, store_offsets
 
 
@@ -153,7 +153,7 @@ class PipelineLoad(threading.Thread):
 
 def strata_replay(server: Server, into: Path, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "sdk.cli", "replay", "--data-dir", str(server.data_dir), "--into", str(into),
+        [sys.executable, "-m", "stack.cli", "replay", "--data-dir", str(server.data_dir), "--into", str(into),
          *args], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout

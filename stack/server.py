@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import settings
+from events import import_extra
+from events.names import RECORDING_SUFFIXES
 from producers import ensure_topics
 from projector import open_store
-from projector.backends import normalize, scheme
-from sdk import _processes
-from sdk._broker import EmbeddedBroker
-from sdk._catalog import RECORDING_SUFFIXES, SERVER_FILE, CatalogClient
+from projector.stores import normalize, scheme
+from sdk import CatalogClient
+from stack import processes
+from stack.broker import EmbeddedBroker
 
 
 class Server:
@@ -81,8 +83,11 @@ class Server:
     def start(self) -> Server:
         """Start whatever is embedded and wait until the projector runs.
 
-        Raises ``RuntimeError`` with the end of the failing part's log if a part does not start.
+        Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
+        ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark).
         """
+        import_extra("pyspark", "projector", "running the projector")
+        import_extra("sqlite_utils", "projector", "running the projector")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if scheme(self.store) == "postgresql":  # an unreachable server fails here, in one line
             open_store(self.store).close()
@@ -96,9 +101,7 @@ class Server:
         except BaseException:
             self.close()
             raise
-        (self.data_dir / SERVER_FILE).write_text(json.dumps(
-            {"bootstrap_servers": self.bootstrap_servers, "store": self.store,
-             "spark_master": self.spark_master}, indent=2))
+        settings.write_running_stack(self.data_dir, self.bootstrap_servers, self.store, self.spark_master)
         return self
 
     def _register_datasets(self) -> None:
@@ -110,7 +113,7 @@ class Server:
                 dataset = client.get_dataset(name=name)
             except LookupError:
                 dataset = client.create_dataset(name, exist_ok=True)
-            known = set(dataset._layer_table().column("storage_url").to_pylist())
+            known = set(dataset.manifest().select("rerun_storage_url").to_pydict()["rerun_storage_url"])
             uris = [uri for uri in (path.as_uri() for path in paths()) if uri not in known]
             if uris:
                 dataset.register(uris, on_duplicate="skip").wait(self.startup_timeout_secs)
@@ -127,21 +130,21 @@ class Server:
                "STRATA_KAFKA_OPTIONS": json.dumps(self.kafka_options)}
         if self.spark_master.startswith("local"):
             env["SPARK_LOCAL_IP"] = "127.0.0.1"
-        self._projector = _processes.start(args, self.projector_log, env=env)
+        self._projector = processes.start(args, self.projector_log, env=env)
         deadline = time.monotonic() + self.startup_timeout_secs
         while not ready.exists():
             if self._projector.poll() is not None:
                 raise RuntimeError(
                     f"the Spark projector exited with code {self._projector.returncode}; end of "
-                    f"{self.projector_log}:\n{_processes.tail(self.projector_log)}")
+                    f"{self.projector_log}:\n{processes.tail(self.projector_log)}")
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"the Spark projector did not start within {self.startup_timeout_secs:g} s; "
-                    f"end of {self.projector_log}:\n{_processes.tail(self.projector_log)}")
+                    f"end of {self.projector_log}:\n{processes.tail(self.projector_log)}")
             time.sleep(0.1)
 
     def stop_projector(self) -> None:
-        _processes.stop(self._projector, timeout_secs=60)
+        processes.stop(self._projector, timeout_secs=60)
         self._projector = None
 
     def client(self, **kwargs: Any) -> CatalogClient:
@@ -159,7 +162,7 @@ class Server:
         self.stop_projector()
         if self.broker:
             self.broker.stop()
-        (self.data_dir / SERVER_FILE).unlink(missing_ok=True)
+        (self.data_dir / settings.SERVER_FILE).unlink(missing_ok=True)
 
     def __enter__(self) -> Server:
         return self.start()

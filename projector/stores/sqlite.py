@@ -15,10 +15,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
-from projector.sql_store import FORMAT_VERSION, TABLES, SqlStore
-from projector.store import StoreUnavailableError
+from events import import_extra
+from projector.ports import StoreUnavailableError
+from projector.stores.sql import FORMAT_VERSION, TABLES, SqlStore
 
 POLL_SECS = 0.001
 """How often a waiting reader checks the file's data version: about 1 ms added to a wait, a few
@@ -62,6 +61,7 @@ class SqliteStore(SqlStore):
             raise StoreUnavailableError(self.path, str(exc)) from exc
 
     def _create_tables(self) -> None:
+        sqlite_utils = import_extra("sqlite_utils", "projector", "writing a SQLite store")
         db = sqlite_utils.Database(self._conn)
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version != FORMAT_VERSION and db.table_names():

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from events import DefineSchema, RegisterLayer, TableWriteMode
 from projector import layer_table as _layer_table
-from projector import sql_tables, table_rows
+from projector import table_rows
 from projector.fold import CatalogView
 from projector.model import (
     Blueprint,
@@ -40,7 +40,8 @@ from projector.model import (
     Table,
     TablePart,
 )
-from projector.store import StaleBatchError
+from projector.ports import StaleBatchError
+from projector.stores import sql_tables
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -114,7 +115,7 @@ them, stamped with the commit's time.
 chunks of consecutive segment positions, rewritten with the rows they are made of.
 
 ``table_chunks``, ``table_keys`` and ``table_parts`` hold the rows of created tables and the parts
-of writes still waiting for their last part (see ``projector.sql_tables``)."""
+of writes still waiting for their last part (see ``projector.stores.sql_tables``)."""
 
 _CHUNK_LAYERS = (
     "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
@@ -355,6 +356,7 @@ class SqlStore:
         }
         # The connection's context rolls the transaction back on any error, so a batch that
         # cannot be written (read-only or full disk) leaves the store exactly as it was.
+        statements = sql_tables.Statements(self._execute, self._key_rows)
         with self._write_transaction():
             stored = {(t, p): o for t, p, o in
                       self._execute("select topic, partition, next_offset from offsets")}
@@ -366,7 +368,7 @@ class SqlStore:
             for table in ("segments", "layers", "blueprints", "layer_chunks"):
                 self._executemany(f"delete from {table} where dataset_id = ?", purged)
             for (entry_id,) in purged:
-                sql_tables.remove(self, entry_id)
+                sql_tables.remove(statements, entry_id)
             self._executemany(
                 "delete from table_parts where table_id = ? and write_id = ? and part = ?",
                 [(str(t), w, n) for (t, w, n), part in changes.table_parts.items() if part is None])
@@ -381,7 +383,7 @@ class SqlStore:
                     self._upsert_many(table, values)
             self._rewrite_chunks(chunks)
             for write in changes.table_writes:
-                sql_tables.apply(self, write)
+                sql_tables.apply(statements, write)
 
     def _touched_chunks(self, changes: Changes) -> set[tuple[str, int]]:
         """The (dataset id, chunk) of every segment the batch adds, changes or removes: where it

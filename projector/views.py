@@ -1,28 +1,26 @@
-"""The segment table and the manifest, built as Arrow tables from the projection's layers.
+"""The read models clients share: a dataset's segment table and manifest, its index ranges, and
+the list of datasets, built as Arrow tables from the store's layer tables.
 
 Column names follow Rerun's catalog: ``rerun_segment_id``, ``rerun_layer_names``, ... one
 ``property:<entity>:<field>`` column per property, and ``<timeline>:start`` / ``<timeline>:end``
 per timeline. Both are computed column-wise from the store's
 layer table (``projector.layer_table``), so their cost grows with the number of layers, not with
-Python work per layer; each distinct properties value is parsed once.
+Python work per layer; each distinct properties value is parsed once. Which layer's value a
+segment's property takes is ``projector.merge``'s rule.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
 
-from projector import schemas
-
-if TYPE_CHECKING:
-    import uuid
-
-    from projector import CatalogReader
+from projector import merge, schemas
+from projector.ports import CatalogReader
 
 TIMESTAMP = pa.timestamp("ns", tz=None)
 INDEX_TYPES = {"timestamp": TIMESTAMP, "duration": pa.duration("ns"), "sequence": pa.int64()}
@@ -112,8 +110,8 @@ def _num_chunks(layers: pa.Table, group: np.ndarray, count: int) -> pa.Array:
 
 
 def segment_table(layers: pa.Table, property_schemas: Mapping[str, bytes] | None = None) -> pa.Table:
-    """One row per segment in registration order; the most recently registered layer with a
-    value wins each property. ``property_schemas`` holds the schemas the layers' properties
+    """One row per segment in registration order, its properties merged from its layers' by
+    ``projector.merge.segment_properties``. ``property_schemas`` holds the schemas the layers' properties
     name, by digest."""
     segment_ids, group, count = _segments(layers)
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else np.array([], int)
@@ -136,16 +134,7 @@ def segment_table(layers: pa.Table, property_schemas: Mapping[str, bytes] | None
     per_layer = _properties(layers, property_schemas or {})
     if per_layer.num_columns == 0:
         return _append_columns(base, ranges)
-    rows = np.arange(len(group))
-    winners = {}
-    for name in per_layer.column_names:
-        column = per_layer.column(name)
-        valid = ~column.is_null().to_numpy(zero_copy_only=False)
-        last = np.full(count, -1)
-        np.maximum.at(last, group[valid], rows[valid])
-        picks = pa.array(last, pa.int64(), mask=last < 0)
-        winners[name] = column.take(picks)
-    properties = pa.table(winners, schema=per_layer.schema)
+    properties = merge.segment_properties(per_layer, group, count)
     return _append_columns(_append_columns(base, properties), ranges)
 
 

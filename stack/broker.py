@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 
 import settings
 from producers._logging import LOGGER
-from sdk import _processes
+from stack import processes
 
 LOG4J2 = """\
 status = warn
@@ -84,13 +84,13 @@ class EmbeddedBroker:
         path = self.directory / "ports.json"
         saved = json.loads(path.read_text()) if path.exists() else {}
         port = self._requested_port or saved.get("port")
-        if not port or not _processes.port_is_free(port, self.host):
+        if not port or not processes.port_is_free(port, self.host):
             if self._requested_port:
                 raise OSError(f"port {self._requested_port} for the Kafka broker is in use")
-            port = _processes.free_port(self.host)
+            port = processes.free_port(self.host)
         controller = saved.get("controller_port")
-        if not controller or controller == port or not _processes.port_is_free(controller):
-            controller = _processes.free_port()
+        if not controller or controller == port or not processes.port_is_free(controller):
+            controller = processes.free_port()
         self.port, self.controller_port = port, controller
         path.write_text(json.dumps({"port": port, "controller_port": controller}))
 
@@ -146,7 +146,7 @@ class EmbeddedBroker:
             if formatted.returncode != 0:
                 raise RuntimeError(f"formatting the Kafka log directory failed:\n"
                                    f"{formatted.stdout}{formatted.stderr}")
-        self._process = _processes.start([*java_args, "kafka.Kafka", str(config)], self.log_path)
+        self._process = processes.start([*java_args, "kafka.Kafka", str(config)], self.log_path)
         self._wait_ready(timeout_secs)
 
     def _wait_ready(self, timeout_secs: float) -> None:
@@ -155,9 +155,9 @@ class EmbeddedBroker:
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 raise RuntimeError(f"the Kafka broker exited with code {self._process.returncode}; "
-                                   f"end of {self.log_path}:\n{_processes.tail(self.log_path)}")
+                                   f"end of {self.log_path}:\n{processes.tail(self.log_path)}")
             # Ask Kafka only once the port accepts connections, so the client logs no refusals.
-            if admin is None and _processes.port_accepts(self.port, self.host):
+            if admin is None and processes.port_accepts(self.port, self.host):
                 admin = AdminClient({**self.client_config, "bootstrap.servers": self.bootstrap_servers,
                                      "logger": LOGGER})
             if admin is not None:
@@ -169,8 +169,8 @@ class EmbeddedBroker:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"the Kafka broker did not answer within {timeout_secs:g} s; end of "
-                           f"{self.log_path}:\n{_processes.tail(self.log_path)}")
+                           f"{self.log_path}:\n{processes.tail(self.log_path)}")
 
     def stop(self) -> None:
-        _processes.stop(self._process)
+        processes.stop(self._process)
         self._process = None

@@ -1,12 +1,17 @@
-"""Opening the projection store named by a location: a file path (SQLite, the embedded default)
-or a ``postgresql://`` URL (the store a team shares)."""
+"""The projection store's backends, opened from a location: a file path (SQLite, the embedded
+default) or a ``postgresql://`` URL (the store a team shares). A backend's module, and its
+driver, is imported only when a location names it: psycopg only for ``postgresql://``."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from projector.sql_store import SqlStore
+from events import import_extra
+
+if TYPE_CHECKING:
+    from projector.stores.sql import SqlStore
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -35,11 +40,16 @@ def normalize(location: str | Path) -> str:
 
 
 def open_store(location: str | Path, *, read_only: bool = False) -> SqlStore:
-    """The store at ``location``; ``read_only`` for clients, which never write it."""
+    """The store at ``location``; ``read_only`` for clients, which never write it.
+
+    Raises ``StoreUnavailableError`` if it cannot be opened, ``ValueError`` for a location of an
+    unknown kind, ``MissingExtraError`` for a ``postgresql://`` URL without ``strata[postgres]``.
+    """
     if scheme(location) == "postgresql":
-        from projector.postgres_store import PostgresStore
+        import_extra("psycopg", "postgres", "a postgresql:// store")
+        from projector.stores.postgres import PostgresStore
 
         return PostgresStore(str(location), read_only=read_only)
-    from projector.sqlite_store import SqliteStore
+    from projector.stores.sqlite import SqliteStore
 
     return SqliteStore(location, read_only=read_only)

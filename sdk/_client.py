@@ -1,0 +1,223 @@
+"""The catalog client, in the shape of rerun-sdk's ``rerun.catalog.CatalogClient``: entries
+(datasets and tables) by name or id, creating them, the change feed, and the DataFusion session
+every DataFrame it returns belongs to."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import datafusion
+import pyarrow as pa
+
+import settings
+from events import CreateDataset, CreateTable, RegisterTable
+from events.names import check_dataset_name, check_table_name
+from projector import Change, feed, table_rows
+from sdk._connection import Connection
+from sdk._dataset import DatasetEntry
+from sdk._lance import lance_table
+from sdk._objects import ObjectStoreConfig, ObjectStoreSettings
+from sdk._operations import Operation
+from sdk._table_entry import TableEntry
+from sdk._wait import DEFAULT_TIMEOUT_SECS
+from sdk.errors import AlreadyExistsError
+
+
+class CatalogClient:
+    """A client of a strata catalog: writes go to Kafka, reads come from the projection store.
+
+    ``store`` is the projection store the stack's projector writes: its SQLite file (on the
+    projector's host) or its PostgreSQL URL (from any host). The client only reads it, and raises
+    ``StoreUnavailableError`` if it cannot (``ValueError`` for a location of an unknown kind,
+    ``MissingExtraError`` for a ``postgresql://`` URL without ``strata[postgres]``).
+
+    >>> client = CatalogClient("localhost:9092", ".strata/store.db")  # doctest: +SKIP
+    >>> client = CatalogClient("kafka-1:9092", store="postgresql://reader@db/strata")  # doctest: +SKIP
+    >>> client = CatalogClient.from_state_dir(".strata")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        store: str | Path,
+        *,
+        kafka_config: Mapping[str, Any] | None = None,
+        producer_id: str | None = None,
+        delivery_timeout_secs: float = 15.0,
+        object_store_config: ObjectStoreSettings = None,
+    ) -> None:
+        self._internal = Connection(bootstrap_servers, store, kafka_config=kafka_config,
+                                    producer_id=producer_id, delivery_timeout_secs=delivery_timeout_secs,
+                                    object_store_config=object_store_config)
+
+    @classmethod
+    def from_state_dir(cls, state_dir: str | Path | None = None, **kwargs: Any) -> CatalogClient:
+        """Connect to the stack that ``strata up`` runs on ``state_dir`` (default: $STRATA_HOME
+        or ./.strata). Raises ``FileNotFoundError`` if nothing was started there."""
+        directory = Path(state_dir) if state_dir is not None else settings.home()
+        info = settings.running_stack(directory)
+        if not info:
+            raise FileNotFoundError(f"no {settings.SERVER_FILE} in {directory}: start the stack with "
+                                    f"'strata up --data-dir {directory}' first")
+        return cls(info["bootstrap_servers"], info["store"], **kwargs)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self._internal.bootstrap_servers
+
+    @property
+    def store(self) -> str:
+        """The projection store's location: a SQLite file's absolute path, or a URL."""
+        return self._internal.location
+
+    @property
+    def producer_id(self) -> str:
+        return self._internal.producer_id
+
+    @property
+    def object_store_config(self) -> ObjectStoreConfig:
+        """Where ``s3://`` recordings are read from: the AWS variables, overridden key by key by
+        ``object_store_config``."""
+        return self._internal.object_store_config
+
+    @property
+    def ctx(self) -> datafusion.SessionContext:
+        """The DataFusion session of this client: every DataFrame it returns belongs to it.
+
+        Every table is in it by name, as it is now (``client.ctx.sql('SELECT * FROM labels')``;
+        quote names with capitals or spaces). To query a dataset with SQL, register a
+        ``reader()`` or ``segment_table()`` DataFrame with ``ctx.register_view()``, as in Rerun.
+        """
+        return self._internal.ctx
+
+    def __repr__(self) -> str:
+        return f"CatalogClient({self._internal!r})"
+
+    def close(self) -> None:
+        self._internal.close()
+
+    def __enter__(self) -> CatalogClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- entries ------------------------------------------------------------------------------
+
+    def create_dataset(
+        self, name: str, *, exist_ok: bool = False, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS
+    ) -> DatasetEntry:
+        """Create a dataset and wait until the catalog has it.
+
+        Raises ``AlreadyExistsError`` if the name is taken (unless ``exist_ok``, which returns
+        the existing dataset), ``ValueError`` for an invalid name (nothing is sent).
+
+        >>> client.create_dataset("droid")  # doctest: +SKIP
+        DatasetEntry(name='droid', id=...)
+        """
+        check_dataset_name(name)
+        operation = Operation.submit(self._internal, uuid.uuid4(), CreateDataset(name),
+                                     f"creating dataset {name!r}")
+        try:
+            operation.wait(timeout_secs)
+        except AlreadyExistsError:
+            if exist_ok:
+                return self.get_dataset(name=name)
+            raise
+        return self.get_dataset(id=operation.event.dataset_id)
+
+    def get_dataset(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> DatasetEntry:
+        """A dataset by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
+        return DatasetEntry(self._internal, self._internal.find_dataset(name, id))
+
+    def datasets(self, *, include_hidden: bool = False) -> list[DatasetEntry]:
+        """All datasets, oldest first. strata has no hidden entries: ``include_hidden`` is
+        accepted, as in Rerun, and changes nothing."""
+        return [DatasetEntry(self._internal, d) for d in self._internal.store.datasets()]
+
+    def tables(self, *, include_hidden: bool = False) -> list[TableEntry]:
+        """All tables, oldest first."""
+        return [TableEntry(self._internal, t) for t in self._internal.store.tables()]
+
+    def entries(self, *, include_hidden: bool = False) -> list[DatasetEntry | TableEntry]:
+        """Every dataset and table, oldest first; ``entry.kind`` says which."""
+        entries: list[DatasetEntry | TableEntry] = [*self.datasets(), *self.tables()]
+        return sorted(entries, key=lambda e: (e.created_at, str(e.id)))
+
+    def dataset_names(self, *, include_hidden: bool = False) -> list[str]:
+        return [d.name for d in self._internal.store.datasets()]
+
+    def table_names(self, *, include_hidden: bool = False) -> list[str]:
+        return [t.name for t in self._internal.store.tables()]
+
+    def entry_names(self, *, include_hidden: bool = False) -> list[str]:
+        return [e.name for e in self.entries()]
+
+    def changes(self, since: int | Change | None = None, *, dataset: str | DatasetEntry | None = None,
+                timeout_secs: float | None = None) -> Iterator[Change]:
+        """The catalog's changes as the projector commits them, in log order: datasets created,
+        renamed or deleted, layers and segments added, replaced or removed, blueprints, tables and
+        their writes, and rejected records with their reasons (``Change.kind`` says which).
+
+        ``since=None`` yields only changes still to come; an offset, the changes made by the
+        records from that offset on (0: all of them); a ``Change``, those after it, so a reader
+        that stops and passes its last change resumes with every later change exactly once.
+        ``dataset`` (a name or an entry) keeps one dataset's changes, across renames. The iterator
+        blocks for new changes and ends once ``timeout_secs`` pass with none (``None``: never).
+        Raises ``ValueError`` for a bad ``since``, ``LookupError`` for an unknown dataset.
+
+        >>> for change in client.changes(0, dataset="droid", timeout_secs=5):  # doctest: +SKIP
+        ...     print(change.position.offset, change.kind, change.segment_id, change.layer_name)
+        """
+        after = feed.start(self._internal.store, since)
+        entry_id = None
+        if dataset is not None:
+            entry_id = dataset.id if isinstance(dataset, DatasetEntry) else self.get_dataset(dataset).id
+        return feed.follow(self._internal.store, after, entry_id=entry_id, timeout_secs=timeout_secs)
+
+    def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
+        """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
+        return TableEntry(self._internal, self._internal.find_table(name, id))
+
+    def create_table(self, name: str, schema: pa.Schema, url: str | None = None) -> TableEntry:
+        """Create an empty table with ``schema`` and wait until the catalog has it. A field with
+        metadata ``rerun:is_table_index = true`` is the index ``upsert`` matches rows by.
+
+        Its rows are kept in strata's log and projection, so ``url`` (where Rerun's server would
+        put a Lance table) must be None. ``AlreadyExistsError`` if an entry has the name,
+        ``ValueError`` for an invalid name or schema (nothing is sent).
+
+        >>> client.create_table("labels", pa.schema([("id", pa.int64())]))  # doctest: +SKIP
+        TableEntry(name='labels', id=...)
+        """
+        check_table_name(name)
+        if url is not None:
+            raise ValueError(f"create_table(url={url!r}): strata keeps a created table's rows in its "
+                             "log, not at a URL; leave url out, or write a Lance table there and "
+                             "register_table() it to read it")
+        if not isinstance(schema, pa.Schema):
+            raise ValueError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        table_rows.check_schema(schema)
+        operation = Operation.submit(self._internal, uuid.uuid4(),
+                                     CreateTable(name, schema.serialize().to_pybytes()),
+                                     f"creating table {name!r}")
+        operation.wait()
+        return self.get_table(id=operation.event.dataset_id)
+
+    def register_table(self, name: str, url: str) -> TableEntry:
+        """Register the Lance table at a ``file://`` URL as a table entry, read at its current
+        version: later writes to the Lance table are not seen, and strata does not write it.
+        ``NotFoundError`` if there is nothing at the URL, ``ValueError`` if it is not a Lance
+        table, ``AlreadyExistsError`` if an entry has the name, ``MissingExtraError`` without
+        ``strata[lance]``."""
+        check_table_name(name)
+        lance = lance_table(url)
+        schema = lance.schema
+        table_rows.check_schema(schema)
+        command = RegisterTable(name, url, schema.serialize().to_pybytes(), lance.version)
+        operation = Operation.submit(self._internal, uuid.uuid4(), command, f"registering table {name!r}")
+        operation.wait()
+        return self.get_table(id=operation.event.dataset_id)

@@ -1,0 +1,206 @@
+"""The one internal connection that a client, its entries, selections and operations share, as
+Rerun's entries share one ``_internal``: the producer, the store reader, waiting for the
+projection, outcomes turned into errors, the schemas already defined, and the DataFusion session.
+
+Every other module of the SDK talks to Kafka and the store through this object's public methods.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import datafusion
+import pyarrow as pa
+
+import settings
+from events import Command, Event
+from producers import EventProducer, Position
+from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store
+from projector.stores import describe, normalize
+from sdk._lance import lance_table
+from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, object_store
+from sdk._wait import wait_for_positions
+from sdk.errors import AlreadyExistsError, NotFoundError
+
+Found = TypeVar("Found", Dataset, Table)
+
+
+def outcome_error(outcome: Outcome, what: str) -> Exception | None:
+    """The exception a rejected outcome raises in the SDK, None if it was accepted."""
+    message = f"{what}: {outcome.reason}"
+    match outcome.status:
+        case Status.ACCEPTED:
+            return None
+        case Status.ALREADY_EXISTS:
+            return AlreadyExistsError(message)
+        case Status.NOT_FOUND:
+            return NotFoundError(message)
+        case _:
+            return ValueError(message)
+
+
+class Connection:
+    """A client's connection to the catalog: writes go to Kafka, reads come from the projection
+    store, which it opens read-only. See ``CatalogClient`` for the arguments."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        store: str | Path,
+        *,
+        kafka_config: Mapping[str, Any] | None,
+        producer_id: str | None,
+        delivery_timeout_secs: float,
+        object_store_config: ObjectStoreSettings,
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.object_store_config = ObjectStoreConfig.resolve(object_store_config)
+        self.location = normalize(store)
+        self.producer_id = producer_id or f"strata-sdk@{os.uname().nodename}:{os.getpid()}"
+        self.store: CatalogReader = open_store(self.location, read_only=True)
+        """The projection, read-only."""
+        self._producer = EventProducer(bootstrap_servers,
+                                       config={**settings.kafka_options(), **(kafka_config or {})},
+                                       delivery_timeout_secs=delivery_timeout_secs)
+        self._ctx = datafusion.SessionContext()
+        self._ctx_tables: dict[str, tuple[uuid.UUID, int]] = {}
+        """The tables registered in ``ctx`` by name, with the revision registered."""
+        self._ctx_version: int | None = None
+        self._defined: set[str] = set()
+        """Schema digests seen defined, in the store or by this connection's own events."""
+
+    def __repr__(self) -> str:
+        return f"bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.location)!r}"
+
+    def close(self) -> None:
+        self._producer.close()
+        self.store.close()
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def event(self, entry_id: uuid.UUID, command: Command) -> Event:
+        """``command`` on the entry ``entry_id``, as this client's event."""
+        return Event(dataset_id=entry_id, command=command, producer_id=self.producer_id)
+
+    def send(self, events: Sequence[Event]) -> list[Position]:
+        """Append ``events`` to the log in order; their positions once Kafka has them all.
+        Raises ``DeliveryError`` if Kafka does not acknowledge them in time."""
+        return self._producer.send(list(events))
+
+    def undefined_schemas(self, digests: Sequence[str]) -> list[str]:
+        """Of ``digests``, those neither in the store nor defined earlier through this connection
+        (its definitions are in the log before anything it produces next), in the given order."""
+        candidates = [d for d in digests if d not in self._defined]
+        stored = set(self.store.schemas(candidates))
+        self._defined.update(stored)
+        return [d for d in candidates if d not in stored]
+
+    def defined(self, digests: Sequence[str]) -> None:
+        """Note that ``digests`` are defined by events this connection has sent."""
+        self._defined.update(digests)
+
+    # -- waiting for the projection -----------------------------------------------------------
+
+    def wait(self, positions: Sequence[Position], timeout_secs: float | None) -> None:
+        """Block until the projection has passed ``positions`` (see ``wait_for_positions``)."""
+        wait_for_positions(self.store, positions, timeout_secs)
+
+    def outcome(self, event: Event) -> Outcome:
+        """The outcome the projector recorded for ``event``, which it has passed."""
+        outcome = self.store.outcome(event.event_id)
+        if outcome is None:
+            # The projection passed the event's offset but recorded no outcome: the record was
+            # rejected as undecodable, which our own encoder never produces.
+            raise RuntimeError(f"the projector recorded no outcome for event {event.event_id}")
+        return outcome
+
+    def accepted(self, event: Event, what: str) -> Outcome:
+        """``outcome(event)``, raising its error (see ``outcome_error``) if it was not accepted."""
+        outcome = self.outcome(event)
+        error = outcome_error(outcome, what)
+        if error is not None:
+            raise error
+        return outcome
+
+    # -- entries ------------------------------------------------------------------------------
+
+    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
+        return self.store.dataset(dataset_id)
+
+    def table(self, table_id: uuid.UUID) -> Table | None:
+        return self.store.table(table_id)
+
+    def find_dataset(self, name: str | None, id: uuid.UUID | str | None) -> Dataset:
+        """The live dataset named ``name`` or with id ``id`` (see ``_find``)."""
+        return self._find("dataset", name, id, self.store.dataset_by_name, self.store.dataset)
+
+    def find_table(self, name: str | None, id: uuid.UUID | str | None) -> Table:
+        """The live table named ``name`` or with id ``id`` (see ``_find``)."""
+        return self._find("table", name, id, self.store.table_by_name, self.store.table)
+
+    def _find(self, kind: str, name: str | None, id: uuid.UUID | str | None,
+              by_name: Callable[[str], Found | None], by_id: Callable[[uuid.UUID], Found | None]) -> Found:
+        """The live ``kind`` entry named ``name`` or with id ``id`` (exactly one of them). A name
+        of no entry raises ``LookupError``, a name of an entry of the other kind ``NotFoundError``,
+        as Rerun's server does; an unknown id ``NotFoundError``."""
+        if (name is None) == (id is None):
+            raise ValueError(f"get_{kind}() takes exactly one of name or id")
+        if name is not None:
+            found = by_name(name)
+            if found is not None:
+                return found
+            others = {"dataset": self.store.dataset_by_name, "table": self.store.table_by_name}
+            for other, other_by_name in others.items():
+                if other != kind and other_by_name(name) is not None:
+                    raise NotFoundError(f"{name!r} is a {other}, not a {kind}: use get_{other}({name!r})")
+            raise LookupError(f"No {kind} found with name {name!r}")
+        try:
+            entry_id = id if isinstance(id, uuid.UUID) else uuid.UUID(str(id))
+        except ValueError:
+            raise ValueError(f"a {kind} id is a UUID, got {id!r}") from None
+        record = by_id(entry_id)
+        if record is None or record.deleted:
+            raise NotFoundError(f"no {kind} with id {id}")
+        return record
+
+    # -- reads --------------------------------------------------------------------------------
+
+    @property
+    def ctx(self) -> datafusion.SessionContext:
+        """The DataFusion session, with every table registered by name as it is now."""
+        version = self.store.data_version()
+        if version != self._ctx_version:
+            self._ctx_version = version
+            current = {t.name: t for t in self.store.tables()}
+            for name, registered in list(self._ctx_tables.items()):
+                table = current.get(name)
+                if table is None or (table.id, table.revision) != registered:
+                    self._ctx.deregister_table(name)
+                    del self._ctx_tables[name]
+            for name, table in current.items():
+                if name not in self._ctx_tables:
+                    self._ctx.register_view(name, self.dataframe(self.table_data(table)))
+                    self._ctx_tables[name] = (table.id, table.revision)
+        return self._ctx
+
+    def dataframe(self, table: pa.Table) -> datafusion.DataFrame:
+        """``table`` as a DataFrame of this connection's session."""
+        return self._ctx.from_arrow(table)
+
+    def layer_table(self, dataset_id: uuid.UUID) -> pa.Table:
+        """The dataset's layers (``projector.layer_table.LAYER_COLUMNS``)."""
+        return self.store.layer_table(dataset_id)
+
+    def table_data(self, table: Table) -> pa.Table:
+        """A table's rows: from the projection, or a registered table's Lance version."""
+        if not table.storage_url:
+            return self.store.table_data(table)
+        return lance_table(table.storage_url).checkout_version(table.lance_version).to_table()
+
+    def objects(self, override: ObjectStoreSettings = None) -> ObjectStore:
+        """The object store of this connection's settings, with ``override`` winning key by key."""
+        return object_store(self.object_store_config.updated(override))

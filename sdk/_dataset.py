@@ -1,0 +1,394 @@
+"""Dataset entries, in the shape of rerun-sdk's ``DatasetEntry``: registering recordings as
+layers of segments, blueprints, and the catalog's reads of a dataset (segment table, manifest,
+schema); the recordings' data through ``DatasetSelection``.
+
+Every mutation is a command event appended to the log; the call's operation waits until the
+projection has passed the event's offset and reports the outcome the projector recorded for it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import datafusion
+import pyarrow as pa
+
+from events import (
+    DefineSchema,
+    DeleteDataset,
+    OnDuplicate,
+    RegisterBlueprint,
+    RenameDataset,
+    SetDefaultBlueprint,
+    UnregisterLayers,
+)
+from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name
+from projector import Dataset, views
+from projector.fold import MAX_PROPERTIES_BYTES
+from sdk._contents import Contents
+from sdk._entry import Entry, EntryKind
+from sdk._objects import ObjectStore, ObjectStoreSettings, is_object_url
+from sdk._operations import Operation, RegisteredItem, RegistrationOperation
+from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
+from sdk._selection import DatasetSelection
+from sdk._wait import DEFAULT_TIMEOUT_SECS
+from sdk.errors import NotFoundError
+
+Properties = Mapping[str, Mapping[str, Any]]
+"""Properties given with a URI: ``{entity: {field: value}}``, like ``rr.send_property``."""
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    name: str
+    num_segments: int
+    """Number of segments that have this layer."""
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """An overview of a dataset, as ``DatasetEntry.info()`` returns it."""
+
+    dataset_name: str
+    num_segments: int
+    size_bytes: int
+    layers: frozenset[LayerInfo]
+    property_columns: frozenset[str]
+    num_component_columns: int
+    """Columns of the dataset schema."""
+
+    def __repr__(self) -> str:
+        lines = [f"DatasetInfo({self.dataset_name}: {self.num_segments} segments, "
+                 f"{self.size_bytes} bytes)",
+                 f"  contents: {self.num_component_columns} columns",
+                 f"  properties: {', '.join(sorted(self.property_columns)) or '(none)'}"]
+        lines += [f"    {x.name}: in {x.num_segments} segments"
+                  for x in sorted(self.layers, key=lambda x: x.name)]
+        return "\n".join(lines)
+
+
+class DatasetEntry(Entry[Dataset]):
+    """A dataset in the catalog: a collection of segments, each the union of named layers.
+
+    ``name``, ``updated_at`` and the tables are read from the projection at each access.
+    """
+
+    _kind_name = "dataset"
+
+    def _lookup(self, entry_id: uuid.UUID) -> Dataset | None:
+        return self._internal.dataset(entry_id)
+
+    @property
+    def kind(self) -> EntryKind:
+        return EntryKind.DATASET
+
+    # -- entry lifecycle ----------------------------------------------------------------------
+
+    def set_name(self, name: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Rename the dataset. ``AlreadyExistsError`` if another dataset has the name,
+        ``ValueError`` for an invalid name (nothing is sent)."""
+        check_dataset_name(name)
+        Operation.submit(self._internal, self._id, RenameDataset(name), f"renaming to {name!r}").wait(
+            timeout_secs)
+
+    def delete(self, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Delete the dataset: its segments disappear from every table, its name is free again,
+        its id is never reused. ``NotFoundError`` if it is already deleted."""
+        Operation.submit(self._internal, self._id, DeleteDataset(),
+                         f"deleting dataset {self._seen.name!r}").wait(timeout_secs)
+
+    # -- registration -------------------------------------------------------------------------
+
+    def register(
+        self,
+        uris: str | Sequence[str],
+        *,
+        layer_name: str | Sequence[str] = "base",
+        on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
+        properties: Properties | Sequence[Properties | None] | None = None,
+        object_store_config: ObjectStoreSettings = None,
+    ) -> RegistrationOperation:
+        """Register recordings (``file://`` or ``s3://`` URIs) as layers of their segments.
+
+        Each file's recording id becomes its segment id. ``s3://`` objects are read with the
+        client's object store settings, overridden key by key by ``object_store_config``
+        (``endpoint_url``, ``region``, ``access_key_id``, ``secret_access_key``,
+        ``session_token``, as a mapping or its JSON text); only their headers, footers and
+        property chunks are fetched. ``layer_name`` is one name or one per
+        URI. ``properties`` (``{entity: {field: value}}``, one mapping or one per URI) become
+        ``property:<entity>:<field>`` columns, over the file's own properties. All files are read
+        before anything is sent: a missing file raises ``NotFoundError``; an unreadable one, a bad
+        argument, or the same (segment, layer) twice in one call raises ``ValueError``; and then
+        nothing is produced. Returns an operation to ``wait()`` on.
+
+        >>> dataset.register(["file:///data/a.rrd"], layer_name="quality").wait()  # doctest: +SKIP
+        RegistrationResult(segment_ids=['ILIAD_50aee79f_2023_07_12_20h_55m_08s'])
+        """
+        uri_list = [uris] if isinstance(uris, str) else list(uris)
+        if not uri_list:
+            raise ValueError("register() needs at least one URI")
+        layer_names = _per_uri("layer_name", layer_name, len(uri_list), str)
+        for name in layer_names:
+            check_layer_name(name)
+        property_list = _per_uri("properties", properties, len(uri_list), Mapping)
+        mode = _on_duplicate(on_duplicate)
+        recordings = _read_recordings(uri_list, self._internal.objects(object_store_config))
+        recordings = [r if p is None else with_properties(r, p)
+                      for r, p in zip(recordings, property_list, strict=True)]
+        return self._register(recordings, layer_names, mode)
+
+    def register_prefix(
+        self,
+        recordings_prefix: str,
+        layer_name: str | None = None,
+        on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
+        *,
+        object_store_config: ObjectStoreSettings = None,
+    ) -> RegistrationOperation:
+        """Register every ``.rrd`` under a ``file://`` directory or an ``s3://`` prefix,
+        recursively, in path order (``object_store_config`` as in ``register``).
+
+        Prints progress to stderr while reading a large prefix. ``ValueError`` if the prefix
+        holds no recording, ``NotFoundError`` if it (or its bucket) does not exist.
+        """
+        objects = self._internal.objects(object_store_config)
+        if is_object_url(recordings_prefix):
+            uris = objects.list(recordings_prefix, RECORDING_SUFFIXES)
+        else:
+            directory = local_path(recordings_prefix)
+            if not directory.is_dir():
+                raise NotFoundError(f"no directory at {recordings_prefix} ({directory})")
+            uris = [p.as_uri() for p in sorted(directory.rglob("*"))
+                    if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES]
+        if not uris:
+            raise ValueError(f"no recordings ({', '.join(RECORDING_SUFFIXES)}) under {recordings_prefix}")
+        name = check_layer_name(layer_name if layer_name is not None else "base")
+        mode = _on_duplicate(on_duplicate)
+        recordings = _read_recordings(uris, objects)
+        return self._register(recordings, [name] * len(recordings), mode)
+
+    def _register(
+        self, recordings: list[Recording], layer_names: list[str], mode: OnDuplicate
+    ) -> RegistrationOperation:
+        seen: dict[tuple[str, str], str] = {}
+        for recording, name in zip(recordings, layer_names, strict=True):
+            key = (recording.recording_id, name)
+            if key in seen:
+                raise ValueError(f'Segment "{key[0]}", layer "{name}" appears twice in one call: '
+                                 f"{seen[key]} and {recording.uri}")
+            seen[key] = recording.uri
+            size = recording.properties.nbytes if recording.properties is not None else 0
+            if size > MAX_PROPERTIES_BYTES:
+                raise ValueError(f"{recording.uri}: its properties take {size} bytes, more than the "
+                                 f"{MAX_PROPERTIES_BYTES} a layer may have; store large values in "
+                                 "the recording's data instead")
+        # Schemas travel by reference: each distinct one is defined once, before its first use.
+        definitions: dict[str, bytes] = {}
+        events = []
+        for recording, name in zip(recordings, layer_names, strict=True):
+            command, named = recording.register_layer(name, mode)
+            for digest, schema in named.items():
+                definitions.setdefault(digest, schema)
+            events.append(self._internal.event(self._id, command))
+        unknown = self._internal.undefined_schemas(list(definitions))
+        events = [self._internal.event(self._id, DefineSchema(digest, definitions[digest]))
+                  for digest in unknown] + events
+        positions = self._internal.send(events)
+        self._internal.defined(unknown)
+        registered = len(unknown)
+        return RegistrationOperation(self._internal, [
+            RegisteredItem(r.uri, r.recording_id, event, position) for r, event, position in
+            zip(recordings, events[registered:], positions[registered:], strict=True)
+        ])
+
+    def unregister(
+        self, *, segments_to_drop: str | Sequence[str] = (), layers_to_drop: str | Sequence[str] = ()
+    ) -> Operation:
+        """Remove every (segment, layer) in the product of the two lists; an empty list means
+        all. A segment disappears with its last layer. Both empty is a ``ValueError``.
+        Unregistering what is not there changes nothing."""
+        segments = [segments_to_drop] if isinstance(segments_to_drop, str) else list(segments_to_drop)
+        layers = [layers_to_drop] if isinstance(layers_to_drop, str) else list(layers_to_drop)
+        if not segments and not layers:
+            raise ValueError("unregister() needs segments_to_drop or layers_to_drop (an empty "
+                             "list means all, but not both)")
+        return Operation.submit(self._internal, self._id, UnregisterLayers(tuple(segments), tuple(layers)),
+                                "unregistering")
+
+    # -- blueprints ---------------------------------------------------------------------------
+
+    def register_blueprint(self, uri: str, set_default: bool = True, *,
+                           timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> str:
+        """Register an ``.rbl`` blueprint file (replacing one with the same blueprint id) and, by
+        default, make it the dataset's default. Returns the blueprint id."""
+        blueprint_id = read_blueprint_id(uri)
+        Operation.submit(self._internal, self._id, RegisterBlueprint(blueprint_id, uri, set_default),
+                         f"registering blueprint {uri}").wait(timeout_secs)
+        return blueprint_id
+
+    def blueprints(self) -> list[str]:
+        """The registered blueprint ids, in registration order."""
+        return [b.blueprint_id for b in self._internal.store.blueprints(self._id)]
+
+    def default_blueprint(self) -> str | None:
+        return self._current().default_blueprint
+
+    def set_default_blueprint(self, blueprint_id: str | None, *,
+                              timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Make a registered blueprint the default (``NotFoundError`` if it is not registered),
+        or clear the default with None."""
+        Operation.submit(self._internal, self._id, SetDefaultBlueprint(blueprint_id),
+                         f"setting the default blueprint to {blueprint_id!r}").wait(timeout_secs)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def schema(self) -> pa.Schema:
+        """The merged Arrow schema of every layer's data (empty before the first layer)."""
+        schema = self._current().schema
+        return pa.ipc.read_schema(pa.py_buffer(schema)) if schema else pa.schema([])
+
+    def segment_ids(self) -> list[str]:
+        """The dataset's segment ids, in registration order."""
+        return [s.segment_id for s in self._internal.store.segments(self._id)]
+
+    def info(self) -> DatasetInfo:
+        """Segments, bytes, segments per layer, property columns and schema width."""
+        layers = self._layer_table()
+        table = views.segment_table(layers, self._property_schemas(layers))
+        return DatasetInfo(
+            dataset_name=self._current().name,
+            num_segments=table.num_rows,
+            size_bytes=sum(layers.column("size_bytes").to_pylist()),
+            layers=frozenset(LayerInfo(name, count) for name, count in
+                             Counter(layers.column("layer_name").to_pylist()).items()),
+            property_columns=frozenset(n for n in table.column_names if n.startswith("property:")),
+            num_component_columns=len(self.schema()),
+        )
+
+    def segment_table(self, join_meta: datafusion.DataFrame | None = None,
+                      join_key: str = "rerun_segment_id") -> datafusion.DataFrame:
+        """One row per segment: ``rerun_segment_id``, ``rerun_layer_names`` (registration order),
+        ``rerun_storage_urls``, ``rerun_last_updated_at``, ``rerun_size_bytes``, and one
+        ``property:<entity>:<field>`` column per property (the latest layer with a value wins).
+
+        ``join_meta`` (a DataFrame with a ``join_key`` column) is left-joined on ``join_key``, as
+        in Rerun. Raises ``ValueError`` if either side lacks ``join_key``.
+        """
+        layers = self._layer_table()
+        table = self._internal.dataframe(views.segment_table(layers, self._property_schemas(layers)))
+        if join_meta is None:
+            return table
+        if join_key not in table.schema().names:
+            raise ValueError(f"Dataset segment table must contain join_key column '{join_key}'.")
+        if join_key not in join_meta.schema().names:
+            raise ValueError(f"join_meta must contain join_key column '{join_key}'.")
+        renamed = f"{join_key}_meta"
+        return table.join(join_meta.with_column_renamed(join_key, renamed), left_on=join_key,
+                          right_on=renamed, how="left").drop(renamed)
+
+    def _layer_table(self) -> pa.Table:
+        return self._internal.layer_table(self._id)
+
+    def _property_schemas(self, layers: pa.Table) -> dict[str, bytes]:
+        """The schemas the layers' properties name, by digest."""
+        return views.property_schemas(self._internal.store, layers)
+
+    def manifest(self) -> datafusion.DataFrame:
+        """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,
+        ``rerun_storage_url``, ``rerun_registration_time``, ``rerun_last_updated_at``,
+        ``rerun_size_bytes``, ``rerun_schema_sha256``, and each layer's own properties."""
+        layers = self._layer_table()
+        return self._internal.dataframe(views.manifest_table(layers, self._property_schemas(layers)))
+
+    # -- data ---------------------------------------------------------------------------------
+
+    def filter_segments(self, segment_ids: str | Sequence[str] | datafusion.DataFrame) -> DatasetSelection:
+        """A selection of these segments (see ``DatasetSelection.filter_segments``)."""
+        return DatasetSelection(self._internal, self).filter_segments(segment_ids)
+
+    def filter_contents(self, exprs: Contents) -> DatasetSelection:
+        """A selection of the entities the expressions select (see
+        ``DatasetSelection.filter_contents``)."""
+        return DatasetSelection(self._internal, self).filter_contents(exprs)
+
+    def reader(
+        self,
+        index: str | None,
+        *,
+        include_semantically_empty_columns: bool = False,
+        include_tombstone_columns: bool = False,
+        fill_latest_at: bool = False,
+        using_index_values: Any = None,
+    ) -> datafusion.DataFrame:
+        """Every segment's data as a DataFusion DataFrame (see ``DatasetSelection.reader``).
+
+        >>> dataset.reader(index="real_time").select("rerun_segment_id", "real_time")  # doctest: +SKIP
+        """
+        return DatasetSelection(self._internal, self).reader(
+            index, include_semantically_empty_columns=include_semantically_empty_columns,
+            include_tombstone_columns=include_tombstone_columns, fill_latest_at=fill_latest_at,
+            using_index_values=using_index_values)
+
+    def to_spark(self, spark: Any, index: str | None, **options: Any) -> Any:
+        """Every segment's data as a Spark DataFrame, a partition per segment (see
+        ``DatasetSelection.to_spark``)."""
+        return DatasetSelection(self._internal, self).to_spark(spark, index, **options)
+
+    def get_index_ranges(self) -> datafusion.DataFrame:
+        """The first and last value of every index, per segment (see
+        ``DatasetSelection.get_index_ranges``)."""
+        return DatasetSelection(self._internal, self).get_index_ranges()
+
+
+def _per_uri(name: str, value: Any, count: int, single: type) -> list[Any]:
+    """``value`` repeated for each URI if it is one, else checked to have one per URI."""
+    if value is None or isinstance(value, single):
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise ValueError(f"{name} has {len(values)} entries for {count} URIs; pass one, or one per URI")
+    return values
+
+
+def _on_duplicate(value: OnDuplicate | str) -> OnDuplicate:
+    try:
+        return OnDuplicate(str(value.value if isinstance(value, OnDuplicate) else value).lower())
+    except ValueError:
+        raise ValueError(f"on_duplicate must be one of {[m.value for m in OnDuplicate]}, "
+                         f"got {value!r}") from None
+
+
+OBJECT_READERS = 16
+"""Recordings in object storage read at once by one registration: each costs round trips, not
+CPU."""
+
+
+def _read_recordings(uris: list[str], objects: ObjectStore) -> list[Recording]:
+    """What registration needs of each URI, in order; ``s3://`` ones read in parallel. Prints
+    progress to stderr for 100 or more."""
+    recordings: list[Recording] = []
+
+    def read(uri: str) -> Recording:
+        return read_recording(uri, objects)
+
+    with concurrent.futures.ThreadPoolExecutor(OBJECT_READERS) as pool:
+        try:
+            for recording in (pool.map if any(map(is_object_url, uris)) else map)(read, uris):
+                recordings.append(recording)
+                done = len(recordings)
+                if len(uris) >= 100 and (done % 100 == 0 or done == len(uris)):
+                    print(f"\rreading recordings: {done}/{len(uris)}", end="", file=sys.stderr)
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # the first error is the call's: stop the rest
+            raise
+    if len(uris) >= 100:
+        print(file=sys.stderr)
+    return recordings
+
+

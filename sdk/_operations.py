@@ -1,0 +1,113 @@
+"""Writes in flight, in the shape of rerun-sdk's registration handles: ``wait()`` blocks until
+the projection has passed the write's events and raises what the projector decided for them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from events import Command, Event
+from producers import Position
+from projector import Outcome, Status
+from sdk._connection import Connection
+from sdk._wait import DEFAULT_TIMEOUT_SECS
+
+
+@dataclass(frozen=True)
+class RegistrationResult:
+    """The segment ids of a registration, in the order of its URIs."""
+
+    segment_ids: list[str]
+
+
+@dataclass(frozen=True)
+class SegmentRegistrationResult:
+    uri: str
+    segment_id: str
+    error: str | None
+    """None on success, else why this item failed."""
+
+    @property
+    def is_success(self) -> bool:
+        return self.error is None
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True)
+class RegisteredItem:
+    """One URI of a registration, with its event and where the log put it."""
+
+    uri: str
+    segment_id: str
+    event: Event
+    position: Position
+
+
+class RegistrationOperation:
+    """A registration in flight: ``wait()`` for its outcome, or ``iter_results()`` per URI."""
+
+    def __init__(self, internal: Connection, items: list[RegisteredItem]) -> None:
+        self._internal = internal
+        self._items = items
+
+    @property
+    def positions(self) -> list[Position]:
+        """Where the log put this registration's events, in request order."""
+        return [item.position for item in self._items]
+
+    def iter_results(
+        self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS
+    ) -> Iterator[SegmentRegistrationResult]:
+        """Wait, then yield ``(uri, segment_id, error)`` for each URI in request order."""
+        self._internal.wait(self.positions, timeout_secs)
+        for item in self._items:
+            outcome = self._internal.outcome(item.event)
+            error = None if outcome.status is Status.ACCEPTED else outcome.reason
+            yield SegmentRegistrationResult(item.uri, item.segment_id, error)
+
+    def wait(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> RegistrationResult:
+        """Block until the projection has applied every event of this registration.
+
+        Returns the segment ids in request order. Raises ``ValueError`` naming each failed item
+        (the others are registered), and ``TimeoutError`` (``ProjectionTimeoutError``) saying
+        how far the projection got.
+
+        >>> dataset.register([uri]).wait(timeout_secs=10).segment_ids  # doctest: +SKIP
+        ['ILIAD_50aee79f_2023_07_12_20h_55m_08s']
+        """
+        results = list(self.iter_results(timeout_secs))
+        failed = [r for r in results if r.error is not None]
+        if failed:
+            lines = "\n".join(f"- {r.uri}: {r.error}" for r in failed)
+            raise ValueError(f"Registration failed for {len(failed)} of {len(results)} "
+                             f"recordings:\n{lines}")
+        return RegistrationResult([r.segment_id for r in results])
+
+
+class Operation:
+    """One command in flight: ``wait()`` raises what its outcome was, if it was not accepted."""
+
+    def __init__(self, internal: Connection, event: Event, position: Position, what: str) -> None:
+        self._internal = internal
+        self.event = event
+        self.position = position
+        """Where the log put the command."""
+        self._what = what
+
+    @classmethod
+    def submit(cls, internal: Connection, entry_id: uuid.UUID, command: Command, what: str) -> Operation:
+        """Send ``command`` on the entry ``entry_id``; ``what`` names it in errors."""
+        event = internal.event(entry_id, command)
+        [position] = internal.send([event])
+        return cls(internal, event, position, what)
+
+    def wait(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> Outcome:
+        """Block until the projection has applied the command; raise what it decided if it was
+        refused (``AlreadyExistsError``, ``NotFoundError``, ``ValueError``), ``TimeoutError``
+        (``ProjectionTimeoutError``) if it was not applied in time."""
+        self._internal.wait([self.position], timeout_secs)
+        return self._internal.accepted(self.event, self._what)
