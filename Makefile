@@ -2,7 +2,7 @@
 # idempotent: a second run does nothing).
 VENV := .venv/bin
 
-.PHONY: setup demo up lint test test-deps unit integration bench clean
+.PHONY: setup demo up lint check test test-deps unit integration bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -13,8 +13,14 @@ demo: setup
 up: setup
 	$(VENV)/strata up
 
+# ruff, and mypy in strict mode on events, producers, projector, sdk and stack (pyproject.toml).
 lint: setup
 	$(VENV)/ruff check .
+	$(VENV)/mypy
+
+# While working: lint, then the unit and contract tests (no broker, no Spark), in under 2 minutes.
+check: lint test-deps
+	$(VENV)/python -m pytest tests/unit tests/contract
 
 # The whole suite on the embedded SQLite store, then the integration and reliability tiers again
 # with every stack on PostgreSQL.

@@ -16,7 +16,7 @@ import json
 import uuid
 from datetime import UTC
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
@@ -80,7 +80,8 @@ def schema_fingerprint(schema: dict[str, Any]) -> bytes:
     return fp.to_bytes(8, "little")
 
 
-def _load_schemas() -> dict[int, dict[str, Any]]:
+def _load_schemas() -> dict[int, Any]:
+    """Every envelope version's parsed schema, by version."""
     schemas = {}
     for path in resources.files("events").joinpath("schemas").iterdir():
         if path.name.startswith("envelope.v") and path.name.endswith(".avsc"):
@@ -162,7 +163,7 @@ def decode(data: bytes) -> Event:
         raise DecodeError(f"corrupt or truncated Avro body: {type(exc).__name__}: {exc}") from exc
     if body.read(1):
         raise DecodeError("trailing bytes after the Avro body")
-    return _event_from_record(record)
+    return _event_from_record(cast(dict[str, Any], record))  # the envelope schema is a record
 
 
 def _event_from_record(record: dict[str, Any]) -> Event:

@@ -13,6 +13,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
+from producers._logging import LOGGER
+
 SPARK_ONLY_PREFIX = "kafka."
 
 
@@ -20,6 +22,14 @@ def librdkafka_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """The settings for a confluent-kafka client: all but Spark's ``kafka.KEY`` ones."""
     return {key: value for key, value in (config or {}).items()
             if not key.startswith(SPARK_ONLY_PREFIX)}
+
+
+def client_config(bootstrap_servers: str, config: Mapping[str, Any] | None,
+                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The settings of a confluent-kafka client of ``bootstrap_servers``: ``config``
+    (``librdkafka_config``), then ``extra``, and librdkafka's log lines sent to ``LOGGER``."""
+    return {**librdkafka_config(config), **(extra or {}), "bootstrap.servers": bootstrap_servers,
+            "logger": LOGGER}
 
 
 REFUSALS = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._SSL}

@@ -10,16 +10,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from events import TOPICS
-from producers._logging import LOGGER
-from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
+from producers.kafka_config import RefusalWatch, client_config, cluster_metadata
 
 
 def _consumer(bootstrap_servers: str, config: Mapping[str, Any] | None,
               refusal: RefusalWatch) -> Consumer:
-    return Consumer({**librdkafka_config(config), "bootstrap.servers": bootstrap_servers,
-                     "group.id": f"strata-reader-{uuid.uuid4()}", "enable.auto.commit": False,
-                     "enable.partition.eof": True, "isolation.level": "read_committed",
-                     "logger": LOGGER, "error_cb": refusal})
+    return Consumer(client_config(bootstrap_servers, config, {
+        "group.id": f"strata-reader-{uuid.uuid4()}", "enable.auto.commit": False,
+        "enable.partition.eof": True, "isolation.level": "read_committed", "error_cb": refusal}))
 
 
 def end_offsets(bootstrap_servers: str, *, config: Mapping[str, Any] | None = None,
@@ -72,14 +70,17 @@ def read_range(
                 raise ConnectionError(refusal.message(bootstrap_servers))
             for message in consumer.consume(num_messages=10_000, timeout=0.5):
                 key = (message.topic(), message.partition())
-                if message.error() is not None:
-                    if message.error().code() != KafkaError._PARTITION_EOF:
-                        raise ConnectionError(f"reading {key} failed: {message.error()}")
+                error, offset = message.error(), message.offset()
+                if error is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise ConnectionError(f"reading {key} failed: {error}")
                     pending.discard(key)  # at the end of the partition: nothing more to read
                     continue
-                if key in pending and message.offset() < wanted[key][1]:
-                    records.append((*key, message.offset(), message.value()))
-                if key in pending and message.offset() >= wanted[key][1] - 1:
+                if offset is None:
+                    raise ConnectionError(f"reading {key} gave a record without an offset")
+                if key in pending and offset < wanted[key][1]:
+                    records.append((*key, offset, message.value()))
+                if key in pending and offset >= wanted[key][1] - 1:
                     pending.discard(key)
         return records
     finally:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from events import Event, StrataError, encode, topic_for
-from producers._logging import LOGGER
-from producers.kafka_config import RefusalWatch, librdkafka_config
+from producers.kafka_config import RefusalWatch, client_config, librdkafka_config
 
 
 @dataclass(frozen=True, order=True)
@@ -67,18 +66,15 @@ class EventProducer:
         self.bootstrap_servers = bootstrap_servers
         self.delivery_timeout_secs = delivery_timeout_secs
         self._refusal = RefusalWatch()
-        self._config = {
-            **DEFAULT_CONFIG,
-            **librdkafka_config(config),
+        settings = {**DEFAULT_CONFIG, **librdkafka_config(config)}
+        self._config = client_config(bootstrap_servers, settings, {
             **REQUIRED_CONFIG,
-            "bootstrap.servers": bootstrap_servers,
             "delivery.timeout.ms": int(delivery_timeout_secs * 1000),
             # librdkafka accepts 1 s at least.
             "socket.connection.setup.timeout.ms": max(
                 1000, min(10_000, int(delivery_timeout_secs * 1000))),
-            "logger": LOGGER,
             "error_cb": self._refusal,
-        }
+        })
         self._producer: Producer | None = None
 
     def _get(self) -> Producer:
@@ -98,12 +94,15 @@ class EventProducer:
         positions: dict[uuid.UUID, Position] = {}
         failed: dict[uuid.UUID, str] = {}
 
-        def report(event_id: uuid.UUID):
+        def report(event_id: uuid.UUID) -> Callable[[KafkaError | None, Message], None]:
             def on_delivery(err: KafkaError | None, msg: Message) -> None:
+                topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
                 if err is not None:
                     failed[event_id] = err.str()
+                elif topic is None or partition is None or offset is None:
+                    failed[event_id] = "a delivery report without the record's position"
                 else:
-                    positions[event_id] = Position(msg.topic(), msg.partition(), msg.offset())
+                    positions[event_id] = Position(topic, partition, offset)
             return on_delivery
 
         for event in events:
@@ -131,7 +130,8 @@ class EventProducer:
             )
         return [positions[event.event_id] for event in events]
 
-    def _produce(self, producer: Producer, event: Event, on_delivery) -> None:
+    def _produce(self, producer: Producer, event: Event,
+                 on_delivery: Callable[[KafkaError | None, Message], None]) -> None:
         while True:
             try:
                 producer.produce(

@@ -9,8 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from events import TOPICS
-from producers._logging import LOGGER
-from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
+from producers.kafka_config import RefusalWatch, client_config, cluster_metadata
 
 KEEP_FOREVER = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
 """What strata's topics need: the log is the truth, and a replay from offset 0 must find every
@@ -34,8 +33,7 @@ def ensure_topics(
     retention, or compaction) unless ``allow_finite_retention``.
     """
     refusal = RefusalWatch()
-    admin = AdminClient({**librdkafka_config(config), "bootstrap.servers": bootstrap_servers,
-                         "logger": LOGGER, "error_cb": refusal})
+    admin = AdminClient(client_config(bootstrap_servers, config, {"error_cb": refusal}))
     metadata = cluster_metadata(admin, bootstrap_servers, refusal, timeout_secs)
     existing = metadata.topics
     for name in TOPICS:

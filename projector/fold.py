@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -176,7 +176,7 @@ def _live_dataset(state: _Overlay, event: Event) -> Dataset:
     return dataset
 
 
-def _touch(state: _Overlay, dataset: Dataset, event: Event, **fields: object) -> Dataset:
+def _touch(state: _Overlay, dataset: Dataset, event: Event, **fields: Any) -> Dataset:
     """The dataset with ``fields`` changed and ``updated_at`` moved forward to the event."""
     updated = replace(dataset, updated_at=max(dataset.updated_at, event.produced_at), **fields)
     state.put_dataset(updated)
@@ -369,6 +369,7 @@ def _unregister_layers(
         refs = _without(refs, layer.schema_sha256)
     for segment_id in sorted({layer.segment_id for layer in dropped}):
         segment = state.segment(dataset.id, segment_id)
+        assert segment is not None, f"layers of {segment_id} without their segment"
         if not state.matching_layers(dataset.id, frozenset([segment_id]), frozenset()):
             state.drop_segment(segment)
             state.note(ChangeKind.SEGMENT_REMOVED, dataset.id, dataset.name, segment_id)
@@ -443,7 +444,7 @@ def _live_table(state: _Overlay, event: Event) -> Table:
     return table
 
 
-def _touch_table(state: _Overlay, table: Table, event: Event, **fields: object) -> None:
+def _touch_table(state: _Overlay, table: Table, event: Event, **fields: Any) -> None:
     state.put_table(replace(table, updated_at=max(table.updated_at, event.produced_at), **fields))
 
 
@@ -518,7 +519,7 @@ def _write_table(state: _Overlay, record: LogRecord, event: Event, command: Writ
             return
         if earlier:
             rows = pa.concat_tables([table_rows.read_rows(schema, p.rows) for p in earlier] + [rows])
-        if command.mode is TableWriteMode.UPSERT:
+        if command.mode is TableWriteMode.UPSERT and index is not None:  # refused above if None
             rows = table_rows.last_per_index(rows, index)
         elif index is not None:
             table_rows.check_index(rows, index)
@@ -573,6 +574,7 @@ class _Overlay:
     def note(self, kind: ChangeKind, entry_id: uuid.UUID | None, entry_name: str, segment_id: str = "",
              layer_name: str = "", *, detail: str = "") -> None:
         """Adds an entry to the change feed for the record being applied."""
+        assert self._record is not None, "note() before begin()"
         feed = self.changes.feed
         feed.append(Change(self._record.position, len(feed) - self._record_feed_start, kind, entry_id,
                            entry_name, segment_id, layer_name, detail))
@@ -605,7 +607,7 @@ class _Overlay:
 
     def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
                         layer_names: frozenset[str]) -> list[Layer]:
-        current = {} if dataset_id in self.changes.purged else {
+        current: dict[tuple[str, str], Layer | None] = {} if dataset_id in self.changes.purged else {
             (x.segment_id, x.layer_name): x
             for x in self.view.matching_layers(dataset_id, segment_ids, layer_names)}
         if segment_ids:
@@ -641,12 +643,12 @@ class _Overlay:
         return self.view.table_by_name(name)
 
     def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
-        parts = {} if table_id in self.changes.purged else {
+        parts: dict[int, TablePart | None] = {} if table_id in self.changes.purged else {
             p.part: p for p in self.view.table_parts(table_id, write_id)}
         for (changed_table, changed_write, number), part in self.changes.table_parts.items():
             if (changed_table, changed_write) == (table_id, write_id):
                 parts[number] = part
-        return [parts[n] for n in sorted(parts) if parts[n] is not None]
+        return [part for n in sorted(parts) if (part := parts[n]) is not None]
 
     def put_table(self, table: Table) -> None:
         previous = self.table(table.id)
@@ -674,12 +676,11 @@ class _Overlay:
         """Everything of a deleted entry (dataset or table) goes."""
         self.changes.purged.add(dataset_id)
         self.changes.table_writes = [w for w in self.changes.table_writes if w.table_id != dataset_id]
-        for changed in (self.changes.segments, self.changes.layers, self.changes.blueprints,
-                        self.changes.table_parts):
-            for key in [k for k in changed if k[0] == dataset_id]:
-                del changed[key]
-        for key in [k for k in self._changed_layers if k[0] == dataset_id]:
-            del self._changed_layers[key]
+        _drop_entry(self.changes.segments, dataset_id)
+        _drop_entry(self.changes.layers, dataset_id)
+        _drop_entry(self.changes.blueprints, dataset_id)
+        _drop_entry(self.changes.table_parts, dataset_id)
+        _drop_entry(self._changed_layers, dataset_id)
 
     def put_segment(self, segment: Segment) -> None:
         self.changes.segments[(segment.dataset_id, segment.segment_id)] = segment
@@ -696,3 +697,12 @@ class _Overlay:
     def _set_layer(self, layer: Layer, value: Layer | None) -> None:
         self.changes.layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = value
         self._changed_layers.setdefault((layer.dataset_id, layer.segment_id), set()).add(layer.layer_name)
+
+
+_Key = TypeVar("_Key", bound=tuple[Any, ...])
+
+
+def _drop_entry(changed: dict[_Key, Any], entry_id: uuid.UUID) -> None:
+    """Drops the keys of ``changed`` that start with ``entry_id``."""
+    for key in [k for k in changed if k[0] == entry_id]:
+        del changed[key]

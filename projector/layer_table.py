@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.ipc
@@ -36,7 +37,7 @@ zlib-compressed, in the schema named by ``properties_schema_sha256`` (see
 ``projector.schemas.read_properties``); the other is empty, and both are when it has none."""
 
 
-def from_rows(rows: Sequence[tuple]) -> pa.Table:
+def from_rows(rows: Sequence[tuple[Any, ...]]) -> pa.Table:
     """The layer table of ``rows`` in ``LAYER_COLUMNS`` order, ``schema_sha256`` as hex text
     (empty when unknown), ``index_ranges`` as ``ranges_text``."""
     columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in LAYER_COLUMNS]
@@ -53,7 +54,7 @@ def ranges_text(ranges: Sequence[IndexRange]) -> str:
     return json.dumps([[r.timeline, str(r.kind), r.start, r.end] for r in ranges], separators=(",", ":"))
 
 
-def range_structs(ranges: Sequence[IndexRange]) -> list[dict]:
+def range_structs(ranges: Sequence[IndexRange]) -> list[dict[str, Any]]:
     """Index ranges as values of the ``index_ranges`` column."""
     return [{"timeline": r.timeline, "kind": str(r.kind), "start": r.start, "end": r.end} for r in ranges]
 
@@ -72,7 +73,8 @@ def to_ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def from_ipc(blobs: Iterable[bytes]) -> pa.Table:

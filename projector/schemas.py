@@ -36,7 +36,8 @@ def parse(schema_bytes: bytes) -> pa.Schema:
 
 
 def serialize(schema: pa.Schema) -> bytes:
-    return schema.serialize().to_pybytes()
+    data: bytes = schema.serialize().to_pybytes()
+    return data
 
 
 def canonical(schema: pa.Schema) -> pa.Schema:

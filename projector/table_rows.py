@@ -16,7 +16,8 @@ INDEX_KEY = b"rerun:is_table_index"
 
 
 def is_index(field: pa.Field) -> bool:
-    return (field.metadata or {}).get(INDEX_KEY, b"").lower() == b"true"
+    marked: bool = (field.metadata or {}).get(INDEX_KEY, b"").lower() == b"true"
+    return marked
 
 
 def table_schema(schema_bytes: bytes) -> pa.Schema:
@@ -103,7 +104,8 @@ def to_ipc(rows: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, rows.schema) as writer:
         writer.write_table(rows.combine_chunks())
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def from_ipc(blobs: list[bytes], schema: pa.Schema) -> pa.Table:
@@ -127,7 +129,8 @@ def key_texts(rows: pa.Table, index: str) -> pa.ChunkedArray:
 def keys(rows: pa.Table, index: str) -> list[str]:
     """``key_texts`` as Python strings, after ``check_index``."""
     check_index(rows, index)
-    return key_texts(rows, index).to_pylist()
+    texts: list[str] = key_texts(rows, index).to_pylist()
+    return texts
 
 
 def last_per_index(rows: pa.Table, index: str) -> pa.Table:

@@ -185,7 +185,8 @@ class ObjectStore:
                 raise FileNotFoundError(uri)
             if info.type != pafs.FileType.File:
                 raise ValueError(f"{uri} is a prefix, not an object; use register_prefix() for it")
-            return info.size
+            size: int = info.size
+            return size
 
     def _check_bucket(self, uri: str) -> None:
         bucket = split(uri)[0]

@@ -133,7 +133,8 @@ def _context() -> datafusion.SessionContext:
     """A DataFusion context per thread for the per-segment queries (fragments are read in parallel)."""
     if not hasattr(_local, "ctx"):
         _local.ctx = datafusion.SessionContext()
-    return _local.ctx
+    ctx: datafusion.SessionContext = _local.ctx
+    return ctx
 
 
 def read_segment(segment_id: str, layers: Sequence[LayerFile], options: ReadOptions,
@@ -180,7 +181,7 @@ _workers = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_pref
 workers, where rerun's engine (a tokio runtime of its own) must not block; and reads overlap."""
 
 
-class _SegmentFiles(pafs.FileSystemHandler):
+class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is untyped
     """A read-only file system of virtual Arrow IPC files, one per segment, made on demand.
 
     Once the scan's fragments are known (``expect``), up to ``AHEAD`` of them are made in advance
@@ -195,7 +196,8 @@ class _SegmentFiles(pafs.FileSystemHandler):
     def __init__(self, make: Mapping[str, Any]) -> None:
         self._make = make
         self._lock = threading.Lock()
-        self._made: collections.OrderedDict[str, concurrent.futures.Future] = collections.OrderedDict()
+        self._made: collections.OrderedDict[str, concurrent.futures.Future[pa.Buffer]] = (
+            collections.OrderedDict())
         self._read: set[str] = set()
         self._pending: collections.deque[str] = collections.deque()
 
@@ -206,7 +208,7 @@ class _SegmentFiles(pafs.FileSystemHandler):
             writer.write_table(table)
         return sink.getvalue()
 
-    def _start(self, path: str) -> concurrent.futures.Future:
+    def _start(self, path: str) -> concurrent.futures.Future[pa.Buffer]:
         self._made[path] = _workers.submit(self._build, path)
         return self._made[path]
 
@@ -265,7 +267,7 @@ class _SegmentFiles(pafs.FileSystemHandler):
     open_output_stream = open_append_stream = _read_only
 
 
-class _SegmentsDataset(pads.FileSystemDataset):
+class _SegmentsDataset(pads.FileSystemDataset):  # type: ignore[misc]  # pyarrow is untyped
     """The segments' fragments; DataFusion asks for the fragments that survive its pushed-down
     filters, and those are the ones read ahead."""
 

@@ -81,7 +81,8 @@ class Recording:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, self.properties.schema) as writer:
             writer.write_table(self.properties)
-        return sink.getvalue().to_pybytes()
+        data: bytes = sink.getvalue().to_pybytes()
+        return data
 
 
 def local_path(uri: str) -> Path:
@@ -114,9 +115,9 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
     remote = is_object_url(uri)
     suffix = PurePosixPath(urlparse(uri).path).suffix.lower() if remote else ""
     if remote:
-        objects = objects or object_store(ObjectStoreConfig.resolve())
+        store = objects or object_store(ObjectStoreConfig.resolve())
         _check_suffix(uri, suffix)
-        remote_object = objects.open(uri)
+        remote_object = store.open(uri)
         size = remote_object.size
     else:
         if isinstance(uri, str) and ":" in uri and not uri.lower().startswith("file:"):
@@ -136,14 +137,15 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
     def open_file() -> pa.NativeFile:
         """The file for pyarrow's readers: the opened object first, then a new one each time."""
         if remote:
-            return unread.pop() if unread else objects.open(uri).file
+            return unread.pop() if unread else store.open(uri).file
         return pa.memory_map(str(path))
 
     try:
-        num_chunks, index_ranges = None, ()
+        num_chunks: int | None = None
+        index_ranges: tuple[IndexRange, ...] = ()
         if suffix == ".rrd":
             if remote:
-                with _rrd_replica(remote_object, objects) as (replica, fill):
+                with _rrd_replica(remote_object, store) as (replica, fill):
                     found = _read_rrd(replica, uri, fill)
             else:
                 found = _read_rrd(path, uri)
@@ -204,9 +206,9 @@ def _rrd_replica(remote: RemoteObject, objects: ObjectStore
 
         tail = min(size, _TAIL_BYTES)
         fill([(0, min(size, _RRD_HEADER_BYTES)), (size - tail, tail)])
-        with replica.open("rb") as file:
-            file.seek(max(0, size - _RRD_STREAM_FOOTER.size))
-            end = file.read()
+        with replica.open("rb") as reader:
+            reader.seek(max(0, size - _RRD_STREAM_FOOTER.size))
+            end = reader.read()
         if len(end) == _RRD_STREAM_FOOTER.size and _RRD_STREAM_FOOTER.unpack(end)[3] == _RRD_FOOTER_MAGIC:
             offset, length = _RRD_STREAM_FOOTER.unpack(end)[:2]
             if offset < size - tail and offset + length <= size:
@@ -285,9 +287,9 @@ def _summary(manifest: pa.Table) -> tuple[int, tuple[IndexRange, ...]]:
     return manifest.num_rows, tuple(sorted(ranges, key=lambda r: r.timeline))
 
 
-def _properties_table(chunks: list) -> pa.Table | None:
+def _properties_table(chunks: list[Any]) -> pa.Table | None:
     """Static property chunks as one row: the last value logged for each component wins."""
-    fields: dict[str, tuple[pa.Field, object]] = {}
+    fields: dict[str, tuple[pa.Field, Any]] = {}
     for chunk in chunks:
         batch = chunk.to_record_batch()
         entity = chunk.entity_path.removeprefix(PROPERTIES_ENTITY).strip("/").replace("/", ":")
@@ -368,4 +370,5 @@ def _recording_id_from_metadata(schema: pa.Schema, uri: str) -> str:
     value = (schema.metadata or {}).get(RECORDING_ID_KEY)
     if not value:
         raise ValueError(f"{uri} has no 'recording_id' in its schema metadata")
-    return value.decode()
+    recording_id: str = value.decode()
+    return recording_id

@@ -268,9 +268,10 @@ class DatasetSelection:
 def _layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str, list[LayerFile]]:
     """The layers' files, by segment id (``s3://`` ones read with ``object_store``)."""
     segments: dict[str, list[LayerFile]] = {}
-    for row in zip(*(layers.column(n).to_pylist() for n in ("segment_id", "layer_name", "storage_url",
-                                                            "size_bytes")), strict=True):
-        segments.setdefault(row[0], []).append(LayerFile(*row, object_store))
+    columns = [layers.column(n).to_pylist()
+               for n in ("segment_id", "layer_name", "storage_url", "size_bytes")]
+    for segment_id, layer_name, url, size in zip(*columns, strict=True):
+        segments.setdefault(segment_id, []).append(LayerFile(segment_id, layer_name, url, size, object_store))
     return segments
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import datafusion
 import pyarrow as pa
@@ -24,8 +24,10 @@ from sdk._wait import DEFAULT_TIMEOUT_SECS
 MAX_PART_BYTES = 768 * 1024
 """Arrow IPC bytes per ``WriteTable`` event, well under Kafka's default 1 MB message limit."""
 
-Batches = pa.RecordBatch | pa.RecordBatchReader | pa.Table | Sequence[pa.RecordBatch] | Sequence[
-    Sequence[pa.RecordBatch]]
+Batches: TypeAlias = (pa.RecordBatch | pa.RecordBatchReader | pa.Table | Sequence[pa.RecordBatch]
+                      | Sequence[Sequence[pa.RecordBatch]])
+"""What a write takes: a RecordBatch, a RecordBatchReader, a Table, a list of batches or of lists
+of them."""
 
 
 class TableEntry(Entry[Table]):

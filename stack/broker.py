@@ -14,7 +14,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 import settings
-from producers._logging import LOGGER
+from producers.kafka_config import client_config
 from stack import processes
 
 LOG4J2 = """\
@@ -72,7 +72,7 @@ class EmbeddedBroker:
         """The Kafka client settings its listener needs (none for plaintext)."""
         self.log_path = self.directory / "broker.log"
         self._requested_port = port
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.controller_port = 0
 
@@ -158,8 +158,7 @@ class EmbeddedBroker:
                                    f"end of {self.log_path}:\n{processes.tail(self.log_path)}")
             # Ask Kafka only once the port accepts connections, so the client logs no refusals.
             if admin is None and processes.port_accepts(self.port, self.host):
-                admin = AdminClient({**self.client_config, "bootstrap.servers": self.bootstrap_servers,
-                                     "logger": LOGGER})
+                admin = AdminClient(client_config(self.bootstrap_servers, self.client_config))
             if admin is not None:
                 try:
                     if admin.list_topics(timeout=2).brokers:

@@ -8,13 +8,15 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import settings
 from events import StrataError, import_extra
+from stack.server import Server
 
 if TYPE_CHECKING:
     from dashboard import Dashboard
+    from projector import CatalogReader, Change, Dataset, Layer
 from spark_streaming.options import (
     add_arguments,
     add_kafka_option,
@@ -58,9 +60,7 @@ def _read_arguments(parser: argparse.ArgumentParser) -> None:
     _store_argument(parser)
 
 
-def _server(args: argparse.Namespace):
-    from stack.server import Server
-
+def _server(args: argparse.Namespace) -> Server:
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
                   spark_master=args.spark_master, store=args.store,
                   allow_finite_retention=args.allow_finite_retention,
@@ -84,7 +84,7 @@ def _bootstrap(args: argparse.Namespace, what_to_pass: str) -> str:
     return bootstrap
 
 
-def _kafka_config(args: argparse.Namespace) -> dict:
+def _kafka_config(args: argparse.Namespace) -> dict[str, Any]:
     """$STRATA_KAFKA_OPTIONS with the --kafka-option settings over it."""
     return {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
 
@@ -92,7 +92,7 @@ def _kafka_config(args: argparse.Namespace) -> dict:
 def _store_location(args: argparse.Namespace) -> str:
     """The store a command works on: --store, the running stack's, $STRATA_STORE, DATA_DIR/store.db."""
     if args.store is not None:
-        return args.store
+        return str(args.store)
     data_dir = args.data_dir or settings.home()
     return settings.running_stack(data_dir).get("store") or settings.store(data_dir)
 
@@ -115,13 +115,13 @@ def _dashboard_arguments(parser: argparse.ArgumentParser, port_help: str) -> Non
                         help=f"{port_help} (default {settings.DASHBOARD_PORT}; 0: any free port)")
 
 
-def _stack_dashboard(server, args: argparse.Namespace):
+def _stack_dashboard(server: Server, args: argparse.Namespace) -> Dashboard:
     """The dashboard of the stack of ``server``, to serve in the background."""
     return _dashboard_class()(server.store, bootstrap_servers=server.bootstrap_servers,
-                     kafka_config=server.kafka_options, host=args.host, port=args.port)
+                              kafka_config=server.kafka_options, host=args.host, port=args.port)
 
 
-def _describe(server) -> None:
+def _describe(server: Server) -> None:
     from projector.stores import describe
 
     print(f"  kafka      {server.bootstrap_servers}"
@@ -208,7 +208,7 @@ def cmd_rejections(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_store(args: argparse.Namespace):
+def _read_store(args: argparse.Namespace) -> CatalogReader:
     """The store of ``args``, opened read-only; exits with one line if it cannot be."""
     from projector import StoreUnavailableError, open_store
 
@@ -218,7 +218,7 @@ def _read_store(args: argparse.Namespace):
         raise SystemExit(f"strata: {exc}") from None
 
 
-def _dataset(store, name: str):
+def _dataset(store: CatalogReader, name: str) -> Dataset:
     dataset = store.dataset_by_name(name)
     if dataset is None:
         known = ", ".join(d.name for d in store.datasets()) or "none yet"
@@ -226,14 +226,15 @@ def _dataset(store, name: str):
     return dataset
 
 
-def _print_table(header: tuple[str, ...], rows: list[tuple]) -> None:
+def _print_table(header: tuple[str, ...], rows: list[tuple[object, ...]]) -> None:
     cells = [tuple(map(str, header)), *[tuple(map(str, row)) for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     for row in cells:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
-def _size(size: int) -> str:
+def _size(size_bytes: int) -> str:
+    size = float(size_bytes)
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1000:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
@@ -260,7 +261,7 @@ def cmd_segments(args: argparse.Namespace) -> int:
     store = _read_store(args)
     try:
         dataset = _dataset(store, args.name)
-        by_segment: dict[str, list] = {}
+        by_segment: dict[str, list[Layer]] = {}
         for layer in store.layers(dataset.id):
             by_segment.setdefault(layer.segment_id, []).append(layer)
     finally:
@@ -273,7 +274,7 @@ def cmd_segments(args: argparse.Namespace) -> int:
     return 0
 
 
-def _change_line(change) -> str:
+def _change_line(change: Change) -> str:
     where = "/".join(part for part in (change.segment_id, change.layer_name) if part)
     committed = f"{change.committed_at:%H:%M:%S.%f}"[:-3] if change.committed_at else ""
     return "  ".join(part for part in (
@@ -512,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("strata.kafka").setLevel(logging.ERROR)
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except (StrataError, RuntimeError, ValueError, OSError, LookupError) as exc:
         print(f"strata: error: {exc}", file=sys.stderr)
         return 1

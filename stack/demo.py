@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from sdk import CatalogClient, DatasetEntry
 from stack.droid import write_episode
 
 SEGMENT_IDS = [
@@ -43,7 +44,7 @@ def write_base(directory: Path) -> list[Path]:
     return paths
 
 
-def add_tracking_error(dataset, directory: Path) -> list[str]:
+def add_tracking_error(dataset: DatasetEntry, directory: Path) -> list[str]:
     """Query the joint positions, write the L2 norm of commanded minus measured per step as
     ``/derived/tracking_error`` in one ``.rrd`` per segment, register them as ``tracking_error``."""
     import rerun as rr
@@ -73,7 +74,7 @@ def add_tracking_error(dataset, directory: Path) -> list[str]:
     return uris
 
 
-def add_quality(dataset, directory: Path) -> pa.Table:
+def add_quality(dataset: DatasetEntry, directory: Path) -> pa.Table:
     """Average each segment's tracking error with DataFusion, register ``tracking_good`` (mean
     below the threshold) as a property in a ``quality`` layer; return the per-segment stats."""
     import rerun as rr
@@ -101,7 +102,7 @@ def add_quality(dataset, directory: Path) -> pa.Table:
     return stats
 
 
-def run(client, directory: Path, *, dataset_name: str = "droid") -> None:
+def run(client: CatalogClient, directory: Path, *, dataset_name: str = "droid") -> None:
     """The whole how-to on ``client``, printing its tables as the docs do."""
     from datafusion import col
 

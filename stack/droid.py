@@ -31,7 +31,8 @@ def _jpeg(frame: np.ndarray) -> bytes:
 
 def commanded_joints(index: int, steps: int) -> np.ndarray:
     t = np.linspace(0, 2 * np.pi, steps)[:, None]
-    return np.sin(t + np.arange(JOINTS)[None, :] * 0.3 + index)
+    joints: np.ndarray = np.sin(t + np.arange(JOINTS)[None, :] * 0.3 + index)
+    return joints
 
 
 def measured_joints(index: int, steps: int, tracking_noise: float) -> np.ndarray:

@@ -20,7 +20,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start(args: list[str], log_path: Path, *, env: dict[str, str] | None = None) -> subprocess.Popen:
+def start(args: list[str], log_path: Path, *, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         # A session of its own: a terminal's Ctrl-C reaches only the parent, which then stops its
@@ -31,7 +31,7 @@ def start(args: list[str], log_path: Path, *, env: dict[str, str] | None = None)
             start_new_session=True)
 
 
-def stop(process: subprocess.Popen | None, *, timeout_secs: float = 30.0) -> None:
+def stop(process: subprocess.Popen[bytes] | None, *, timeout_secs: float = 30.0) -> None:
     if process is None or process.poll() is not None:
         return
     process.terminate()
@@ -52,7 +52,8 @@ def tail(path: Path, lines: int = 25) -> str:
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

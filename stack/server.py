@@ -65,12 +65,15 @@ class Server:
         external = bootstrap_servers or settings.bootstrap_servers()
         self.broker = None if external else EmbeddedBroker(self.data_dir / "kafka", port=broker_port)
         self._external_bootstrap = external
-        self._projector: subprocess.Popen | None = None
+        self._projector: subprocess.Popen[bytes] | None = None
         self._clients: list[CatalogClient] = []
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.broker.bootstrap_servers if self.broker else self._external_bootstrap
+        if self.broker is not None:
+            return self.broker.bootstrap_servers
+        assert self._external_bootstrap is not None  # no broker of its own: an existing cluster's
+        return self._external_bootstrap
 
     @property
     def checkpoint_dir(self) -> Path:

@@ -65,7 +65,7 @@ class PostgresStore(SqlStore):
         params.setdefault("connect_timeout", CONNECT_TIMEOUT_SECS)
         if read_only:
             params["options"] = f"{params.get('options', '')} -c default_transaction_read_only=on".strip()
-        self._conninfo = make_conninfo(**params)
+        self._conninfo = make_conninfo("", **params)
         self.location = location(url)
         self._lock = threading.Lock()
         self._version = 0
@@ -108,9 +108,9 @@ class PostgresStore(SqlStore):
                 definitions = [f"{names([c])} {_TYPES[t]}" for c, t in columns.items()]
                 self._conn.execute(f"create table if not exists {name} "
                                    f"({', '.join(definitions)}, primary key ({names(key)}))")
-            for name, columns in _INDEXES:
-                self._conn.execute(f"create index if not exists {name}_{'_'.join(columns)} on {name} "
-                                   f"({names(columns)})")
+            for name, indexed in _INDEXES:
+                self._conn.execute(f"create index if not exists {name}_{'_'.join(indexed)} on {name} "
+                                   f"({names(indexed)})")
             if stored is None:
                 self._conn.execute("insert into store_format (version) values (%s)", (FORMAT_VERSION,))
 

@@ -228,10 +228,10 @@ class SqlStore:
             "select event_id from outcomes where event_id in ({})", (), event_ids)}
         wanted: dict[uuid.UUID, set[str]] = {}
         digests: set[str] = set()
-        for record in records:
-            command = record.event.command if record.event is not None else None
+        for event in (r.event for r in records if r.event is not None):
+            command = event.command
             if isinstance(command, RegisterLayer):
-                wanted.setdefault(record.event.dataset_id, set()).add(command.segment_id)
+                wanted.setdefault(event.dataset_id, set()).add(command.segment_id)
                 digests.update((command.schema_sha256, command.properties_schema_sha256))
             elif isinstance(command, DefineSchema):
                 digests.add(command.sha256)
@@ -391,14 +391,14 @@ class SqlStore:
         chunks = {(_id_text(s.dataset_id), s.position // _layer_table.CHUNK_SEGMENTS)
                   for s in changes.segments.values() if s is not None}
         touched: dict[str, set[str]] = {}
-        for dataset_id, segment_id, *_ in (*changes.segments, *changes.layers):
+        for dataset_id, segment_id in [*changes.segments, *((d, s) for d, s, _ in changes.layers)]:
             if dataset_id not in changes.purged:
                 touched.setdefault(_id_text(dataset_id), set()).add(segment_id)
-        for dataset_id, segment_ids in touched.items():
+        for dataset_text, segment_ids in touched.items():
             for statement, params in self._statements_in(
                     "select position from segments where dataset_id = ? and segment_id in ({})",
-                    (dataset_id,), sorted(segment_ids)):
-                chunks.update((dataset_id, position // _layer_table.CHUNK_SEGMENTS)
+                    (dataset_text,), sorted(segment_ids)):
+                chunks.update((dataset_text, position // _layer_table.CHUNK_SEGMENTS)
                               for (position,) in self._execute(statement, params))
         return chunks
 
@@ -528,7 +528,7 @@ class SqlStore:
 _IN_CHUNK = 500
 
 
-def names(columns: Sequence[str]) -> str:
+def names(columns: Iterable[str]) -> str:
     """Column names, quoted (``offset`` is a keyword in PostgreSQL), comma-separated."""
     return ", ".join(f'"{c}"' for c in columns)
 
@@ -557,7 +557,8 @@ class _BatchView:
     """The store as the fold sees it for one batch, with its point lookups read ahead."""
 
     def __init__(self, store: SqlStore, event_ids: frozenset[uuid.UUID], decided: set[uuid.UUID],
-                 covered: set[tuple[uuid.UUID, str]], segments: dict, layers: dict,
+                 covered: set[tuple[uuid.UUID, str]], segments: dict[tuple[uuid.UUID, str], Segment],
+                 layers: dict[tuple[uuid.UUID, str, str], Layer],
                  digests: frozenset[str], schemas: dict[str, bytes]) -> None:
         self._store = store
         self._digests = digests

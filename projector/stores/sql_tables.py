@@ -39,7 +39,7 @@ def apply(store: Statements, write: TableWrite) -> None:
     if write.mode is TableWriteMode.OVERWRITE:
         store.execute("delete from table_chunks where table_id = ?", (table_id,))
         store.execute("delete from table_keys where table_id = ?", (table_id,))
-    elif write.mode is TableWriteMode.UPSERT:
+    elif write.mode is TableWriteMode.UPSERT and write.index is not None:  # the fold refuses it else
         _remove_keys(store, table_id, write.rows, write.index)
     if write.rows.num_rows:
         _add(store, table_id, write.rows, write.index)

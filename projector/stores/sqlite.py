@@ -98,7 +98,8 @@ class SqliteStore(SqlStore):
 
     def data_version(self) -> int:
         with self._lock, self._faults():
-            return self._conn.execute("PRAGMA data_version").fetchone()[0]
+            version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        return version
 
     def wait_for_commit(self, version: int, timeout_secs: float) -> int:
         deadline = time.monotonic() + timeout_secs

@@ -34,22 +34,28 @@ def test_an_unknown_scheme_is_a_value_error_naming_the_kinds_strata_opens(tmp_pa
     assert not (tmp_path / "stack").exists()
 
 
+def patient(url: str) -> str:
+    """``url`` with a connect timeout far longer than the test lets the call take: a refusal must
+    come from the server, not from waiting the timeout out."""
+    return f"{url}{'&' if '?' in url else '?'}connect_timeout=60"
+
+
 def test_an_unreachable_server_fails_within_the_connect_timeout():
     started = time.monotonic()
     with pytest.raises(StoreUnavailableError) as info:
         sdk.CatalogClient(NO_BROKER, "postgresql://strata@10.255.255.1:5432/strata?connect_timeout=2")
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 20  # the connect timeout is kept
     message = assert_one_line(info.value)
     assert "postgresql://strata@10.255.255.1:5432/strata" in message
     assert isinstance(info.value, sdk.StrataError)
 
 
 def test_a_refused_connection_fails_at_once(postgres):
-    url = postgres.url("strata").replace(f":{postgres.port}/", ":1/")
+    url = patient(postgres.url("strata").replace(f":{postgres.port}/", ":1/"))
     started = time.monotonic()
     with pytest.raises(StoreUnavailableError, match="refused"):
         open_store(url, read_only=True)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 30  # refused, not waited out
 
 
 def test_a_missing_database_is_named(postgres):
@@ -69,11 +75,11 @@ def test_a_wrong_password_is_refused_without_echoing_it():
     with EmbeddedPostgres(password="right-one") as server:
         url = server.create_database()
         open_store(url).close()  # the right password opens it
-        wrong = url.replace(":right-one@", ":wrong-one@")
+        wrong = patient(url.replace(":right-one@", ":wrong-one@"))
         started = time.monotonic()
         with pytest.raises(StoreUnavailableError) as info:
             open_store(wrong, read_only=True)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 30  # refused, not waited out
         message = assert_one_line(info.value, secret="wrong-one")
         assert "password authentication failed" in message
 

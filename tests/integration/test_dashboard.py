@@ -52,28 +52,39 @@ def get(url: str, *, headers: dict | None = None, method: str = "GET") -> tuple[
         return error.code, error.headers["content-type"], error.read()
 
 
+def text_of(browser, selector: str) -> str | None:
+    """The text of the first element ``selector`` matches, None if there is none: found and read in
+    one step in the page, as an element found first and read later may have been replaced by a
+    re-render of its table in between."""
+    return browser.execute_script(
+        "const found = document.querySelector(arguments[0]); return found ? found.innerText : null;",
+        selector)
+
+
+def wait_for_text(browser, selector: str, timeout_secs: float = 30) -> str:
+    """``text_of`` once there is such an element; fails the test after ``timeout_secs``, a generous
+    bound: how soon a change shows is ``bench.live``'s to measure, not a test's to assert."""
+    return WebDriverWait(browser, timeout_secs, poll_frequency=0.05).until(lambda b: text_of(b, selector))
+
+
 def open_live(browser, url: str) -> None:
     browser.get(url)
-    WebDriverWait(browser, 30).until(lambda b: b.find_element(By.ID, "status").text == "live")
+    WebDriverWait(browser, 30).until(lambda b: text_of(b, "#status") == "live")
 
 
 def feed_cursors(browser) -> list[str]:
     return [li.get_attribute("data-cursor") for li in browser.find_elements(By.CSS_SELECTOR, "#feed li")]
 
 
-def test_a_registered_segment_appears_on_the_page_within_2_s(dashboard: Dashboard, browser, dataset,
-                                                           make_rrd) -> None:
+def test_a_registered_segment_appears_on_the_page(dashboard: Dashboard, browser, dataset, make_rrd) -> None:
     open_live(browser, f"{dashboard.url}/datasets/{dataset.name}")
     dataset.register(make_rrd("live_0", properties={"meta": {"robot": "franka"}})).wait()
-    shown = time.monotonic()
-    WebDriverWait(browser, 2, poll_frequency=0.02).until(
-        lambda b: b.find_elements(By.CSS_SELECTOR, '#segments tr[data-segment="live_0"]'))
-    assert time.monotonic() - shown <= 2.0
-    row = browser.find_element(By.CSS_SELECTOR, '#segments tr[data-segment="live_0"]').text
+    row = wait_for_text(browser, '#segments tr[data-segment="live_0"]')
     assert "base" in row and "franka" in row  # its layer and its property
-    assert browser.find_elements(By.CSS_SELECTOR, '#feed li[data-kind="layer_added"][data-segment="live_0"]')
-    counts = browser.find_element(By.CSS_SELECTOR, f'#datasets tr[data-dataset="{dataset.name}"]').text
-    assert counts.split()[1:3] == ["1", "1"]  # one segment, one layer
+    wait_for_text(browser, '#feed li[data-kind="layer_added"][data-segment="live_0"]')
+    counts = f'#datasets tr[data-dataset="{dataset.name}"]'
+    WebDriverWait(browser, 30).until(  # one segment, one layer
+        lambda b: (text_of(b, counts) or "").split()[1:3] == ["1", "1"])
 
 
 def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.CatalogClient,
@@ -81,9 +92,8 @@ def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.Ca
     open_live(browser, dashboard.url)
     garbage = produce_raw(server.bootstrap_servers, b"\x00 not an event")
     client._internal.wait([garbage], 60)
-    row = WebDriverWait(browser, 5).until(
-        lambda b: b.find_element(By.CSS_SELECTOR, f'#rejections tr[data-offset="{garbage.offset}"]'))
-    assert "not an Avro single-object encoded event (missing C3 01 header)" in row.text
+    row = wait_for_text(browser, f'#rejections tr[data-offset="{garbage.offset}"]')
+    assert "not an Avro single-object encoded event (missing C3 01 header)" in row
     assert browser.find_elements(
         By.CSS_SELECTOR, f'#feed li[data-kind="rejected"][data-cursor="{garbage.offset}.0"]')
 
@@ -99,7 +109,7 @@ def test_the_page_catches_up_after_the_dashboard_restarts(server: Server, browse
             lambda b: b.find_elements(By.CSS_SELECTOR, '#feed li[data-segment="before"]'))
     finally:
         first.stop()
-    WebDriverWait(browser, 10).until(lambda b: b.find_element(By.ID, "status").text == "reconnecting")
+    WebDriverWait(browser, 10).until(lambda b: text_of(b, "#status") == "reconnecting")
     dataset.register([make_rrd("while_down_0"), make_rrd("while_down_1")]).wait()
     with start_dashboard(server, port):
         WebDriverWait(browser, 20).until(

@@ -57,7 +57,7 @@ def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd, ne
             started = time.monotonic()
             with pytest.raises(TimeoutError) as raised:
                 operation.wait(timeout_secs=2)
-            assert time.monotonic() - started < 4
+            assert time.monotonic() - started < 20  # an error, not a hang
             reached = raised.value.reached[(CATALOG_TOPIC, 0)]
             assert reached <= awaited.offset
             assert re.search(rf"offset {awaited.offset} \(store's next offset: {reached}\)",
@@ -104,6 +104,6 @@ def test_producer_reports_an_unreachable_broker(tmp_path) -> None:
     started = time.monotonic()
     with pytest.raises(sdk.DeliveryError, match="did not acknowledge"):
         client.create_dataset("unreachable")
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 60  # an error, not a hang
     client.close()
 
