@@ -1,6 +1,7 @@
-"""strata's settings from the environment: every ``STRATA_*`` variable, and the standard ``AWS_*``
-ones for recordings in object storage, are read here and nowhere else. Explicit arguments
-(``Server(...)``, command-line options, ``object_store_config``) win over these."""
+"""strata's settings: every ``STRATA_*`` variable, and the standard ``AWS_*`` ones for recordings in
+object storage, are read here and nowhere else, with the defaults they override and the record a
+running stack leaves in its state directory. Explicit arguments (``Server(...)``, command-line
+options, ``object_store_config``) win over these. Imports nothing of strata."""
 
 from __future__ import annotations
 
