@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import settings
 from events import StrataError, import_extra
-from stack.server import Server
-
-if TYPE_CHECKING:
-    from dashboard import Dashboard
-    from projector import CatalogReader, Change, Dataset, Layer
 from spark_streaming.options import (
     add_arguments,
     add_kafka_option,
     add_max_offsets_option,
     parse_key_values,
 )
+from stack.server import Server
+
+if TYPE_CHECKING:
+    from dashboard import Dashboard
+    from projector import CatalogReader, Change, Dataset, Layer
 
 ENV_HELP = settings.help_text()
 
@@ -107,7 +107,6 @@ def _dashboard_class() -> type[Dashboard]:
 
 
 def _dashboard_arguments(parser: argparse.ArgumentParser, port_help: str) -> None:
-
     parser.add_argument("--host", default="127.0.0.1",
                         help="address the dashboard listens on (default 127.0.0.1: this machine only; "
                              "0.0.0.0: every interface)")
@@ -179,7 +178,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     _read_store(args).close()  # a store that cannot be read fails here, in one line
     bootstrap = _known_bootstrap(args)
     dashboard = _dashboard_class()(_store_location(args), bootstrap_servers=bootstrap,
-                          kafka_config=_kafka_config(args), host=args.host, port=args.port)
+                                   kafka_config=_kafka_config(args), host=args.host, port=args.port)
     lag = f"lag against Kafka at {bootstrap}" if bootstrap else "no Kafka cluster known: lag unknown"
     print(f"strata dashboard: {dashboard.url}  ({lag}); Ctrl-C to stop", flush=True)
     dashboard.serve()

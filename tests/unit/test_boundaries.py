@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,12 @@ Graph = dict[str, set[str]]
 
 
 def python_files(root: Path) -> list[Path]:
+    """The tree's Python files: in a git checkout those git does not ignore (a build directory
+    left by ``pip install .`` is not the tree), elsewhere all but those in hidden directories."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"],
+                            cwd=root, capture_output=True, text=True)
+    if listed.returncode == 0 and (root / ".git").exists():
+        return sorted(root / name for name in listed.stdout.splitlines() if (root / name).exists())
     return sorted(p for p in root.rglob("*.py")
                   if not any(part.startswith(".") for part in p.relative_to(root).parts))
 
