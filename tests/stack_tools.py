@@ -3,6 +3,7 @@ store has reached the log's end, crashing the projector, a background pipeline l
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import signal
@@ -13,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from confluent_kafka import Producer
 
@@ -21,6 +23,8 @@ from producers import EventProducer, Position, end_offsets
 from projector import StoreUnavailableError
 from stack import Server
 from stores import Offsets, store_offsets
+
+T = TypeVar("T")
 
 
 def wait_until(condition: Callable[[], bool], timeout_secs: float, what: str,
@@ -31,6 +35,22 @@ def wait_until(condition: Callable[[], bool], timeout_secs: float, what: str,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_secs:g} s waiting for {what}")
         time.sleep(poll_secs)
+
+
+def returns_within(timeout_secs: float, call: Callable[[], T]) -> T:
+    """``call()``'s result, or its exception raised here; fails the test if it has not returned
+    within ``timeout_secs``. For calls that must end in an answer, never hang: give a deadline
+    several times any timeout they are told, as a busy machine is slow, not stuck."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        future = pool.submit(call)
+        # Not future.result(timeout): its TimeoutError is the one a call may raise on purpose.
+        done, _ = concurrent.futures.wait([future], timeout=timeout_secs)
+        if not done:
+            raise AssertionError(f"{call} did not return within {timeout_secs:g} s: it hangs")
+        return future.result()
+    finally:
+        pool.shutdown(wait=False)
 
 
 def wait_caught_up(store: str | Path, bootstrap_servers: str, timeout_secs: float = 300, *,

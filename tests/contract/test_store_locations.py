@@ -3,8 +3,6 @@ within a bounded time, with nothing created or produced."""
 
 from __future__ import annotations
 
-import time
-
 import psycopg
 import pytest
 
@@ -12,6 +10,7 @@ import sdk
 from postgres import EmbeddedPostgres
 from projector import StoreUnavailableError, open_store
 from stack import cli
+from stack_tools import returns_within
 
 NO_BROKER = "127.0.0.1:1"
 """Never contacted: the store is opened before any Kafka client."""
@@ -35,16 +34,15 @@ def test_an_unknown_scheme_is_a_value_error_naming_the_kinds_strata_opens(tmp_pa
 
 
 def patient(url: str) -> str:
-    """``url`` with a connect timeout far longer than the test lets the call take: a refusal must
-    come from the server, not from waiting the timeout out."""
+    """``url`` with a connect timeout (60 s) longer than the test's deadline for the call: a
+    refusal must come from the server, not from waiting the timeout out."""
     return f"{url}{'&' if '?' in url else '?'}connect_timeout=60"
 
 
 def test_an_unreachable_server_fails_within_the_connect_timeout():
-    started = time.monotonic()
-    with pytest.raises(StoreUnavailableError) as info:
-        sdk.CatalogClient(NO_BROKER, "postgresql://strata@10.255.255.1:5432/strata?connect_timeout=2")
-    assert time.monotonic() - started < 20  # the connect timeout is kept
+    with pytest.raises(StoreUnavailableError) as info:  # the connect timeout is kept: no hang
+        returns_within(20, lambda: sdk.CatalogClient(
+            NO_BROKER, "postgresql://strata@10.255.255.1:5432/strata?connect_timeout=2"))
     message = assert_one_line(info.value)
     assert "postgresql://strata@10.255.255.1:5432/strata" in message
     assert isinstance(info.value, sdk.StrataError)
@@ -52,10 +50,8 @@ def test_an_unreachable_server_fails_within_the_connect_timeout():
 
 def test_a_refused_connection_fails_at_once(postgres):
     url = patient(postgres.url("strata").replace(f":{postgres.port}/", ":1/"))
-    started = time.monotonic()
-    with pytest.raises(StoreUnavailableError, match="refused"):
-        open_store(url, read_only=True)
-    assert time.monotonic() - started < 30  # refused, not waited out
+    with pytest.raises(StoreUnavailableError, match="refused"):  # refused, not waited out
+        returns_within(30, lambda: open_store(url, read_only=True))
 
 
 def test_a_missing_database_is_named(postgres):
@@ -76,10 +72,8 @@ def test_a_wrong_password_is_refused_without_echoing_it():
         url = server.create_database()
         open_store(url).close()  # the right password opens it
         wrong = patient(url.replace(":right-one@", ":wrong-one@"))
-        started = time.monotonic()
-        with pytest.raises(StoreUnavailableError) as info:
-            open_store(wrong, read_only=True)
-        assert time.monotonic() - started < 30  # refused, not waited out
+        with pytest.raises(StoreUnavailableError) as info:  # refused, not waited out
+            returns_within(30, lambda: open_store(wrong, read_only=True))
         message = assert_one_line(info.value, secret="wrong-one")
         assert "password authentication failed" in message
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,10 +71,9 @@ def test_a_topic_that_may_delete_records_is_refused_unless_accepted(other_broker
     assert topic_settings(other_broker, CATALOG_TOPIC)[key] == value  # strata changed nothing
 
     # From the command line: a one-line error, before anything starts.
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "stack.cli", "up", "--data-dir", str(tmp_path),
                            "--bootstrap-servers", other_broker], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1 and time.monotonic() - started < 60
+    assert done.returncode == 1
     refused = f"strata: error: topic {CATALOG_TOPIC} on {other_broker} may delete records"
     assert done.stderr.startswith(refused)
     assert len(done.stderr.strip().splitlines()) == 1

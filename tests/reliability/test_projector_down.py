@@ -11,6 +11,7 @@ import pytest
 import sdk
 from events import CATALOG_TOPIC
 from stack import Server
+from stack_tools import returns_within
 from stores import store_offsets
 
 
@@ -22,10 +23,9 @@ def test_wait_times_out_while_the_projector_is_down_then_applies_once(
         operation = dataset.register([uri])
         [awaited] = operation.positions
         started = time.monotonic()
-        with pytest.raises(TimeoutError) as raised:
-            operation.wait(timeout_secs=2)
-        elapsed = time.monotonic() - started
-        assert 2 <= elapsed < 20, elapsed  # the timeout is kept, and nothing hangs
+        with pytest.raises(TimeoutError) as raised:  # an error, not a hang
+            returns_within(20, lambda: operation.wait(timeout_secs=2))
+        assert time.monotonic() - started >= 2  # it waited as long as it was told
         store_next = store_offsets(server.store)[(CATALOG_TOPIC, 0)]
     finally:
         server.start_projector()
