@@ -128,12 +128,6 @@ class Connection:
 
     # -- entries ------------------------------------------------------------------------------
 
-    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
-        return self.store.dataset(dataset_id)
-
-    def table(self, table_id: uuid.UUID) -> Table | None:
-        return self.store.table(table_id)
-
     def find_dataset(self, name: str | None, id: uuid.UUID | str | None) -> Dataset:
         """The live dataset named ``name`` or with id ``id`` (see ``_find``)."""
         return self._find("dataset", name, id, self.store.dataset_by_name, self.store.dataset)
@@ -190,10 +184,6 @@ class Connection:
     def dataframe(self, table: pa.Table) -> datafusion.DataFrame:
         """``table`` as a DataFrame of this connection's session."""
         return self._ctx.from_arrow(table)
-
-    def layer_table(self, dataset_id: uuid.UUID) -> pa.Table:
-        """The dataset's layers (``projector.layer_table.LAYER_COLUMNS``)."""
-        return self.store.layer_table(dataset_id)
 
     def table_data(self, table: Table) -> pa.Table:
         """A table's rows: from the projection, or a registered table's Lance version."""

@@ -82,7 +82,7 @@ class DatasetEntry(Entry[Dataset]):
     _kind_name = "dataset"
 
     def _lookup(self, entry_id: uuid.UUID) -> Dataset | None:
-        return self._internal.dataset(entry_id)
+        return self._internal.store.dataset(entry_id)
 
     @property
     def kind(self) -> EntryKind:
@@ -293,7 +293,7 @@ class DatasetEntry(Entry[Dataset]):
                           right_on=renamed, how="left").drop(renamed)
 
     def _layer_table(self) -> pa.Table:
-        return self._internal.layer_table(self._id)
+        return self._internal.store.layer_table(self._id)
 
     def _property_schemas(self, layers: pa.Table) -> dict[str, bytes]:
         """The schemas the layers' properties name, by digest."""

@@ -38,7 +38,7 @@ class TableEntry(Entry[Table]):
     _kind_name = "table"
 
     def _lookup(self, entry_id: uuid.UUID) -> Table | None:
-        return self._internal.table(entry_id)
+        return self._internal.store.table(entry_id)
 
     @property
     def kind(self) -> EntryKind:
