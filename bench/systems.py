@@ -31,8 +31,8 @@ class ProbedServer(Server):
     ``event_log_dir`` (see ``bench.probe``); everything else is ``sdk.Server``."""
 
     def __init__(self, data_dir: Path, event_log_dir: Path) -> None:
-        super().__init__(data_dir)
         self.event_log_dir = event_log_dir
+        super().__init__(data_dir)
 
     def start_projector(self) -> None:
         start = processes.start
@@ -58,12 +58,16 @@ class StrataSystem:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.event_log_dir = directory / "spark-events"
-        self.server = ProbedServer(directory / "stack", self.event_log_dir)
+        self.server: Server | None = None
         self.client = None
 
+    def make_server(self) -> Server:
+        return ProbedServer(self.directory / "stack", self.event_log_dir)
+
     def start(self) -> float:
+        """Construct the server (which starts it) and a client: the seconds that took."""
         started = time.perf_counter()
-        self.server.start()
+        self.server = self.make_server()
         self.client = self.server.client()
         return time.perf_counter() - started
 
@@ -88,7 +92,8 @@ class StrataSystem:
         wait_for_positions(self.client._internal.store, [last], timeout_secs=1800)
 
     def close(self) -> None:
-        self.server.close()
+        if self.server is not None:
+            self.server.close()
 
 
 def layer_templates(uris: Mapping[str, str]) -> tuple[list[DefineSchema], dict[str, RegisterLayer]]:

@@ -41,8 +41,12 @@ class Stack(StrataSystem):
 
     def __init__(self, name: str, directory: Path, store: str | None) -> None:
         self.name = name
-        self.server = Server(directory, store=store)
+        self.directory, self.store = directory, store
+        self.server = None
         self.client = None
+
+    def make_server(self) -> Server:
+        return Server(self.directory, store=self.store)
 
 
 def run_store(name: str, work: Path, store: str | None, replay_store: str | None, pool: RecordingPool,

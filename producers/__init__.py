@@ -7,6 +7,7 @@ creation; and reading the log back (end offsets, a range of records). Imports no
 
 from producers.log_reader import end_offsets, read_range
 from producers.producer import DeliveryError, EventProducer, Position
-from producers.topics import ensure_topics
+from producers.topics import ensure_topics, wait_for_topics
 
-__all__ = ["DeliveryError", "EventProducer", "Position", "end_offsets", "ensure_topics", "read_range"]
+__all__ = ["DeliveryError", "EventProducer", "Position", "end_offsets", "ensure_topics", "read_range",
+           "wait_for_topics"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +50,38 @@ def ensure_topics(
     settings = {**KEEP_FOREVER, "min.insync.replicas": str(min(2, replicas))}
     create_topics(admin, [NewTopic(name, num_partitions=1, replication_factor=replicas, config=settings)
                           for name in TOPICS if name not in existing], timeout_secs)
+
+
+def wait_for_topics(
+    bootstrap_servers: str,
+    *,
+    config: Mapping[str, Any] | None = None,
+    timeout_secs: float = 240.0,
+    poll_secs: float = 0.1,
+) -> None:
+    """Wait until the broker answers and has every strata topic (another process creates them:
+    ``ensure_topics``). Raises ``ConnectionError`` if that has not happened within
+    ``timeout_secs`` (saying whether the broker answered), or at once if it refuses the client's
+    credentials or TLS settings."""
+    refusal = RefusalWatch()
+    admin = AdminClient(client_config(bootstrap_servers, config, {"error_cb": refusal}))
+    deadline = time.monotonic() + timeout_secs
+    while True:
+        try:
+            metadata = cluster_metadata(admin, bootstrap_servers, refusal,
+                                        max(0.1, deadline - time.monotonic()))
+        except ConnectionError:
+            if refusal.reason is not None:
+                raise
+            metadata = None
+        missing = [name for name in TOPICS if metadata is None or name not in metadata.topics]
+        if not missing:
+            return
+        if time.monotonic() >= deadline:
+            found = ("did not answer" if metadata is None
+                     else f"has no topic {', '.join(missing)} (strata up creates them)")
+            raise ConnectionError(f"Kafka at {bootstrap_servers} {found} within {timeout_secs:g} s")
+        time.sleep(poll_secs)
 
 
 def create_topics(admin: AdminClient, topics: list[NewTopic], timeout_secs: float) -> None:

@@ -155,13 +155,13 @@ def _merge_type(old: pa.DataType, new: pa.DataType, name: str) -> pa.DataType:
     if pa.types.is_struct(old) and pa.types.is_struct(new):
         return pa.struct(_merge_fields(list(old), list(new), f"{name}."))
     if _list_kind(old) is not None and _list_kind(old) == _list_kind(new):
-        if pa.types.is_fixed_size_list(old) and old.list_size != new.list_size:
-            raise SchemaConflict(
-                f"schema conflict in column {name!r}: fixed-size lists of {old.list_size} and "
-                f"{new.list_size} items")
-        item = _merge_field(old.value_field, new.value_field, f"{name}[].")
         if pa.types.is_fixed_size_list(old):
-            return pa.list_(item, old.list_size)
+            # Rerun's reader adapts variable lists but not fixed-size ones: like its server,
+            # accept only the identical type (same size, item type and item nullability).
+            raise SchemaConflict(
+                f"schema conflict in column {name!r}: fixed-size lists must have the same type in "
+                f"every layer; the dataset has {old}, this layer {new}")
+        item = _merge_field(old.value_field, new.value_field, f"{name}[].")
         return pa.large_list(item) if pa.types.is_large_list(old) else pa.list_(item)
     raise SchemaConflict(f"schema conflict in column {name!r}: the dataset has {old}, this layer {new}")
 

@@ -13,7 +13,7 @@ python="${PYTHON:-python3}"
 step() { printf '\n[setup %s] %s\n' "$1" "$2"; }
 die() { printf '\nsetup failed: %s\n' "$1" >&2; exit 1; }
 
-step 1/4 "checking Java 17+ and Maven"
+step 1/5 "checking Java 17+ and Maven"
 command -v java >/dev/null || die "Java 17 or newer is required (Kafka and Spark run on the JVM). Install it, e.g. 'apt-get install openjdk-17-jdk-headless', and run this again."
 java_major="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
 [ -n "$java_major" ] && [ "$java_major" -ge 17 ] \
@@ -28,7 +28,7 @@ echo "java $java_major, $(mvn -v 2>/dev/null | head -n1 | sed 's/\x1b\[[0-9;]*m/
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 inputs_hash() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
-step 2/4 "Python environment (.venv)"
+step 2/5 "Python environment (.venv)"
 py_hash="$(inputs_hash pyproject.toml)"
 if stamp_ok "$venv/.strata-installed" "$py_hash"; then
   echo "up to date, nothing to do"
@@ -56,10 +56,24 @@ fetch_jars() { # name
   echo "$name: $(ls "$out"/*.jar | wc -l) jars in $out"
 }
 
-step 3/4 "Kafka broker jars (KRaft)"
+step 3/5 "Kafka broker jars (KRaft)"
 fetch_jars kafka-broker
 
-step 4/4 "Spark Kafka connector jars"
+step 4/5 "Spark Kafka connector jars"
 fetch_jars spark-kafka
+
+step 5/5 "class-data sharing archives of the broker's and Spark's JVMs (a stack run once)"
+# They hold classes of this JDK and these jars: made again when either changes.
+cds_hash="$( (java -version 2>&1; cat "$cache/jars/kafka-broker/.fetched" "$cache/jars/spark-kafka/.fetched" \
+  "$venv/.strata-installed" stack/class_data.py) | sha256sum | cut -d' ' -f1)"
+cds_dir="$cache/jars/class-data"
+if stamp_ok "$cds_dir/.made" "$cds_hash"; then
+  echo "up to date, nothing to do"
+else
+  rm -rf "$cds_dir"
+  STRATA_JARS_DIR="$cache/jars" "$venv/bin/python" -m stack.class_data \
+    || echo "(stacks start without class-data sharing, a few seconds slower)"
+  [ -d "$cds_dir" ] && echo "$cds_hash" > "$cds_dir/.made"
+fi
 
 printf '\nsetup done: %s, jars in %s\n' "$venv" "$cache/jars"

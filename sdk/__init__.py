@@ -16,7 +16,7 @@ from typing import Any
 
 from events import OnDuplicate
 from projector import Change, ChangeKind
-from sdk._client import CatalogClient
+from sdk._client import CatalogClient, VersionInfo
 from sdk._dataset import DatasetEntry, DatasetInfo, LayerInfo
 from sdk._entry import EntryKind
 from sdk._operations import (
@@ -87,4 +87,5 @@ __all__ = [
     "StoreUnavailableError",
     "StrataError",
     "TableEntry",
+    "VersionInfo",
 ]

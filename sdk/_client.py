@@ -4,6 +4,8 @@ every DataFrame it returns belongs to."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.metadata
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -24,6 +26,25 @@ from sdk._operations import Operation
 from sdk._table_entry import TableEntry
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk.errors import AlreadyExistsError
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionInfo:
+    """Version and deployment of the catalog server, with the fields of Rerun's ``VersionInfo``."""
+
+    version: str
+    cloud_provider: str | None
+    """None: strata is not a managed cloud service."""
+    cloud_region: str | None
+    features: list[str]
+    """Optional Rerun server features it advertises: none."""
+
+
+def _strata_version() -> str:
+    try:
+        return importlib.metadata.version("strata")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "unknown"
 
 
 class CatalogClient:
@@ -95,6 +116,12 @@ class CatalogClient:
 
     def __repr__(self) -> str:
         return f"CatalogClient({self._internal!r})"
+
+    def version_info(self) -> VersionInfo:
+        """Rerun's ``version_info()``: ``version`` is strata's (``strata/0.1.0``), with no cloud
+        provider or region and no optional Rerun server features."""
+        return VersionInfo(version=f"strata/{_strata_version()}", cloud_provider=None,
+                           cloud_region=None, features=[])
 
     def close(self) -> None:
         self._internal.close()

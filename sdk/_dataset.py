@@ -132,7 +132,7 @@ class DatasetEntry(Entry[Dataset]):
         """
         uri_list = [uris] if isinstance(uris, str) else list(uris)
         if not uri_list:
-            raise ValueError("register() needs at least one URI")
+            raise ValueError("no data sources to register: register() needs at least one URI")
         layer_names = _per_uri("layer_name", layer_name, len(uri_list), str)
         for name in layer_names:
             check_layer_name(name)
@@ -162,12 +162,16 @@ class DatasetEntry(Entry[Dataset]):
             uris = objects.list(recordings_prefix, RECORDING_SUFFIXES)
         else:
             directory = local_path(recordings_prefix)
+            if directory.is_file():
+                raise ValueError(f"expected prefix / directory but got an object: {recordings_prefix} "
+                                 "is a file; register it with register(), or pass its directory")
             if not directory.is_dir():
                 raise NotFoundError(f"no directory at {recordings_prefix} ({directory})")
             uris = [p.as_uri() for p in sorted(directory.rglob("*"))
                     if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES]
         if not uris:
-            raise ValueError(f"no recordings ({', '.join(RECORDING_SUFFIXES)}) under {recordings_prefix}")
+            raise ValueError(f"no rrd files found in {recordings_prefix} (looked for "
+                             f"{', '.join(RECORDING_SUFFIXES)} files, recursively)")
         name = check_layer_name(layer_name if layer_name is not None else "base")
         mode = _on_duplicate(on_duplicate)
         recordings = _read_recordings(uris, objects)
@@ -180,8 +184,8 @@ class DatasetEntry(Entry[Dataset]):
         for recording, name in zip(recordings, layer_names, strict=True):
             key = (recording.recording_id, name)
             if key in seen:
-                raise ValueError(f'Segment "{key[0]}", layer "{name}" appears twice in one call: '
-                                 f"{seen[key]} and {recording.uri}")
+                raise ValueError(f'duplicate segment layers in request: segment "{key[0]}", layer '
+                                 f'"{name}" comes from both {seen[key]} and {recording.uri}')
             seen[key] = recording.uri
             size = recording.properties.nbytes if recording.properties is not None else 0
             if size > MAX_PROPERTIES_BYTES:
@@ -352,7 +356,8 @@ def _per_uri(name: str, value: Any, count: int, single: type) -> list[Any]:
         return [value] * count
     values = list(value)
     if len(values) != count:
-        raise ValueError(f"{name} has {len(values)} entries for {count} URIs; pass one, or one per URI")
+        raise ValueError(f"{name} has {len(values)} entries for {count} URIs: a list of them must be "
+                         "the same length as the URIs (or pass one for all)")
     return values
 
 

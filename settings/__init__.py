@@ -16,6 +16,8 @@ ENVIRONMENT = {
     "STRATA_STORE": "the projection store (default: store.db in the state directory)",
     "STRATA_KAFKA_OPTIONS": 'Kafka client settings as a JSON object, e.g. {"sasl.password": "..."}',
     "STRATA_JARS_DIR": "where scripts/setup.sh put the jars (default .cache/jars)",
+    "STRATA_CLASS_DATA_SHARING": "the JVMs' class-data sharing archives that setup makes: use "
+                                 "(default), off, or create (replace them at the JVMs' exit)",
 }
 """Each variable and what it sets, for ``--help``."""
 
@@ -103,6 +105,33 @@ def write_running_stack(state_dir: Path, bootstrap_servers: str, store: str, spa
 
 def jars_dir() -> Path:
     return Path(os.environ.get("STRATA_JARS_DIR") or _PROJECT_JARS)
+
+
+CLASS_DATA_MODES = ("use", "off", "create")
+
+
+def class_data_archive(name: str) -> Path:
+    """The class-data sharing archive of the JVM ``name`` (``broker``, ``spark``): the classes
+    it loads while it starts, already parsed and verified, which JDK 17 maps instead of reading
+    them from the jars again (``stack.class_data`` makes it)."""
+    return jars_dir() / "class-data" / f"{name}.jsa"
+
+
+def class_data_options(name: str) -> list[str]:
+    """The JVM options for ``name``'s archive (``class_data_archive``) under
+    ``STRATA_CLASS_DATA_SHARING``: map it if it exists, or write it when the JVM exits
+    (``create``). A JVM that cannot map an archive (another JDK, other jars) starts without it."""
+    mode = os.environ.get("STRATA_CLASS_DATA_SHARING") or "use"
+    if mode not in CLASS_DATA_MODES:
+        raise ValueError(f"STRATA_CLASS_DATA_SHARING is {mode!r}; set it to one of "
+                         f"{', '.join(CLASS_DATA_MODES)}")
+    archive = class_data_archive(name)
+    if mode == "create":
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        return [f"-XX:ArchiveClassesAtExit={archive}"]
+    if mode == "use" and archive.exists():
+        return [f"-XX:SharedArchiveFile={archive}"]
+    return []
 
 
 def help_text() -> str:

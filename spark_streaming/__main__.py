@@ -12,6 +12,7 @@ from py4j.protocol import Py4JError
 from pyspark.errors import StreamingQueryException
 
 import settings
+from producers import wait_for_topics
 from projector import StoreUnavailableError, open_store
 from projector.stores import scheme
 from spark_streaming.options import add_arguments, java_config, parse_key_values
@@ -29,6 +30,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     return run(parse_args(argv))
 
+
+TOPICS_TIMEOUT_SECS = 240.0
+"""How long the projector waits for the broker and its topics before giving up (exit code 1)."""
 
 STORE_FAULT_EXIT_CODE = 2
 """The exit code when the store cannot be opened or written (read-only, full): fix it, restart."""
@@ -72,6 +76,15 @@ def run(args: argparse.Namespace) -> int:
                   "projector again.", exc, _store_advice(args.store))
         return STORE_FAULT_EXIT_CODE
     spark = build_session(args.spark_master)
+    # Started beside its broker (sdk.Server starts both at once), the projector builds its Spark
+    # session while the broker starts, and reads once the topics are there.
+    try:
+        wait_for_topics(args.bootstrap_servers, config=kafka_options, timeout_secs=TOPICS_TIMEOUT_SECS)
+    except ConnectionError as exc:
+        log.error("%s; nothing was read", exc)
+        spark.stop()
+        store.close()
+        return 1
     job = ProjectorJob(spark, args.bootstrap_servers, store, args.checkpoint,
                        kafka_options=kafka_options,
                        max_offsets_per_trigger=args.max_offsets_per_trigger)

@@ -30,6 +30,10 @@ logger.server.level = info
 """
 
 
+JVM_OPTIONS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC"]
+"""The broker's heap and collector: a small local broker."""
+
+
 def broker_classpath() -> str:
     directory = settings.jars_dir() / "kafka-broker"
     if not any(directory.glob("*.jar")):
@@ -106,7 +110,7 @@ class EmbeddedBroker:
         """Extra arguments of the storage tool's ``format`` (SCRAM users, say)."""
         return []
 
-    def _write_config(self) -> Path:
+    def _write_config(self) -> None:
         config = self.directory / "server.properties"
         config.write_text("\n".join([
             "process.roles=broker,controller",
@@ -121,21 +125,29 @@ class EmbeddedBroker:
             "transaction.state.log.min.isr=1",
             "share.coordinator.state.topic.replication.factor=1",
             "group.initial.rebalance.delay.ms=0",
+            # The log cleaner compacts only Kafka's own small topics here (strata's are never
+            # compacted): a 16 MiB buffer instead of the 128 MiB it takes on the heap by default.
+            "log.cleaner.dedupe.buffer.size=16777216",
             # The log is the source of truth: never delete it by age or size.
             "log.retention.ms=-1",
             "log.retention.bytes=-1",
             "",
         ]))
         (self.directory / "log4j2.properties").write_text(LOG4J2)
-        return config
+
+    def prepare(self) -> None:
+        """Choose the ports and write the configuration: ``bootstrap_servers`` is known from here
+        on, before the broker runs (``start`` prepares again: the same ports, if they are free)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._choose_ports()
+        self._write_config()
 
     def start(self, *, timeout_secs: float = 90.0) -> None:
         """Start the broker and wait until it answers. Raises ``RuntimeError`` with the end of
         its log if it exits or does not answer within ``timeout_secs``."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._choose_ports()
-        config = self._write_config()
-        java_args = [java(), "-Xms128m", "-Xmx512m", "-XX:+UseG1GC",
+        self.prepare()  # the ports prepare() chose, or saved ones, while they are free
+        config = self.directory / "server.properties"
+        java_args = [java(), *JVM_OPTIONS, *settings.class_data_options("broker"),
                      f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
                      "-cp", broker_classpath()]
         if not (self.directory / "data" / "meta.properties").exists():

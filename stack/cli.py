@@ -61,6 +61,7 @@ def _read_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _server(args: argparse.Namespace) -> Server:
+    """The stack the arguments describe, started."""
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
                   spark_master=args.spark_master, store=args.store,
                   allow_finite_retention=args.allow_finite_retention,
@@ -132,9 +133,9 @@ def _describe(server: Server) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    server = _server(args)
-    print(f"strata: starting in {server.data_dir.absolute()} ...", flush=True)
+    print(f"strata: starting in {(args.data_dir or settings.home()).absolute()} ...", flush=True)
     started = time.monotonic()
+    server = _server(args)
     stop = False
 
     def request_stop(signum: int, frame: object) -> None:
@@ -158,9 +159,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from stack import demo
 
-    server = _server(args)
-    print(f"strata demo: starting the stack in {server.data_dir.absolute()} ...", flush=True)
+    print(f"strata demo: starting the stack in {(args.data_dir or settings.home()).absolute()} ...",
+          flush=True)
     started = time.monotonic()
+    server = _server(args)
     with server, _stack_dashboard(server, args) as dashboard:
         print(f"strata demo: stack up in {time.monotonic() - started:.1f} s", flush=True)
         _describe(server)

@@ -84,11 +84,11 @@ def main() -> int:
         broker.start()
         pg.create_database("strata")
         s3.create_bucket(BUCKET)
-        server = Server(args.dir / "stack", bootstrap_servers=broker.bootstrap_servers,
-                        store=pg.url("strata"), spark_master=spark_master,
-                        kafka_options=broker.client_settings("projector", PASSWORDS["projector"]))
+        server = None
         try:
-            server.start()
+            server = Server(args.dir / "stack", bootstrap_servers=broker.bootstrap_servers,
+                            store=pg.url("strata"), spark_master=spark_master,
+                            kafka_options=broker.client_settings("projector", PASSWORDS["projector"]))
             with pg.admin("strata") as conn:  # a role that may only read, for the client hosts
                 conn.execute(f"create role reader login password '{PASSWORDS['reader']}'")
                 conn.execute("grant select on all tables in schema public to reader")
@@ -111,7 +111,8 @@ def main() -> int:
                     write_json(args.dir / "ready.json", ready)
                 time.sleep(0.2)
         finally:
-            server.close()
+            if server is not None:
+                server.close()
             broker.stop()
             for process in spark_processes:
                 processes.stop(process)

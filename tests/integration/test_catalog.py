@@ -161,7 +161,7 @@ def test_many_writers_replacing_one_layer_end_with_the_last_in_log_order(
 
 
 def test_register_prefix_and_unregister(dataset: sdk.DatasetEntry, make_rrd, tmp_path) -> None:
-    with pytest.raises(ValueError, match="no recordings"):
+    with pytest.raises(ValueError, match="no rrd files found in"):
         dataset.register_prefix((tmp_path / "empty").mkdir() or (tmp_path / "empty").as_uri())
     nested = tmp_path / "prefix" / "deeper"
     nested.mkdir(parents=True)

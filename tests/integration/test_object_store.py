@@ -165,7 +165,7 @@ def test_s3_registrations_that_fail_produce_nothing(dataset: sdk.DatasetEntry, s
         dataset.register([good], object_store_config=s3.config(secret_access_key="wrong"))
     with pytest.raises(sdk.NotFoundError, match="does not exist"):
         dataset.register_prefix("s3://no-such-bucket/x/", object_store_config=s3.config())
-    with pytest.raises(ValueError, match="no recordings"):
+    with pytest.raises(ValueError, match="no rrd files found in"):
         dataset.register_prefix(f"s3://{bucket}/bad/none-here/", object_store_config=s3.config())
 
 

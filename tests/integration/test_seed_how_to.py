@@ -1,6 +1,6 @@
 """The layers how-to of the seeds, its code run on strata and on Rerun's own server with the same
-files; only the connection line differs: ``sdk.Server(datasets=...)`` for
-``rr.server.Server(datasets=...)``."""
+files; only the connection line differs: ``Server(data_dir, datasets=...)`` (``sdk.Server``) for
+``rr.server.Server(datasets=...)``, both started by their constructor."""
 
 from __future__ import annotations
 
@@ -29,14 +29,17 @@ def how_to(dataset, directory: Path) -> tuple[pa.Table, pa.Table, pa.Table]:
     return before, stats, after
 
 
-def test_the_how_to_gives_rerun_s_tables(server: Server, tmp_path: Path, new_store) -> None:
+def test_the_how_to_gives_rerun_s_tables(tmp_path: Path, new_store) -> None:
     base = tmp_path / "sample_5"
     demo.write_base(base)
     name = f"sample_dataset_{os.urandom(3).hex()}"
 
-    with projector_on(server.bootstrap_servers, tmp_path / "strata", datasets={name: base},
-                      store=new_store()) as ours:
+    # The how-to's own lines: the server constructed (which starts it), then its client.
+    ours = Server(tmp_path / "strata", datasets={name: base}, store=new_store())
+    try:
         strata = how_to(ours.client().get_dataset(name=name), tmp_path / "strata-layers")
+    finally:
+        ours.shutdown()
     theirs = rr.server.Server(datasets={name: base})
     try:
         rerun = how_to(theirs.client().get_dataset(name=name), tmp_path / "rerun-layers")

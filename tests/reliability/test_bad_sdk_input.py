@@ -64,7 +64,7 @@ def test_bad_registrations_produce_nothing(target: sdk.DatasetEntry, make_rrd, t
     corrupt.write_bytes(os.urandom(256))
     with pytest.raises(ValueError, match="not a readable"):
         target.register([corrupt.as_uri()])
-    with pytest.raises(ValueError, match="appears twice"):
+    with pytest.raises(ValueError, match="duplicate segment layers in request"):
         target.register([good, good])
     with pytest.raises(ValueError, match="on_duplicate"):
         target.register([good], on_duplicate="overwrite")

@@ -101,7 +101,7 @@ def test_the_public_names_are_pinned() -> None:
         "MissingExtraError", "NotFoundError", "ObjectStoreError", "OnDuplicate", "OnDuplicateSegmentLayer",
         "Operation", "ProjectionTimeoutError", "RecordingChangedError", "RegistrationOperation",
         "RegistrationResult", "SegmentRegistrationResult", "Server", "StoreUnavailableError",
-        "StrataError", "TableEntry",
+        "StrataError", "TableEntry", "VersionInfo",
     ]
     assert sdk.errors.__all__ == [
         "AlreadyExistsError", "DeliveryError", "MissingExtraError", "NotFoundError", "ObjectStoreError",

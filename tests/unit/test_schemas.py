@@ -31,6 +31,10 @@ CONFLICTS = {
     "fixed-size-list-length": (pa.list_(pa.float32(), 3), pa.list_(pa.float32(), 4)),
     "dictionary-vs-plain": (pa.dictionary(pa.int32(), pa.string()), pa.string()),
     "list-vs-fixed-size-list": (pa.list_(pa.float32()), pa.list_(pa.float32(), 3)),
+    "fixed-size-list-item-nullability": (pa.list_(pa.field("item", pa.int32(), nullable=False), 3),
+                                         pa.list_(pa.field("item", pa.int32(), nullable=True), 3)),
+    "fixed-size-list-of-wider-struct": (pa.list_(pa.struct([("a", pa.int64())]), 2),
+                                        pa.list_(pa.struct([("a", pa.int64()), ("b", pa.string())]), 2)),
     "struct-vs-plain": (pa.struct([("a", pa.int64())]), pa.int64()),
 }
 
@@ -95,11 +99,13 @@ def test_null_column_takes_the_other_type_either_way(typed):
 
 
 def test_compatible_lists_merge_their_items():
-    old = pa.schema([("v", pa.list_(pa.struct([("a", pa.int64())]), 2))])
-    new = pa.schema([("v", pa.list_(pa.struct([("b", pa.string())]), 2))])
+    old = pa.schema([("v", pa.list_(pa.struct([("a", pa.int64())])))])
+    new = pa.schema([("v", pa.list_(pa.field("item", pa.struct([("b", pa.string())]), nullable=False)))])
     merged = schemas.merge(old, new).field("v").type
-    assert pa.types.is_fixed_size_list(merged) and merged.list_size == 2
+    assert pa.types.is_list(merged) and merged.value_field.nullable
     assert merged.value_type == pa.struct([("a", pa.int64()), ("b", pa.string())])
+    fixed = pa.schema([("f", pa.list_(pa.int32(), 3))])
+    assert schemas.merge(fixed, fixed).field("f").type == pa.list_(pa.int32(), 3)
     large = schemas.merge(pa.schema([("l", pa.large_list(pa.null()))]),
                           pa.schema([("l", pa.large_list(pa.int8()))])).field("l").type
     assert large == pa.large_list(pa.int8())

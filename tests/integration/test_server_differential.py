@@ -1,0 +1,82 @@
+"""``sdk.Server`` against ``rr.server.Server``, written as Rerun's snippets write it: constructed
+(which starts it) with ``datasets=`` and ``tables=``, used through ``client()``, stopped with
+``shutdown()``; the same answers from both, and a second strata server on the same directory
+resuming where the first stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import rerun as rr
+
+import sdk
+from stack import demo
+from stack.droid import write_episode
+
+TABLE = pa.table({"episode": ["a", "b", "c"], "score": [0.5, 0.25, 1.0]})
+
+
+def _lifecycle(server, dataset: str, table: str) -> dict:
+    """What the snippets' lines give on a freshly constructed server; then it is shut down."""
+    assert server.is_running()
+    client = server.client()
+    seen = {
+        "segments": sorted(client.get_dataset(name=dataset).segment_ids()),
+        "table": pa.table(client.get_table(name=table).reader()).sort_by("episode").to_pylist(),
+        "version": client.version_info(),
+    }
+    server.shutdown()
+    assert not server.is_running()
+    with pytest.raises(RuntimeError, match="server is not running"):
+        server.client()
+    with pytest.raises(ValueError, match="not running or has already been shut down"):
+        server.shutdown()
+    return seen
+
+
+def test_a_server_starts_when_constructed_and_resumes(tmp_path: Path, new_store) -> None:
+    import lance
+
+    episodes = tmp_path / "episodes"
+    demo.write_base(episodes)
+    lance.write_dataset(TABLE, tmp_path / "scores.lance")
+    datasets, tables = {"droid": episodes}, {"scores": tmp_path / "scores.lance"}
+    store = new_store()
+
+    ours = _lifecycle(sdk.Server(tmp_path / "stack", datasets=datasets, tables=tables, store=store),
+                      "droid", "scores")
+    theirs = _lifecycle(rr.server.Server(host="127.0.0.1", datasets=datasets, tables=tables),
+                        "droid", "scores")
+
+    assert ours["segments"] == theirs["segments"] == sorted(demo.SEGMENT_IDS)
+    assert ours["table"] == theirs["table"] == TABLE.sort_by("episode").to_pylist()
+    for info in (ours["version"], theirs["version"]):
+        assert isinstance(info.version, str) and info.version
+        assert info.cloud_provider is None and info.cloud_region is None
+    assert ours["version"].version.startswith("strata/")
+
+    # The same directory again, in the with form: what the first server held is there, and a
+    # recording added to the dataset's directory meanwhile is registered at start.
+    write_episode(episodes / "added.rrd", "added_later", 7)
+    with sdk.Server(tmp_path / "stack", datasets=datasets, tables=tables, store=store) as again:
+        client = again.client()
+        assert sorted(client.get_dataset(name="droid").segment_ids()) == sorted(
+            [*demo.SEGMENT_IDS, "added_later"])
+        assert client.table_names() == ["scores"]
+    assert not again.is_running()
+
+
+def test_bad_construction_arguments_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    file = tmp_path / "one.rrd"
+    write_episode(file, "one", 2)
+    for arguments, message in (({"datasets": {"d": file}}, "must be a directory"),
+                               ({"datasets": {"d": [tmp_path]}}, "must be a RRD file")):
+        with pytest.raises(ValueError, match=message):
+            rr.server.Server(host="127.0.0.1", **arguments)
+        with pytest.raises(ValueError, match=message):
+            sdk.Server(tmp_path / "stack", **arguments)
+    with pytest.raises(ValueError, match="give the name or IP address"):
+        sdk.Server(tmp_path / "stack", host="0.0.0.0")  # noqa: S104 - refused, not bound
+    assert not (tmp_path / "stack").exists()
