@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import functools
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -138,23 +140,28 @@ def _context() -> datafusion.SessionContext:
 
 
 def read_segment(segment_id: str, layers: Sequence[LayerFile], options: ReadOptions,
-                 schema: pa.Schema, index_values: Any = None) -> pa.Table:
+                 schema: pa.Schema, index_values: Any = None,
+                 entities: frozenset[str] | None = None) -> pa.Table:
     """The rows of one segment (all its layers as one recording) in ``schema``.
 
     Chunks of entities the contents exclude are dropped while the files are streamed, so a query
-    of joint positions never decodes camera frames.
+    of joint positions never decodes camera frames. ``entities`` narrows the read further to
+    those entity paths (``narrowed_entities``): the rows are then those where one of them has data.
     """
     from rerun.chunk import LazyChunkStream, RrdReader
 
     streams = [RrdReader(layer.path()).stream() for layer in layers]
     stream = streams[0] if len(streams) == 1 else LazyChunkStream.merge(*streams)
-    for group in options.content_groups:
-        stream = stream.filter(content=list(group))
+    groups = [list(group) for group in options.content_groups]
+    if entities is not None:
+        groups.append(sorted(entities))
+    for group in groups:
+        stream = stream.filter(content=group)
     store = stream.collect()
     if options.index is not None and options.index not in {c.name for c in store.schema().index_columns()}:
         return schema.empty_table()  # this segment has no data on the index
     result = store.reader(
-        options.index, contents=list(options.content_groups[-1]),
+        options.index, contents=groups[-1],
         include_semantically_empty_columns=options.include_semantically_empty_columns,
         include_tombstone_columns=options.include_tombstone_columns,
         fill_latest_at=options.fill_latest_at, using_index_values=index_values,
@@ -193,8 +200,9 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
     CACHED = 4
     """Segments kept after being read: pyarrow opens a fragment twice (inspect, then scan)."""
 
-    def __init__(self, make: Mapping[str, Any]) -> None:
+    def __init__(self, make: dict[str, Any]) -> None:
         self._make = make
+        self.filesystem: pafs.PyFileSystem | None = None
         self._lock = threading.Lock()
         self._made: collections.OrderedDict[str, concurrent.futures.Future[pa.Buffer]] = (
             collections.OrderedDict())
@@ -218,6 +226,15 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
             path = self._pending.popleft()
             if path not in self._made:
                 self._start(path)
+
+    def narrowed(self, fragment: pads.FileFragment, entities: frozenset[str]) -> pads.FileFragment:
+        """``fragment``'s segment read for ``entities`` only: a file of its own, made on demand."""
+        path = f"{fragment.path.removesuffix('.arrow')}-{'|'.join(sorted(entities))}.arrow"
+        with self._lock:
+            if path not in self._make:
+                self._make[path] = functools.partial(self._make[fragment.path], entities=entities)
+        return fragment.format.make_fragment(path, self.filesystem,
+                                             partition_expression=fragment.partition_expression)
 
     def expect(self, paths: Sequence[str]) -> None:
         """The fragments a scan will read, in order: start making the first ones."""
@@ -267,14 +284,53 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
     open_output_stream = open_append_stream = _read_only
 
 
+def narrowed_entities(schema: pa.Schema, columns: Sequence[str] | None,
+                      filter: pads.Expression | None) -> frozenset[str] | None:
+    """The entity paths a scan of ``columns`` with ``filter`` needs, as Rerun's server narrows a
+    query to them: those of the component columns the scan projects or the filter names (index
+    and segment id columns name no entity). None when nothing narrows: every column, or none of
+    the component columns."""
+    if columns is None:
+        return None
+    named = set(columns)
+    text = str(filter) if filter is not None else ""
+    entities = set()
+    data = [f for f in schema if (f.metadata or {}).get(_KIND) == b"data"]
+    for field in data:
+        if field.name in named or (text and re.search(
+                rf"(?<![\w/:]){re.escape(field.name)}(?![\w:])", text)):
+            entities.add(field.metadata[_ENTITY_PATH].decode())
+    every = {f.metadata[_ENTITY_PATH].decode() for f in data}
+    return frozenset(entities) if entities and entities != every else None
+
+
 class _SegmentsDataset(pads.FileSystemDataset):  # type: ignore[misc]  # pyarrow is untyped
     """The segments' fragments; DataFusion asks for the fragments that survive its pushed-down
-    filters, and those are the ones read ahead."""
+    filters, and those are the ones read ahead.
+
+    DataFusion plans a scan by calling ``scanner(columns=..., filter=...)`` and then
+    ``get_fragments(filter)`` on one thread: the columns the first call names narrow the
+    fragments the second one returns to the entities they need (``narrowed_entities``), unless
+    the reader fills latest-at values, where other entities' rows are the caller's.
+    """
+
+    def scanner(self, *args: Any, **kwargs: Any) -> pads.Scanner:
+        if not self.read_options.fill_latest_at:
+            _planning.entities = narrowed_entities(self.schema, kwargs.get("columns"),
+                                                   kwargs.get("filter"))
+        return super().scanner(*args, **kwargs)
 
     def get_fragments(self, filter: pads.Expression | None = None) -> list[pads.Fragment]:
         fragments = list(super().get_fragments(filter=filter))
+        entities, _planning.entities = getattr(_planning, "entities", None), None
+        if entities is not None:
+            fragments = [self.segment_files.narrowed(f, entities) for f in fragments]
         self.segment_files.expect([f.path for f in fragments])
         return fragments
+
+
+_planning = threading.local()
+"""What a scan being planned on this thread narrows to (``_SegmentsDataset``)."""
 
 
 def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadOptions,
@@ -292,19 +348,20 @@ def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadO
     for number, segment_id in enumerate(sorted(segments)):
         path = f"{number}.arrow"
         values = None if index_values is None else index_values[segment_id]
-        makers[path] = (lambda s=segment_id, v=values:
-                        read_segment(s, segments[s], options, schema, v))
+        makers[path] = functools.partial(read_segment, segment_id, segments[segment_id], options,
+                                         schema, values)
         expression = pads.field(SEGMENT_ID) == segment_id
         if ranges and segment_id in ranges:
             start, end = ranges[segment_id]
             expression &= (pads.field(options.index) >= start) & (pads.field(options.index) <= end)
         fragments.append((path, expression))
     files = _SegmentFiles(makers)
-    filesystem = pafs.PyFileSystem(files)
+    files.filesystem = filesystem = pafs.PyFileSystem(files)
     dataset = _SegmentsDataset(
         [format.make_fragment(path, filesystem, partition_expression=expr) for path, expr in fragments],
         schema, format, filesystem)
     dataset.segment_files = files
+    dataset.read_options = options
     return dataset
 
 
