@@ -81,9 +81,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         wait_for_topics(args.bootstrap_servers, config=kafka_options, timeout_secs=TOPICS_TIMEOUT_SECS)
     except ConnectionError as exc:
-        log.error("%s; nothing was read", exc)
         spark.stop()
         store.close()
+        print(f"projector stopped on an error: {exc} (nothing was read)", file=sys.stderr)
         return 1
     job = ProjectorJob(spark, args.bootstrap_servers, store, args.checkpoint,
                        kafka_options=kafka_options,
