@@ -316,14 +316,15 @@ class _SegmentsDataset(pads.FileSystemDataset):  # type: ignore[misc]  # pyarrow
 
     def scanner(self, *args: Any, **kwargs: Any) -> pads.Scanner:
         if not self.read_options.fill_latest_at:
-            _planning.entities = narrowed_entities(self.schema, kwargs.get("columns"),
-                                                   kwargs.get("filter"))
+            _planning.narrowing = (self, narrowed_entities(self.schema, kwargs.get("columns"),
+                                                           kwargs.get("filter")))
         return super().scanner(*args, **kwargs)
 
     def get_fragments(self, filter: pads.Expression | None = None) -> list[pads.Fragment]:
         fragments = list(super().get_fragments(filter=filter))
-        entities, _planning.entities = getattr(_planning, "entities", None), None
-        if entities is not None:
+        planned, entities = getattr(_planning, "narrowing", (None, None))
+        _planning.narrowing = (None, None)
+        if planned is self and entities is not None:
             fragments = [self.segment_files.narrowed(f, entities) for f in fragments]
         self.segment_files.expect([f.path for f in fragments])
         return fragments

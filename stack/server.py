@@ -26,7 +26,7 @@ from stack.broker import EmbeddedBroker
 class Server:
     """Runs strata on one machine, as ``rerun.server.Server`` runs Rerun's catalog: it starts
     when it is constructed and stops with ``shutdown()`` (or at the end of a ``with`` block, or
-    when the interpreter exits).
+    when it goes out of scope; its processes never outlive the interpreter).
 
     >>> server = Server(datasets={"droid": "/data/droid"})  # doctest: +SKIP
     >>> client = server.client()  # doctest: +SKIP
@@ -36,10 +36,9 @@ class Server:
     The constructor returns once the stack is ready: the embedded Kafka broker, its topics and
     the Spark projector, started side by side. That takes about 6 s on a 2-core machine with the
     class-data archives that setup makes, 8 s until a first registration is visible (``bench``,
-    scenario ``startup``), against Rerun's in-memory server's fraction of a second; what it
-    holds is kept: a second ``Server`` on the
-    same ``data_dir`` resumes where the first stopped, and registers only what is new of
-    ``datasets``.
+    scenario ``startup``), against Rerun's in-memory server's fraction of a second. What it
+    holds is kept in ``data_dir``: a second ``Server`` there resumes where the first stopped, and
+    registers only what is new of ``datasets``.
 
     ``datasets`` registers recordings at start, as Rerun does: a directory (every recording under
     it) or a list of ``.rrd`` files per dataset name, on layer ``base``. ``tables`` registers Lance
