@@ -18,6 +18,7 @@ from typing import Any
 
 import datafusion
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from events import (
     DefineSchema,
@@ -31,6 +32,7 @@ from events import (
 from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name
 from projector import Dataset, views
 from projector.fold import MAX_PROPERTIES_BYTES
+from sdk import _reader
 from sdk._contents import Contents
 from sdk._entry import Entry, EntryKind
 from sdk._objects import ObjectStore, ObjectStoreSettings, is_object_url
@@ -311,6 +313,20 @@ class DatasetEntry(Entry[Dataset]):
         return self._internal.dataframe(views.manifest_table(layers, self._property_schemas(layers)))
 
     # -- data ---------------------------------------------------------------------------------
+
+    def segment_store(self, segment_id: str, *, include_assets: bool = True) -> Any:
+        """Rerun's ``segment_store``: the segment (every layer) as rerun-sdk's ``LazyStore``, whose
+        ``schema()``, ``summary()`` and ``len()`` come from its chunk manifest and whose
+        ``stream()`` reads chunks on demand (``stream().collect()`` loads them all). A segment of
+        several layers is merged into one temporary ``.rrd`` first. ``include_assets`` is
+        accepted for Rerun's signature: strata keeps no assets. Raises ``NotFoundError`` naming
+        the segment if the dataset has none of that id."""
+        layers = self._layer_table()
+        layers = layers.filter(pc.equal(layers.column("segment_id"), segment_id))
+        if not layers.num_rows:
+            raise NotFoundError(f"Segment {segment_id!r} not found in dataset {self.name!r}")
+        files = _reader.layer_files(layers, self._internal.object_store_config)[segment_id]
+        return _reader.segment_store(files, application_id=self.name)
 
     def filter_segments(self, segment_ids: str | Sequence[str] | datafusion.DataFrame) -> DatasetSelection:
         """A selection of these segments (see ``DatasetSelection.filter_segments``)."""

@@ -14,10 +14,13 @@ never loaded whole.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import concurrent.futures
 import functools
+import hashlib
 import re
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -364,6 +367,46 @@ def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadO
     dataset.segment_files = files
     dataset.read_options = options
     return dataset
+
+
+def layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str, list[LayerFile]]:
+    """The layers' files, by segment id (``s3://`` ones read with ``object_store``)."""
+    segments: dict[str, list[LayerFile]] = {}
+    columns = [layers.column(n).to_pylist()
+               for n in ("segment_id", "layer_name", "storage_url", "size_bytes")]
+    for segment_id, layer_name, url, size in zip(*columns, strict=True):
+        segments.setdefault(segment_id, []).append(LayerFile(segment_id, layer_name, url, size, object_store))
+    return segments
+
+
+def segment_store(files: Sequence[LayerFile], application_id: str) -> Any:
+    """The segment of ``files`` (its layers) as rerun-sdk's ``LazyStore``: its chunk manifest in
+    memory, chunks read on demand. One layer is its file's own store; several are merged once per
+    process into a temporary ``.rrd`` (every chunk read and written), whose store is returned.
+
+    Raises ``NotFoundError`` or ``RecordingChangedError`` naming the segment, layer and URL if a
+    registered file is gone or changed."""
+    from rerun.chunk import LazyChunkStream, RrdReader
+
+    paths = [file.path() for file in files]
+    if len(paths) == 1:
+        return RrdReader(paths[0]).store()
+    key = hashlib.sha256("\n".join(f"{f.storage_url} {f.size_bytes}" for f in files).encode()).hexdigest()
+    merged = _merged_dir() / f"{key}.rrd"
+    if not merged.exists():
+        partial = merged.with_suffix(".partial")
+        LazyChunkStream.merge(*(RrdReader(p).stream() for p in paths)).write_rrd(
+            partial, application_id=application_id, recording_id=files[0].segment_id)
+        partial.replace(merged)
+    return RrdReader(merged).store()
+
+
+@functools.cache
+def _merged_dir() -> Path:
+    """Where merged segments are kept while this process runs."""
+    directory = tempfile.TemporaryDirectory(prefix="strata-segments-")
+    atexit.register(directory.cleanup)
+    return Path(directory.name)
 
 
 def with_manifest_ranges(layers: pa.Table) -> pa.Table:

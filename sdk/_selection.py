@@ -21,7 +21,6 @@ from projector import views
 from sdk import _reader
 from sdk._connection import Connection
 from sdk._contents import Contents, expressions
-from sdk._objects import ObjectStoreConfig
 from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions
 
 EVERYTHING = ("/**",)
@@ -209,7 +208,7 @@ class DatasetSelection:
                                 fill_latest_at=fill_latest_at)
         schema = _reader.output_schema(dataset_schema, options)
         layers = self._layers()
-        segments = _layer_files(layers, self._internal.object_store_config)
+        segments = _reader.layer_files(layers, self._internal.object_store_config)
         values = None
         if using_index_values is not None:
             values = self._index_values(index, using_index_values, layers, dataset_schema)
@@ -263,16 +262,6 @@ class DatasetSelection:
             if len(inside):
                 covered[segment_id] = inside
         return covered
-
-
-def _layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str, list[LayerFile]]:
-    """The layers' files, by segment id (``s3://`` ones read with ``object_store``)."""
-    segments: dict[str, list[LayerFile]] = {}
-    columns = [layers.column(n).to_pylist()
-               for n in ("segment_id", "layer_name", "storage_url", "size_bytes")]
-    for segment_id, layer_name, url, size in zip(*columns, strict=True):
-        segments.setdefault(segment_id, []).append(LayerFile(segment_id, layer_name, url, size, object_store))
-    return segments
 
 
 def _ranges(layers: pa.Table, dataset_schema: pa.Schema) -> pa.Table:
