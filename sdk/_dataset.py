@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import datafusion
 import pyarrow as pa
@@ -41,6 +41,9 @@ from sdk._recordings import Recording, local_path, read_blueprint_id, read_recor
 from sdk._selection import DatasetSelection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from rerun.catalog import Schema
 
 Properties = Mapping[str, Mapping[str, Any]]
 """Properties given with a URI: ``{entity: {field: value}}``, like ``rr.send_property``."""
@@ -254,8 +257,15 @@ class DatasetEntry(Entry[Dataset]):
 
     # -- reads --------------------------------------------------------------------------------
 
-    def schema(self) -> pa.Schema:
-        """The merged Arrow schema of every layer's data (empty before the first layer)."""
+    def schema(self) -> Schema:
+        """Rerun's ``Schema`` of the dataset: its index columns and the component columns of
+        every layer (``index_columns()``, ``component_columns()``, ``entity_paths()``,
+        ``column_names()``, ``to_arrow()``...); empty before the first layer."""
+        return _reader.rerun_schema(self.arrow_schema())
+
+    def arrow_schema(self) -> pa.Schema:
+        """The merged Arrow schema of every layer's data, with Rerun's field metadata (empty
+        before the first layer)."""
         schema = self._current().schema
         return pa.ipc.read_schema(pa.py_buffer(schema)) if schema else pa.schema([])
 
@@ -274,7 +284,7 @@ class DatasetEntry(Entry[Dataset]):
             layers=frozenset(LayerInfo(name, count) for name, count in
                              Counter(layers.column("layer_name").to_pylist()).items()),
             property_columns=frozenset(n for n in table.column_names if n.startswith("property:")),
-            num_component_columns=len(self.schema()),
+            num_component_columns=len(self.arrow_schema()),
         )
 
     def segment_table(self, join_meta: datafusion.DataFrame | None = None,

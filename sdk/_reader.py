@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import datafusion
 import numpy as np
@@ -39,6 +39,9 @@ from sdk._contents import PROPERTIES_ENTITY, selects
 from sdk._objects import ObjectStoreConfig, is_object_url, object_store
 from sdk._recordings import local_path, manifest_summary
 from sdk.errors import NotFoundError, RecordingChangedError
+
+if TYPE_CHECKING:
+    from rerun.catalog import Schema
 
 SEGMENT_ID = "rerun_segment_id"
 _KIND = b"rerun:kind"
@@ -104,6 +107,14 @@ def _index_fields(dataset_schema: pa.Schema) -> list[pa.Field]:
 def index_names(dataset_schema: pa.Schema) -> list[str]:
     """The dataset's timelines, in schema order."""
     return [f.name for f in _index_fields(dataset_schema)]
+
+
+def selected_schema(dataset_schema: pa.Schema, content_groups: tuple[tuple[str, ...], ...]) -> pa.Schema:
+    """The dataset's index columns and the component columns (static or not) the contents
+    select, in the dataset's order."""
+    return pa.schema([f for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index" or (
+        (f.metadata or {}).get(_KIND) == b"data"
+        and selects(content_groups, f.metadata.get(_ENTITY_PATH, b"").decode()))])
 
 
 def output_schema(dataset_schema: pa.Schema, options: ReadOptions) -> pa.Schema:
@@ -367,6 +378,39 @@ def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadO
     dataset.segment_files = files
     dataset.read_options = options
     return dataset
+
+
+def rerun_schema(schema: pa.Schema) -> Schema:
+    """``schema`` (a dataset's, with Rerun's field metadata) as rerun-sdk's ``Schema``: the one
+    rerun-sdk derives from a store holding one row of each column (a one-item list of null, so
+    that no column is semantically empty), static columns in a static chunk."""
+    from rerun.chunk import Chunk, ChunkStore
+
+    def kind(field: pa.Field) -> bytes | None:
+        return (field.metadata or {}).get(_KIND)
+
+    def one_row(field: pa.Field) -> pa.Array:
+        if kind(field) == b"index":
+            return pa.array([0], field.type)
+        if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+            return pa.array([[None]], field.type)
+        return pa.nulls(1, field.type)
+
+    index = [f for f in schema if kind(f) == b"index"]
+    data = [f for f in schema if kind(f) == b"data"]
+    temporal = [f for f in data if (f.metadata or {}).get(_IS_STATIC) != b"true"]
+    static = [f for f in data if (f.metadata or {}).get(_IS_STATIC) == b"true"]
+    chunks = []
+    for fields, chunk_index in (([*index, *temporal], _AUTO), (static, None)):
+        if any(kind(f) == b"data" for f in fields):
+            batch = pa.RecordBatch.from_arrays([one_row(f) for f in fields], schema=pa.schema(fields))
+            chunks += (Chunk.from_record_batch(batch) if chunk_index is _AUTO
+                       else Chunk.from_record_batch(batch, index=None))
+    rerun: Schema = ChunkStore.from_chunks(chunks).schema()
+    return rerun
+
+
+_AUTO = object()
 
 
 def layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str, list[LayerFile]]:

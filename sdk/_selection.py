@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import datafusion
 import numpy as np
@@ -23,6 +23,9 @@ from sdk._connection import Connection
 from sdk._contents import Contents, expressions
 from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions
 
+if TYPE_CHECKING:
+    from rerun.catalog import Schema
+
 EVERYTHING = ("/**",)
 """The contents of an unfiltered selection: every entity but the properties, as in Rerun."""
 
@@ -33,7 +36,7 @@ class SelectedDataset(Protocol):
     @property
     def id(self) -> uuid.UUID: ...
 
-    def schema(self) -> pa.Schema: ...
+    def arrow_schema(self) -> pa.Schema: ...
 
     def segment_ids(self) -> list[str]: ...
 
@@ -104,13 +107,14 @@ class DatasetSelection:
         ids = self._dataset.segment_ids()
         return ids if self._segment_ids is None else [s for s in ids if s in self._segment_ids]
 
-    def schema(self) -> pa.Schema:
-        """The index columns and the component columns the content filters select."""
-        full = _reader.output_schema(self._dataset.schema(), self._options(None, static=False))
-        return pa.schema([f for f in full if f.name != SEGMENT_ID])
+    def schema(self) -> Schema:
+        """Rerun's ``Schema`` of the selection: the index columns and the component columns the
+        content filters select."""
+        return _reader.rerun_schema(self.arrow_schema())
 
     def arrow_schema(self) -> pa.Schema:
-        return self.schema()
+        """``schema()`` as an Arrow schema, with Rerun's field metadata."""
+        return _reader.selected_schema(self._dataset.arrow_schema(), self._content_groups or (EVERYTHING,))
 
     def segment_table(self, join_meta: datafusion.DataFrame | None = None,
                       join_key: str = SEGMENT_ID) -> datafusion.DataFrame:
@@ -124,7 +128,7 @@ class DatasetSelection:
     def get_index_ranges(self) -> datafusion.DataFrame:
         """One row per selected segment: ``rerun_segment_id``, ``<index>:start`` and
         ``<index>:end`` for each timeline of the dataset (null where a segment has no data)."""
-        return self._internal.ctx.from_arrow(_ranges(self._layers(), self._dataset.schema()))
+        return self._internal.ctx.from_arrow(_ranges(self._layers(), self._dataset.arrow_schema()))
 
     def reader(
         self,
@@ -201,7 +205,7 @@ class DatasetSelection:
                          dict[str, Any] | None]:
         """What a read needs, from one read of the store: the selected layers, the segments'
         checked files, the options, the output schema and the per-segment index values."""
-        dataset_schema = self._dataset.schema()
+        dataset_schema = self._dataset.arrow_schema()
         options = self._options(index, static=index is None,
                                 include_semantically_empty_columns=include_semantically_empty_columns,
                                 include_tombstone_columns=include_tombstone_columns,

@@ -227,7 +227,7 @@ def test_incompatible_schemas_fail_and_appear_nowhere(dataset, make_parquet, fir
     assert result.error is not None and "schema" in result.error
     assert dataset.segment_ids() == ["s1"]
     assert len(rows(dataset.manifest())) == 1
-    assert dataset.schema().field("/robot:value").type == first
+    assert dataset.arrow_schema().field("/robot:value").type == first
 
 
 def test_compatible_schema_changes_merge(dataset, make_parquet) -> None:
@@ -235,7 +235,7 @@ def test_compatible_schema_changes_merge(dataset, make_parquet) -> None:
     dataset.register([make_parquet("m1", {"/p": point, "/n": pa.null(), "/v": pa.int64()})]).wait()
     wider = pa.struct([("x", pa.float32()), ("y", pa.float32())])
     dataset.register([make_parquet("m2", {"/p": wider, "/n": pa.string(), "/w": pa.bool_()})]).wait()
-    schema = dataset.schema()
+    schema = dataset.arrow_schema()
     assert schema.field("/p").type == wider
     assert schema.field("/n").type == pa.string()
     assert schema.names == ["/p", "/n", "/v", "/w"]
@@ -244,7 +244,7 @@ def test_compatible_schema_changes_merge(dataset, make_parquet) -> None:
     # The only layer with /v as int64 goes: another type for /v is then accepted.
     dataset.unregister(segments_to_drop=["m1"]).wait()
     dataset.register([make_parquet("m3", {"/v": pa.int32()})]).wait()
-    assert dataset.schema().field("/v").type == pa.int32()
+    assert dataset.arrow_schema().field("/v").type == pa.int32()
 
 
 def test_properties_given_with_the_uri(dataset: sdk.DatasetEntry, make_rrd) -> None:
@@ -290,4 +290,4 @@ def test_schemas_are_defined_once_and_registrations_stay_small(server: Server, c
     table = second.segment_table().to_arrow_table()
     assert table.column("property:episode:scene_id").to_pylist() == [[3]]
     assert table.column("property:episode:building").to_pylist() == [["ILIAD"]]
-    assert second.schema() == first.schema()
+    assert second.arrow_schema() == first.arrow_schema()

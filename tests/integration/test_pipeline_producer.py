@@ -48,5 +48,5 @@ def test_pipeline_events_are_projected_like_the_sdks(server: Server, client: sdk
     assert [o.status for o in outcomes] == ["accepted"] * 4 + ["already_exists"]
     assert outcomes[-1].reason == duplicate.error
     # The schema came by reference, defined by the pipeline before its first RegisterLayer.
-    assert by_pipeline.schema() == by_sdk.schema()
+    assert by_pipeline.arrow_schema() == by_sdk.arrow_schema()
     assert {layer.schema_sha256 for layer in client._internal.store.layers(by_pipeline.id)} != {""}
