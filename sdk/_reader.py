@@ -250,6 +250,12 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
         return fragment.format.make_fragment(path, self.filesystem,
                                              partition_expression=fragment.partition_expression)
 
+    def empty(self, format: pads.FileFormat, schema: pa.Schema) -> pads.FileFragment:
+        """A fragment of no rows."""
+        with self._lock:
+            self._make.setdefault("empty.arrow", schema.empty_table)
+        return format.make_fragment("empty.arrow", self.filesystem)
+
     def expect(self, paths: Sequence[str]) -> None:
         """The fragments a scan will read, in order: start making the first ones."""
         with self._lock:
@@ -340,6 +346,10 @@ class _SegmentsDataset(pads.FileSystemDataset):  # type: ignore[misc]  # pyarrow
         _planning.narrowing = (None, None)
         if planned is self and entities is not None:
             fragments = [self.segment_files.narrowed(f, entities) for f in fragments]
+        if not fragments:
+            # A scan of no fragment is planned as no partition at all, which an operator that
+            # needs one partition (a sort) refuses: an empty one instead.
+            fragments = [self.segment_files.empty(self.format, self.schema)]
         self.segment_files.expect([f.path for f in fragments])
         return fragments
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 import rerun as rr
 from datafusion import col, lit
+from datafusion import functions as F
 
 import sdk
 
@@ -144,3 +145,37 @@ def test_every_column_of_the_schema_can_be_read_alone(pair) -> None:
             reader = dataset.filter_contents([column.entity_path]).reader(
                 index=None if column.is_static else index)
             assert reader.count() > 0, column.name
+
+
+def _filters(index: str, segments: list[str], times: list) -> list:
+    """Rerun's filter shapes: on the index, on the segment id, both, or either; empty results;
+    a filter that names neither (evaluated after the scan)."""
+    low, high, first, last = (lit(t) for t in times)
+    one, two = segments[0], segments[1]
+    seg = col("rerun_segment_id")
+    return [
+        col(index) == low, col(index) > low, col(index) >= low, col(index) < low, col(index) <= low,
+        (col(index) >= low) & (col(index) <= high), col(index).between(low, high),
+        col(index).between(low, high, negated=True), (col(index) > low) & (col(index) < high),
+        seg == one, F.in_list(seg, [lit(one), lit(two)]), F.in_list(seg, [lit(one), lit(two)], negated=True),
+        (seg == one) & (col(index) >= low) & (col(index) <= high), (seg == one) & (col(index) < first),
+        (seg == one) & (col(index) > last), (seg == one) | (seg == two),
+        ((seg == one) & (col(index) > low)) | ((seg == two) & (col(index) < high)),
+        F.substring(seg, lit(2), lit(3)) == lit("some_value"),
+    ]
+
+
+@pytest.mark.parametrize("index", ["time_2", "time_3"])
+def test_filters_give_what_filtering_every_row_gives(pair, client: sdk.CatalogClient, index: str) -> None:
+    ours, theirs = pair
+    times = pa.table(ours.reader(index=index).filter(col("rerun_segment_id") == lit("segment0"))
+                     .select(index).sort(col(index))).column(index).to_pylist()
+    boundaries = [times[len(times) // 3], times[2 * len(times) // 3], times[0], times[-1]]
+    everything = client.ctx.from_arrow(pa.table(ours.reader(index=index)))
+    for condition in _filters(index, sorted(ours.segment_ids()), boundaries):
+        ordered = [col("rerun_segment_id"), col(index)]
+        expected = pa.table(everything.filter(condition).sort(*ordered))
+        strata = pa.table(ours.reader(index=index).filter(condition).sort(*ordered))
+        rerun = pa.table(theirs.reader(index=index).filter(condition).sort(*ordered))
+        assert strata.to_pylist() == expected.to_pylist(), condition
+        assert strata.select(rerun.column_names).to_pylist() == rerun.to_pylist(), condition
