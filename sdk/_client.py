@@ -53,23 +53,28 @@ class CatalogClient:
     ``store`` is the projection store the stack's projector writes: its SQLite file (on the
     projector's host) or its PostgreSQL URL (from any host). The client only reads it, and raises
     ``StoreUnavailableError`` if it cannot (``ValueError`` for a location of an unknown kind,
-    ``MissingExtraError`` for a ``postgresql://`` URL without ``strata[postgres]``).
+    ``MissingExtraError`` for a ``postgresql://`` URL without ``strata[postgres]``). Without
+    ``store``, the first argument is a stack's URL, both in one string (``Server.url()``);
+    ``ValueError`` if it is not one.
 
     >>> client = CatalogClient("localhost:9092", ".strata/store.db")  # doctest: +SKIP
     >>> client = CatalogClient("kafka-1:9092", store="postgresql://reader@db/strata")  # doctest: +SKIP
     >>> client = CatalogClient.from_state_dir(".strata")  # doctest: +SKIP
+    >>> client = CatalogClient(server.url())  # strata://HOST:PORT?store=...  # doctest: +SKIP
     """
 
     def __init__(
         self,
         bootstrap_servers: str,
-        store: str | Path,
+        store: str | Path | None = None,
         *,
         kafka_config: Mapping[str, Any] | None = None,
         producer_id: str | None = None,
         delivery_timeout_secs: float = 15.0,
         object_store_config: ObjectStoreSettings = None,
     ) -> None:
+        if store is None:  # one URL, as Rerun's CatalogClient(url): Server.url()
+            bootstrap_servers, store = settings.parse_stack_url(bootstrap_servers)
         self._internal = Connection(bootstrap_servers, store, kafka_config=kafka_config,
                                     producer_id=producer_id, delivery_timeout_secs=delivery_timeout_secs,
                                     object_store_config=object_store_config)

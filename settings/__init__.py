@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 from pathlib import Path
 
 ENVIRONMENT = {
@@ -101,6 +102,27 @@ def write_running_stack(state_dir: Path, bootstrap_servers: str, store: str, spa
     """Record a starting stack in ``state_dir`` (see ``running_stack``)."""
     (state_dir / SERVER_FILE).write_text(json.dumps(
         {"bootstrap_servers": bootstrap_servers, "store": store, "spark_master": spark_master}, indent=2))
+
+
+STACK_URL_SCHEME = "strata"
+
+
+def stack_url(bootstrap_servers: str, store: str) -> str:
+    """The one string a client needs to reach a stack: ``strata://<bootstrap servers>?store=<store>``
+    (``Server.url()``; ``CatalogClient(url)`` takes it)."""
+    return f"{STACK_URL_SCHEME}://{bootstrap_servers}?{urllib.parse.urlencode({'store': store})}"
+
+
+def parse_stack_url(url: str) -> tuple[str, str]:
+    """The bootstrap servers and the store of a ``stack_url``. Raises ``ValueError`` saying what
+    a stack URL looks like if ``url`` is not one."""
+    parts = urllib.parse.urlsplit(url)
+    store = urllib.parse.parse_qs(parts.query).get("store", [""])[0]
+    if parts.scheme != STACK_URL_SCHEME or not parts.netloc or not store:
+        raise ValueError(f"{url!r} is not a strata stack URL: Server.url() gives one, of the form "
+                         f"{STACK_URL_SCHEME}://HOST:PORT?store=STORE (or pass the bootstrap servers "
+                         "and the store separately)")
+    return parts.netloc, store
 
 
 def jars_dir() -> Path:

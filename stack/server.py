@@ -112,9 +112,10 @@ class Server:
         return self.data_dir / "projector.log"
 
     def url(self) -> str:
-        """Where clients reach this server: its Kafka bootstrap servers, as a ``kafka://`` URL
-        (a strata client also needs the ``store``: ``client()`` gives both)."""
-        return f"kafka://{self.bootstrap_servers}"
+        """Where clients reach this server, as Rerun's ``url()``: its Kafka bootstrap servers and
+        its store, ``strata://HOST:PORT?store=...``, which ``CatalogClient(url)`` takes (Kafka
+        credentials, if any, still go in ``kafka_config``)."""
+        return settings.stack_url(self.bootstrap_servers, self.store)
 
     def host(self) -> str:
         """The host the Kafka broker of this server listens on."""

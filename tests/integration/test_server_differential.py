@@ -22,6 +22,12 @@ def _lifecycle(server, dataset: str, table: str) -> dict:
     """What the snippets' lines give on a freshly constructed server; then it is shut down."""
     assert server.is_running()
     client = server.client()
+    # Rerun's other way to connect: a client of the server's URL.
+    by_url = type(client)(server.url())
+    assert sorted(by_url.get_dataset(name=dataset).segment_ids()) == sorted(
+        client.get_dataset(name=dataset).segment_ids())
+    if isinstance(by_url, sdk.CatalogClient):  # Rerun's client has nothing to close
+        by_url.close()
     seen = {
         "segments": sorted(client.get_dataset(name=dataset).segment_ids()),
         "table": pa.table(client.get_table(name=table).reader()).sort_by("episode").to_pylist(),
