@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m stack.class_data",
         description="Make the class-data sharing archives of the embedded broker's and the Spark "
                     f"driver's JVMs in {settings.class_data_archive('broker').parent}, by running "
-                    "a throwaway stack once (about a minute). Later stacks start faster with them.")
+                    "a throwaway stack once (about half a minute). Later stacks start faster with them.")
     parser.parse_args(argv)
     started = time.monotonic()
     made = make_archives()
