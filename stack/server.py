@@ -3,10 +3,12 @@ state under one directory. Any part can instead be an existing cluster."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -147,6 +149,7 @@ class Server:
                           allow_finite_retention=self.allow_finite_retention)
             self._wait_for_projector()
             self._running = True
+            _RUNNING.add(self)
             self._register_datasets()
             self._register_tables()
         except BaseException:
@@ -240,6 +243,7 @@ class Server:
     def close(self) -> None:
         """Stop the projector, then the broker. Safe to call twice."""
         self._running = False
+        _RUNNING.discard(self)
         for client in self._clients:
             client.close()
         self._clients.clear()
@@ -255,10 +259,20 @@ class Server:
         self.close()
 
     def __del__(self) -> None:
-        # Like Rerun's, a server that goes out of scope stops (its children would anyway: they
-        # die with this process).
+        # Like Rerun's, a server that goes out of scope stops.
         if getattr(self, "_running", False):
             self.close()
+
+
+_RUNNING: weakref.WeakSet[Server] = weakref.WeakSet()
+"""Servers started and not yet closed: those still running at interpreter exit stop then, in
+order (projector before broker), while the modules they need are still there."""
+
+
+@atexit.register
+def _close_running() -> None:
+    for server in list(_RUNNING):
+        server.close()
 
 
 def _recording_paths(name: str, paths: str | PathLike[str] | Sequence[str | PathLike[str]]

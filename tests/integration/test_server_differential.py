@@ -5,6 +5,8 @@ resuming where the first stopped."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,6 +14,7 @@ import pytest
 import rerun as rr
 
 import sdk
+import settings
 from stack import demo
 from stack.droid import write_episode
 
@@ -86,3 +89,18 @@ def test_bad_construction_arguments_are_refused_before_anything_starts(tmp_path:
     with pytest.raises(ValueError, match="give the name or IP address"):
         sdk.Server(tmp_path / "stack", host="0.0.0.0")  # noqa: S104 - refused, not bound
     assert not (tmp_path / "stack").exists()
+
+
+def test_a_script_that_never_shuts_down_stops_its_stack_at_exit(tmp_path: Path) -> None:
+    """As with Rerun's server, a script may end without ``shutdown()``: the stack stops cleanly
+    at exit (the state record it leaves while running is gone, nothing is printed)."""
+    script = ("import sys, sdk\n"
+              "server = sdk.Server(sys.argv[1])\n"
+              "server.client().create_dataset('left_running')\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "stack")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout == ""
+    assert not (tmp_path / "stack" / settings.SERVER_FILE).exists()
+    with sdk.Server(tmp_path / "stack") as again:  # and what it wrote is there
+        assert again.client().dataset_names() == ["left_running"]
