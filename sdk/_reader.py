@@ -100,8 +100,13 @@ class ReadOptions:
     fill_latest_at: bool = False
 
 
+def _meta(field: pa.Field, key: bytes) -> bytes | None:
+    """One of Rerun's field metadata entries (``rerun:kind``, ...), None if absent."""
+    return (field.metadata or {}).get(key)
+
+
 def _index_fields(dataset_schema: pa.Schema) -> list[pa.Field]:
-    return [f for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index"]
+    return [f for f in dataset_schema if _meta(f, _KIND) == b"index"]
 
 
 def index_names(dataset_schema: pa.Schema) -> list[str]:
@@ -112,9 +117,8 @@ def index_names(dataset_schema: pa.Schema) -> list[str]:
 def selected_schema(dataset_schema: pa.Schema, content_groups: tuple[tuple[str, ...], ...]) -> pa.Schema:
     """The dataset's index columns and the component columns (static or not) the contents
     select, in the dataset's order."""
-    return pa.schema([f for f in dataset_schema if (f.metadata or {}).get(_KIND) == b"index" or (
-        (f.metadata or {}).get(_KIND) == b"data"
-        and selects(content_groups, f.metadata.get(_ENTITY_PATH, b"").decode()))])
+    return pa.schema([f for f in dataset_schema if _meta(f, _KIND) == b"index" or (
+        _meta(f, _KIND) == b"data" and selects(content_groups, (_meta(f, _ENTITY_PATH) or b"").decode()))])
 
 
 def output_schema(dataset_schema: pa.Schema, options: ReadOptions) -> pa.Schema:
@@ -129,15 +133,8 @@ def output_schema(dataset_schema: pa.Schema, options: ReadOptions) -> pa.Schema:
         known = ", ".join(repr(f.name) for f in indexes) or "none (the dataset has no temporal data)"
         raise ValueError(f"Index {options.index!r} does not exist in the dataset; its timelines "
                          f"are: {known}")
-    data = []
-    for field in dataset_schema:
-        metadata = field.metadata or {}
-        if metadata.get(_KIND) != b"data":
-            continue
-        if options.index is None and metadata.get(_IS_STATIC) != b"true":
-            continue
-        if selects(options.content_groups, metadata.get(_ENTITY_PATH, b"").decode()):
-            data.append(field)
+    data = [f for f in selected_schema(dataset_schema, options.content_groups)
+            if _meta(f, _KIND) == b"data" and (options.index is not None or _meta(f, _IS_STATIC) == b"true")]
     data.sort(key=lambda f: (f.metadata[_ENTITY_PATH].decode().startswith(PROPERTIES_ENTITY), f.name))
     return pa.schema([pa.field(SEGMENT_ID, pa.string(), nullable=False), *indexes, *data])
 
@@ -181,7 +178,7 @@ def read_segment(segment_id: str, layers: Sequence[LayerFile], options: ReadOpti
         fill_latest_at=options.fill_latest_at, using_index_values=index_values,
         ctx=_context()).to_arrow_table()
     present = [f.name for f in schema if f.name != SEGMENT_ID and f.name in result.column_names
-               and (f.metadata or {}).get(_KIND) == b"data"]
+               and _meta(f, _KIND) == b"data"]
     if options.index is None and not present:
         return schema.empty_table()  # no static data in this segment: no row, as in Rerun
     rows = result.num_rows
@@ -315,7 +312,7 @@ def narrowed_entities(schema: pa.Schema, columns: Sequence[str] | None,
     named = set(columns)
     text = str(filter) if filter is not None else ""
     entities = set()
-    data = [f for f in schema if (f.metadata or {}).get(_KIND) == b"data"]
+    data = [f for f in schema if _meta(f, _KIND) == b"data"]
     for field in data:
         if field.name in named or (text and re.search(
                 rf"(?<![\w/:]){re.escape(field.name)}(?![\w:])", text)):
@@ -396,31 +393,25 @@ def rerun_schema(schema: pa.Schema) -> Schema:
     that no column is semantically empty), static columns in a static chunk."""
     from rerun.chunk import Chunk, ChunkStore
 
-    def kind(field: pa.Field) -> bytes | None:
-        return (field.metadata or {}).get(_KIND)
+    def one_row(fields: list[pa.Field]) -> pa.RecordBatch:
+        def value(field: pa.Field) -> pa.Array:
+            if _meta(field, _KIND) == b"index":
+                return pa.array([0], field.type)
+            if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+                return pa.array([[None]], field.type)
+            return pa.nulls(1, field.type)
+        return pa.RecordBatch.from_arrays([value(f) for f in fields], schema=pa.schema(fields))
 
-    def one_row(field: pa.Field) -> pa.Array:
-        if kind(field) == b"index":
-            return pa.array([0], field.type)
-        if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
-            return pa.array([[None]], field.type)
-        return pa.nulls(1, field.type)
-
-    index = [f for f in schema if kind(f) == b"index"]
-    data = [f for f in schema if kind(f) == b"data"]
-    temporal = [f for f in data if (f.metadata or {}).get(_IS_STATIC) != b"true"]
-    static = [f for f in data if (f.metadata or {}).get(_IS_STATIC) == b"true"]
+    data = [f for f in schema if _meta(f, _KIND) == b"data"]
+    temporal = [f for f in data if _meta(f, _IS_STATIC) != b"true"]
+    static = [f for f in data if _meta(f, _IS_STATIC) == b"true"]
     chunks = []
-    for fields, chunk_index in (([*index, *temporal], _AUTO), (static, None)):
-        if any(kind(f) == b"data" for f in fields):
-            batch = pa.RecordBatch.from_arrays([one_row(f) for f in fields], schema=pa.schema(fields))
-            chunks += (Chunk.from_record_batch(batch) if chunk_index is _AUTO
-                       else Chunk.from_record_batch(batch, index=None))
+    if temporal:
+        chunks += Chunk.from_record_batch(one_row([*_index_fields(schema), *temporal]))
+    if static:
+        chunks += Chunk.from_record_batch(one_row(static), index=None)
     rerun: Schema = ChunkStore.from_chunks(chunks).schema()
     return rerun
-
-
-_AUTO = object()
 
 
 def layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str, list[LayerFile]]:

@@ -149,7 +149,6 @@ def class_data_options(name: str) -> list[str]:
                          f"{', '.join(CLASS_DATA_MODES)}")
     archive = class_data_archive(name)
     if mode == "create":
-        archive.parent.mkdir(parents=True, exist_ok=True)
         return [f"-XX:ArchiveClassesAtExit={archive}"]
     if mode == "use" and archive.exists():
         return [f"-XX:SharedArchiveFile={archive}"]

@@ -79,12 +79,11 @@ def build_session(master: str = "local[*]", *, app_name: str = "strata-projector
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
     jars = [str(j) for j in connector_jars()]
-    if master.startswith("local"):
-        # Executors run in the driver's JVM: the connector on its class path, where the class-data
-        # archive covers its classes too (it does not cover jars that spark.jars adds at run time).
-        conf = {"spark.driver.extraClassPath": ":".join(jars), **DEFAULT_SPARK_CONF, **(conf or {})}
-    else:
-        conf = {"spark.jars": ",".join(jars), **DEFAULT_SPARK_CONF, **(conf or {})}
+    # Locally, executors run in the driver's JVM: the connector on its class path, where the
+    # class-data archive covers its classes too (it does not cover jars spark.jars adds at run time).
+    connector = ({"spark.driver.extraClassPath": ":".join(jars)} if master.startswith("local")
+                 else {"spark.jars": ",".join(jars)})
+    conf = {**connector, **DEFAULT_SPARK_CONF, **(conf or {})}
     # The driver's classes from the archive setup made (see settings.class_data_archive): the
     # session started in 3.1-3.2 s instead of 4.9-5.4, its first job in 0.9-1.0 s instead of 1.9-2.0.
     conf["spark.driver.extraJavaOptions"] = " ".join(

@@ -27,6 +27,7 @@ def make_archives() -> list[Path]:
     from stack.server import Server
 
     os.environ["STRATA_CLASS_DATA_SHARING"] = "create"
+    settings.class_data_archive("broker").parent.mkdir(parents=True, exist_ok=True)
     for name in ("STRATA_BOOTSTRAP_SERVERS", "STRATA_STORE", "STRATA_SPARK_MASTER"):
         os.environ.pop(name, None)  # a throwaway stack of its own, never a user's cluster
     with tempfile.TemporaryDirectory(prefix="strata-class-data-") as directory:
