@@ -33,8 +33,8 @@ _TABLE_KINDS = {ChangeKind.TABLE_CREATED, ChangeKind.TABLE_RENAMED, ChangeKind.T
 
 
 def key_of(change: Change) -> Key | None:
-    """The key whose state ``change`` changed; None for a blueprint registration (blueprints are
-    not in the changelog; the dataset's default blueprint is)."""
+    """The key whose state ``change`` changed. A blueprint is a segment of a hidden dataset; a
+    default blueprint is in its dataset's state (``records_of`` skips a table's)."""
     entry = str(change.entry_id)
     if change.kind in _DATASET_KINDS:
         return "dataset", entry
@@ -61,6 +61,8 @@ def records_of(store: CatalogReader, latest: Mapping[Key, Change]
             wanted.setdefault(uuid.UUID(key[1]), set()).add(key[2])
     segments, layers = store.segments_with_layers(wanted) if wanted else ({}, {})
     for key, change in latest.items():
+        if key[0] == "dataset" and store.dataset(uuid.UUID(key[1])) is None:
+            continue  # a table's default blueprint: a table's state does not carry it
         state = _state(store, key, change, segments, layers)
         value = None
         if state is not None:

@@ -140,7 +140,7 @@ class Catalog:
     async def dataset(self, name: str):
         dataset = await self.read(lambda: self.store.dataset_by_name(name))
         if dataset is None:
-            known = await self.read(lambda: [d.name for d in self.store.datasets()])
+            known = await self.read(lambda: [d.name for d in self.store.datasets() if not d.hidden])
             known_text = ", ".join(known) or "none yet"
             raise HTTPException(404, f"no dataset named {name!r} (datasets: {known_text})")
         return dataset

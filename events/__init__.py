@@ -7,6 +7,8 @@ the single-object-encoding codec. Imports no Kafka, Spark or store code.
 from events.codec import SCHEMA_VERSION, DecodeError, decode, encode
 from events.errors import MissingExtraError, StrataError, import_extra
 from events.model import (
+    AssetMode,
+    AssetScopeEdit,
     Command,
     CreateDataset,
     CreateTable,
@@ -22,6 +24,7 @@ from events.model import (
     RegisterTable,
     RenameDataset,
     RenameTable,
+    ScopeAsset,
     SetDefaultBlueprint,
     TableWriteMode,
     UnregisterLayers,
@@ -33,6 +36,8 @@ __all__ = [
     "CATALOG_TOPIC",
     "SCHEMA_VERSION",
     "TOPICS",
+    "AssetMode",
+    "AssetScopeEdit",
     "Command",
     "CreateDataset",
     "CreateTable",
@@ -50,6 +55,7 @@ __all__ = [
     "RegisterTable",
     "RenameDataset",
     "RenameTable",
+    "ScopeAsset",
     "SetDefaultBlueprint",
     "StrataError",
     "TableWriteMode",

@@ -22,6 +22,8 @@ import fastavro
 
 from events.errors import StrataError
 from events.model import (
+    AssetMode,
+    AssetScopeEdit,
     Command,
     CreateDataset,
     CreateTable,
@@ -37,6 +39,7 @@ from events.model import (
     RegisterTable,
     RenameDataset,
     RenameTable,
+    ScopeAsset,
     SetDefaultBlueprint,
     TableWriteMode,
     UnregisterLayers,
@@ -103,8 +106,8 @@ _COMMAND_FIELDS = {
 }
 _COMMAND_TYPES: dict[str, type[Command]] = {t.__name__: t for t in (
     CreateDataset, DefineSchema, RenameDataset, DeleteDataset, RegisterLayer, UnregisterLayers,
-    RegisterBlueprint, SetDefaultBlueprint, CreateTable, RegisterTable, RenameTable, DeleteTable,
-    WriteTable)}
+    RegisterBlueprint, SetDefaultBlueprint, ScopeAsset, CreateTable, RegisterTable, RenameTable,
+    DeleteTable, WriteTable)}
 _BYTES_FIELDS = ("arrow_schema", "properties", "properties_batch")
 
 
@@ -126,6 +129,9 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
             command["index_ranges"] = [{**vars(r), "kind": str(r.kind)} for r in command["index_ranges"]]
     elif isinstance(event.command, WriteTable):
         command["mode"] = str(event.command.mode)
+    elif isinstance(event.command, ScopeAsset):
+        command.update(edit=str(event.command.edit), mode=str(event.command.mode),
+                       segments=list(event.command.segments))
     record = {
         "event_id": str(event.event_id),
         "event_type": event.event_type,
@@ -184,6 +190,9 @@ def _event_from_record(record: dict[str, Any]) -> Event:
         fields = {name: tuple(values) for name, values in fields.items()}
     elif command_type is WriteTable:
         fields = {**fields, "mode": TableWriteMode(fields["mode"])}
+    elif command_type is ScopeAsset:
+        fields = {**fields, "edit": AssetScopeEdit(fields["edit"]), "mode": AssetMode(fields["mode"]),
+                  "segments": tuple(fields["segments"])}
     return Event(
         dataset_id=_as_uuid(record["dataset_id"], "dataset_id"),
         command=command_type(**fields),

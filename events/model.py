@@ -119,8 +119,44 @@ class RegisterBlueprint:
 
 @dataclass(frozen=True)
 class SetDefaultBlueprint:
+    """The default blueprint of a dataset or a table: a segment of its blueprint dataset."""
+
     blueprint_id: str | None
-    """A registered blueprint's id, or None for no default."""
+    """A blueprint's name, or None for no default."""
+    segment_table: bool = False
+    """The default of the dataset's segment table rather than of its recordings (datasets only)."""
+
+
+class AssetMode(StrEnum):
+    """Which segments of its dataset an asset applies to; Rerun's ``register_asset(mode=...)``."""
+
+    OPT_OUT = "opt_out"
+    """Every segment but those listed."""
+    OPT_IN = "opt_in"
+    """Only the segments listed."""
+
+
+class AssetScopeEdit(StrEnum):
+    SET = "set"
+    """The asset's mode and segments become the command's."""
+    APPLY = "apply"
+    """The asset applies to the command's segments too: added to an opt-in list, removed from an
+    opt-out one."""
+    UNAPPLY = "unapply"
+    """The asset stops applying to the command's segments."""
+
+
+@dataclass(frozen=True)
+class ScopeAsset:
+    """Which segments of the owner dataset an asset applies to. Acts on the asset dataset; the
+    asset is its segment ``segment_id``. Edits are applied in log order by the fold, so two
+    clients editing one asset's list never lose each other's edits."""
+
+    segment_id: str
+    edit: AssetScopeEdit
+    mode: AssetMode = AssetMode.OPT_OUT
+    """Read by ``SET`` only."""
+    segments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,8 +211,8 @@ class WriteTable:
 
 
 Command = (CreateDataset | DefineSchema | RenameDataset | DeleteDataset | RegisterLayer | UnregisterLayers
-           | RegisterBlueprint | SetDefaultBlueprint | CreateTable | RegisterTable | RenameTable
-           | DeleteTable | WriteTable)
+           | RegisterBlueprint | SetDefaultBlueprint | ScopeAsset | CreateTable | RegisterTable
+           | RenameTable | DeleteTable | WriteTable)
 
 
 def _now() -> datetime:

@@ -12,11 +12,12 @@ names it. Imports only ``events`` of strata, and neither pyspark nor confluent_k
 from projector.apply import apply_batch
 from projector.fold import CatalogView, InvalidCommand, Refused, fold, log_order
 from projector.model import (
-    Blueprint,
+    AssetScope,
     Change,
     ChangeKind,
     Changes,
     Dataset,
+    DatasetKind,
     Layer,
     LogPosition,
     LogRecord,
@@ -28,18 +29,21 @@ from projector.model import (
     Table,
     TablePart,
     TableWrite,
+    companion_id,
+    companion_name,
 )
 from projector.ports import CatalogReader, ProjectionWriter, StaleBatchError, StoreUnavailableError
 from projector.stores import open_store
 
 __all__ = [
-    "Blueprint",
+    "AssetScope",
     "CatalogReader",
     "CatalogView",
     "Change",
     "ChangeKind",
     "Changes",
     "Dataset",
+    "DatasetKind",
     "InvalidCommand",
     "Layer",
     "LogPosition",
@@ -57,6 +61,8 @@ __all__ = [
     "TablePart",
     "TableWrite",
     "apply_batch",
+    "companion_id",
+    "companion_name",
     "fold",
     "log_order",
     "open_store",

@@ -15,6 +15,8 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 
 from events import (
+    AssetMode,
+    AssetScopeEdit,
     CreateDataset,
     CreateTable,
     DefineSchema,
@@ -27,6 +29,7 @@ from events import (
     RegisterTable,
     RenameDataset,
     RenameTable,
+    ScopeAsset,
     SetDefaultBlueprint,
     TableWriteMode,
     UnregisterLayers,
@@ -35,11 +38,12 @@ from events import (
 from events.names import MAX_NAME_LENGTH, check_dataset_name, check_id, check_layer_name, check_table_name
 from projector import schemas, table_rows
 from projector.model import (
-    Blueprint,
+    AssetScope,
     Change,
     ChangeKind,
     Changes,
     Dataset,
+    DatasetKind,
     Layer,
     LogRecord,
     Outcome,
@@ -50,6 +54,8 @@ from projector.model import (
     Table,
     TablePart,
     TableWrite,
+    companion_id,
+    companion_name,
 )
 
 __all__ = ["MAX_NAME_LENGTH", "CatalogView", "InvalidCommand", "Refused", "fold", "log_order"]
@@ -77,7 +83,7 @@ class CatalogView(Protocol):
         particular order."""
         ...
 
-    def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None: ...
+    def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None: ...
 
     def schema(self, digest: str) -> bytes | None: ...
 
@@ -201,12 +207,42 @@ def _name_free(state: _Overlay, name: str, entry_id: uuid.UUID) -> None:
         raise Refused(Status.ALREADY_EXISTS, f"already exists: a table named {name!r}")
 
 
+_DATASET_COMPANIONS = (DatasetKind.BLUEPRINT, DatasetKind.ASSET)
+_TABLE_COMPANIONS = (DatasetKind.BLUEPRINT,)
+
+
+def _companions_free(state: _Overlay, owner_id: uuid.UUID, kinds: tuple[DatasetKind, ...]) -> None:
+    for kind in kinds:
+        if state.dataset(companion_id(owner_id, kind)) is not None:
+            raise InvalidCommand(f"the {kind} dataset id of {owner_id} is already used; ids are never reused")
+        _name_free(state, companion_name(owner_id, kind), companion_id(owner_id, kind))
+
+
+def _create_companions(state: _Overlay, event: Event, kinds: tuple[DatasetKind, ...]) -> None:
+    """The owner's hidden datasets, checked free by ``_companions_free``."""
+    for kind in kinds:
+        dataset = Dataset(companion_id(event.dataset_id, kind), companion_name(event.dataset_id, kind),
+                          event.produced_at, event.produced_at, kind=kind)
+        state.put_dataset(dataset)
+        state.note(ChangeKind.DATASET_CREATED, dataset.id, dataset.name, detail=kind)
+
+
+def _delete_companions(state: _Overlay, owner_id: uuid.UUID, event: Event) -> None:
+    """Those of the owner's hidden datasets that were not deleted on their own."""
+    for kind in _DATASET_COMPANIONS:
+        companion = state.dataset(companion_id(owner_id, kind))
+        if companion is not None and not companion.deleted:
+            _drop_dataset(state, companion, event)
+
+
 def _create_dataset(state: _Overlay, record: LogRecord, event: Event, command: CreateDataset) -> None:
     name = _checked(check_dataset_name, command.name)
     _new_entry(state, event, "dataset")
     _name_free(state, name, event.dataset_id)
+    _companions_free(state, event.dataset_id, _DATASET_COMPANIONS)
     state.put_dataset(Dataset(event.dataset_id, name, event.produced_at, event.produced_at))
     state.note(ChangeKind.DATASET_CREATED, event.dataset_id, name)
+    _create_companions(state, event, _DATASET_COMPANIONS)
 
 
 def _rename_dataset(state: _Overlay, record: LogRecord, event: Event, command: RenameDataset) -> None:
@@ -219,13 +255,19 @@ def _rename_dataset(state: _Overlay, record: LogRecord, event: Event, command: R
 
 def _delete_dataset(state: _Overlay, record: LogRecord, event: Event, command: DeleteDataset) -> None:
     dataset = _live_dataset(state, event)
+    _drop_dataset(state, dataset, event)
+    _delete_companions(state, dataset.id, event)
+
+
+def _drop_dataset(state: _Overlay, dataset: Dataset, event: Event) -> None:
     layers = sorted(state.matching_layers(dataset.id, frozenset(), frozenset()),
                     key=lambda x: (x.segment_id, x.layer_name))
     for layer in layers:
         state.note(ChangeKind.LAYER_REMOVED, dataset.id, dataset.name, layer.segment_id, layer.layer_name)
     for segment_id in sorted({layer.segment_id for layer in layers}):
         state.note(ChangeKind.SEGMENT_REMOVED, dataset.id, dataset.name, segment_id)
-    _touch(state, dataset, event, deleted=True, schema=b"", schema_refs=(), default_blueprint=None)
+    _touch(state, dataset, event, deleted=True, schema=b"", schema_refs=(), default_blueprint=None,
+           default_segment_table_blueprint=None)
     state.purge(dataset.id)
     state.note(ChangeKind.DATASET_DELETED, dataset.id, dataset.name)
 
@@ -372,6 +414,8 @@ def _unregister_layers(
         assert segment is not None, f"layers of {segment_id} without their segment"
         if not state.matching_layers(dataset.id, frozenset([segment_id]), frozenset()):
             state.drop_segment(segment)
+            if dataset.kind is DatasetKind.ASSET:  # an asset's scope goes with it
+                state.changes.asset_scopes[(dataset.id, segment_id)] = None
             state.note(ChangeKind.SEGMENT_REMOVED, dataset.id, dataset.name, segment_id)
         else:
             state.put_segment(replace(segment, updated_at=max(segment.updated_at, event.produced_at)))
@@ -401,36 +445,89 @@ def _merged_schema(state: _Overlay, refs: tuple[SchemaRef, ...]) -> bytes:
 
 
 # -- blueprints -------------------------------------------------------------------------------
+# A blueprint is a segment of the owner's hidden blueprint dataset, registered there as any
+# recording is; the owner keeps only the name of its default.
 
 
 def _register_blueprint(
     state: _Overlay, record: LogRecord, event: Event, command: RegisterBlueprint
 ) -> None:
+    """Logs from before hidden blueprint datasets: the blueprint becomes the segment
+    ``blueprint_id`` of the dataset's blueprint dataset, its layer ``base`` replaced."""
     _checked(check_id, "blueprint_id", command.blueprint_id)
-    _checked(check_id, "storage_url", command.storage_url)
-    dataset = _live_dataset(state, event)
-    state.changes.blueprints[(dataset.id, command.blueprint_id)] = Blueprint(
-        dataset.id, command.blueprint_id, command.storage_url, event.produced_at, record.position)
-    state.note(ChangeKind.BLUEPRINT_REGISTERED, dataset.id, dataset.name, detail=command.blueprint_id)
+    _live_dataset(state, event)
+    as_layer = RegisterLayer(command.blueprint_id, "base", command.storage_url, OnDuplicate.REPLACE)
+    owner_event = event
+    event = replace(event, dataset_id=companion_id(event.dataset_id, DatasetKind.BLUEPRINT))
+    _blueprints_of(state, owner_event, "dataset")
+    _register_layer(state, record, event, as_layer)
     if command.set_default:
-        _set_default(state, dataset, event, command.blueprint_id)
-    else:
-        _touch(state, dataset, event)
+        _set_default_blueprint(state, record, owner_event, SetDefaultBlueprint(command.blueprint_id))
+
+
+def _blueprints_of(state: _Overlay, event: Event, kind: str) -> Dataset:
+    """The live blueprint dataset of the event's entry (a ``kind``: dataset or table)."""
+    blueprints = state.dataset(companion_id(event.dataset_id, DatasetKind.BLUEPRINT))
+    if blueprints is None or blueprints.deleted:
+        raise Refused(Status.NOT_FOUND, f"{kind} blueprint dataset does not exist: "
+                                        f"{companion_name(event.dataset_id, DatasetKind.BLUEPRINT)} "
+                                        f"{'was deleted' if blueprints else 'was never created'}")
+    return blueprints
 
 
 def _set_default_blueprint(
     state: _Overlay, record: LogRecord, event: Event, command: SetDefaultBlueprint
 ) -> None:
+    """Any name, as Rerun's server takes it, while the blueprint dataset exists."""
+    if command.blueprint_id is not None:
+        _checked(check_id, "blueprint_id", command.blueprint_id)
+    table = state.table(event.dataset_id)
+    if table is not None and not table.deleted:
+        if command.segment_table:
+            raise InvalidCommand(f"table {table.name!r} has no segment table: a segment table "
+                                 "blueprint is a dataset's")
+        _blueprints_of(state, event, "table")
+        _touch_table(state, table, event, default_blueprint=command.blueprint_id)
+        name = table.name
+    else:
+        dataset = _live_dataset(state, event)
+        _blueprints_of(state, event, "dataset")
+        field = "default_segment_table_blueprint" if command.segment_table else "default_blueprint"
+        _touch(state, dataset, event, **{field: command.blueprint_id})
+        name = dataset.name
+    state.note(ChangeKind.DEFAULT_BLUEPRINT_SET, event.dataset_id, name,
+               detail=("segment table " if command.segment_table else "") + (command.blueprint_id or ""))
+
+
+# -- assets -----------------------------------------------------------------------------------
+
+
+def _scope_asset(state: _Overlay, record: LogRecord, event: Event, command: ScopeAsset) -> None:
+    _checked(check_id, "segment_id", command.segment_id)
+    for segment_id in command.segments:
+        _checked(check_id, "segments", segment_id)
     dataset = _live_dataset(state, event)
-    if command.blueprint_id is not None and state.blueprint(dataset.id, command.blueprint_id) is None:
-        raise Refused(Status.NOT_FOUND, f"dataset {dataset.name!r} has no blueprint "
-                                        f"{command.blueprint_id!r}; register it first")
-    _set_default(state, dataset, event, command.blueprint_id)
-
-
-def _set_default(state: _Overlay, dataset: Dataset, event: Event, blueprint_id: str | None) -> None:
-    _touch(state, dataset, event, default_blueprint=blueprint_id)
-    state.note(ChangeKind.DEFAULT_BLUEPRINT_SET, dataset.id, dataset.name, detail=blueprint_id or "")
+    if dataset.kind is not DatasetKind.ASSET:
+        raise InvalidCommand(f"dataset {dataset.name!r} is not an asset dataset: an asset is scoped in "
+                             "its dataset's asset dataset")
+    if state.segment(dataset.id, command.segment_id) is None:
+        raise Refused(Status.NOT_FOUND, f"no asset {command.segment_id!r} in {dataset.name}: register "
+                                        "it with register_asset() first")
+    stored = state.asset_scope(dataset.id, command.segment_id)
+    current = stored or AssetScope(dataset.id, command.segment_id)
+    named = tuple(dict.fromkeys(command.segments))
+    if command.edit is AssetScopeEdit.SET:
+        scope = AssetScope(dataset.id, command.segment_id, command.mode, named)
+    elif (command.edit is AssetScopeEdit.APPLY) == (current.mode is AssetMode.OPT_IN):
+        scope = replace(current, segments=tuple(dict.fromkeys([*current.segments, *named])))
+    else:
+        scope = replace(current, segments=tuple(s for s in current.segments if s not in set(named)))
+    if scope == stored:
+        return
+    state.changes.asset_scopes[(dataset.id, command.segment_id)] = scope
+    _touch(state, dataset, event)
+    state.note(ChangeKind.ASSET_SCOPED, dataset.id, dataset.name, command.segment_id,
+               detail=f"{scope.mode} {','.join(scope.segments)}".rstrip())
 
 
 # -- tables -----------------------------------------------------------------------------------
@@ -453,9 +550,11 @@ def _create_table(state: _Overlay, record: LogRecord, event: Event, command: Cre
     _checked(table_rows.table_schema, command.arrow_schema)
     _new_entry(state, event, "table")
     _name_free(state, name, event.dataset_id)
+    _companions_free(state, event.dataset_id, _TABLE_COMPANIONS)
     state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
                           command.arrow_schema))
     state.note(ChangeKind.TABLE_CREATED, event.dataset_id, name)
+    _create_companions(state, event, _TABLE_COMPANIONS)
 
 
 def _register_table(state: _Overlay, record: LogRecord, event: Event, command: RegisterTable) -> None:
@@ -466,10 +565,12 @@ def _register_table(state: _Overlay, record: LogRecord, event: Event, command: R
         raise InvalidCommand(f"a Lance table's versions start at 1, got {command.version}")
     _new_entry(state, event, "table")
     _name_free(state, name, event.dataset_id)
+    _companions_free(state, event.dataset_id, _TABLE_COMPANIONS)
     state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
                           command.arrow_schema, storage_url=command.storage_url,
                           lance_version=command.version))
     state.note(ChangeKind.TABLE_CREATED, event.dataset_id, name, detail=command.storage_url)
+    _create_companions(state, event, _TABLE_COMPANIONS)
 
 
 def _rename_table(state: _Overlay, record: LogRecord, event: Event, command: RenameTable) -> None:
@@ -482,9 +583,10 @@ def _rename_table(state: _Overlay, record: LogRecord, event: Event, command: Ren
 
 def _delete_table(state: _Overlay, record: LogRecord, event: Event, command: DeleteTable) -> None:
     table = _live_table(state, event)
-    _touch_table(state, table, event, deleted=True)
+    _touch_table(state, table, event, deleted=True, default_blueprint=None)
     state.purge(table.id)
     state.note(ChangeKind.TABLE_DELETED, table.id, table.name)
+    _delete_companions(state, table.id, event)
 
 
 def _write_table(state: _Overlay, record: LogRecord, event: Event, command: WriteTable) -> None:
@@ -545,6 +647,7 @@ _HANDLERS: dict[type, Callable[..., None]] = {
     UnregisterLayers: _unregister_layers,
     RegisterBlueprint: _register_blueprint,
     SetDefaultBlueprint: _set_default_blueprint,
+    ScopeAsset: _scope_asset,
     CreateTable: _create_table,
     RegisterTable: _register_table,
     RenameTable: _rename_table,
@@ -619,11 +722,13 @@ class _Overlay:
                 current[(segment_id, layer_name)] = self.changes.layers[(dataset_id, segment_id, layer_name)]
         return [x for x in current.values() if x is not None]
 
-    def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
-        key = (dataset_id, blueprint_id)
-        if key in self.changes.blueprints:
-            return self.changes.blueprints[key]
-        return self.view.blueprint(dataset_id, blueprint_id)
+    def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None:
+        key = (dataset_id, segment_id)
+        if key in self.changes.asset_scopes:
+            return self.changes.asset_scopes[key]
+        if dataset_id in self.changes.purged:
+            return None
+        return self.view.asset_scope(dataset_id, segment_id)
 
     def schema(self, digest: str) -> bytes | None:
         return self.changes.schemas.get(digest) or self.view.schema(digest)
@@ -678,7 +783,7 @@ class _Overlay:
         self.changes.table_writes = [w for w in self.changes.table_writes if w.table_id != dataset_id]
         _drop_entry(self.changes.segments, dataset_id)
         _drop_entry(self.changes.layers, dataset_id)
-        _drop_entry(self.changes.blueprints, dataset_id)
+        _drop_entry(self.changes.asset_scopes, dataset_id)
         _drop_entry(self.changes.table_parts, dataset_id)
         _drop_entry(self._changed_layers, dataset_id)
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from events import DecodeError, Event, IndexRange, TableWriteMode, decode
+from events import AssetMode, DecodeError, Event, IndexRange, TableWriteMode, decode
 
 
 @dataclass(frozen=True, order=True)
@@ -49,6 +49,31 @@ class SchemaRef(NamedTuple):
     layers: int
 
 
+class DatasetKind(StrEnum):
+    """What a dataset holds. Every dataset and every table owns a hidden blueprint dataset, and
+    every dataset a hidden asset dataset, as in Rerun: created, and deleted, with their owner."""
+
+    DATASET = "dataset"
+    BLUEPRINT = "blueprint"
+    """The owner's blueprints (``.rbl`` files), one segment each."""
+    ASSET = "asset"
+    """Static recordings shared by the owner's segments."""
+
+
+_COMPANION_PREFIXES = {DatasetKind.BLUEPRINT: "__bp_", DatasetKind.ASSET: "__as_"}
+
+
+def companion_id(owner_id: uuid.UUID, kind: DatasetKind) -> uuid.UUID:
+    """The id of an entry's hidden dataset of ``kind``: derived from the owner's, so it is known
+    without a lookup and the same in every replay."""
+    return uuid.uuid5(owner_id, kind.value)
+
+
+def companion_name(owner_id: uuid.UUID, kind: DatasetKind) -> str:
+    """The name of an entry's hidden dataset of ``kind``, in Rerun's form (``__bp_<owner id>``)."""
+    return _COMPANION_PREFIXES[kind] + owner_id.hex
+
+
 @dataclass(frozen=True)
 class Dataset:
     id: uuid.UUID
@@ -64,6 +89,13 @@ class Dataset:
     default_blueprint: str | None = None
     segments_created: int = 0
     """How many segments were ever created in it: the position of the next new segment."""
+    kind: DatasetKind = DatasetKind.DATASET
+    default_segment_table_blueprint: str | None = None
+
+    @property
+    def hidden(self) -> bool:
+        """A blueprint or asset dataset: listed only when asked for (``include_hidden``)."""
+        return self.kind is not DatasetKind.DATASET
 
 
 @dataclass(frozen=True)
@@ -103,12 +135,21 @@ class Layer:
 
 
 @dataclass(frozen=True)
-class Blueprint:
+class AssetScope:
+    """Which segments of the owner dataset an asset (a segment of its asset dataset) applies to.
+    An asset without one applies to every segment, as an opt-out asset with an empty list."""
+
     dataset_id: uuid.UUID
-    blueprint_id: str
-    storage_url: str
-    registered_at: datetime
-    registered_by: LogPosition
+    """The asset dataset."""
+    segment_id: str
+    mode: AssetMode = AssetMode.OPT_OUT
+    segments: tuple[str, ...] = ()
+
+    def applies_to(self, segment_id: str) -> bool:
+        """>>> AssetScope(uuid.UUID(int=0), "mesh", AssetMode.OPT_IN, ("ep1",)).applies_to("ep2")
+        False
+        """
+        return (segment_id in self.segments) == (self.mode is AssetMode.OPT_IN)
 
 
 @dataclass(frozen=True)
@@ -129,6 +170,7 @@ class Table:
     """Deleted tables stay as tombstones so their id is never reused; their name is free again."""
     revision: int = 0
     """How many writes changed its rows: readers holding an older revision read again."""
+    default_blueprint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -207,10 +249,12 @@ class ChangeKind(StrEnum):
     LAYER_REPLACED = "layer_replaced"
     """Registered again with on_duplicate=replace. detail: the new storage URL."""
     LAYER_REMOVED = "layer_removed"
-    BLUEPRINT_REGISTERED = "blueprint_registered"
-    """detail: the blueprint's id."""
     DEFAULT_BLUEPRINT_SET = "default_blueprint_set"
-    """detail: the blueprint's id; empty when the default was cleared."""
+    """detail: the blueprint's id, after ``segment table `` for the segment table's default;
+    empty when the default was cleared."""
+    ASSET_SCOPED = "asset_scoped"
+    """Which segments an asset (the change's segment, in an asset dataset) applies to changed.
+    detail: its mode and segments, e.g. ``opt_in ep1,ep2``."""
     TABLE_CREATED = "table_created"
     """Created in strata, or registered (detail: the Lance table's URL)."""
     TABLE_RENAMED = "table_renamed"
@@ -257,7 +301,8 @@ class Changes:
     """None: the segment was removed."""
     layers: dict[tuple[uuid.UUID, str, str], Layer | None] = field(default_factory=dict)
     """None: the layer was removed."""
-    blueprints: dict[tuple[uuid.UUID, str], Blueprint] = field(default_factory=dict)
+    asset_scopes: dict[tuple[uuid.UUID, str], AssetScope | None] = field(default_factory=dict)
+    """None: the asset's scope was dropped (its segment was removed)."""
     schemas: dict[str, bytes] = field(default_factory=dict)
     """Layer schemas by digest; content-addressed, so never changed once written."""
     tables: dict[uuid.UUID, Table] = field(default_factory=dict)
@@ -266,7 +311,7 @@ class Changes:
     table_parts: dict[tuple[uuid.UUID, str, int], TablePart | None] = field(default_factory=dict)
     """Parts of writes still waiting for their last part; None: the part is no longer kept."""
     purged: set[uuid.UUID] = field(default_factory=set)
-    """Deleted datasets: every segment, layer and blueprint of theirs goes, before the rest."""
+    """Deleted datasets: every segment and layer of theirs goes, before the rest."""
     outcomes: dict[uuid.UUID, Outcome] = field(default_factory=dict)
     rejections: list[Rejection] = field(default_factory=list)
     feed: list[Change] = field(default_factory=list)

@@ -13,7 +13,7 @@ import pyarrow as pa
 from events import StrataError
 from projector.fold import CatalogView
 from projector.model import (
-    Blueprint,
+    AssetScope,
     Change,
     Changes,
     Dataset,
@@ -72,7 +72,7 @@ class CatalogReader(Protocol):
     def dataset_by_name(self, name: str) -> Dataset | None: ...
 
     def datasets(self) -> list[Dataset]:
-        """The live datasets, oldest first."""
+        """The live datasets, hidden ones too (``Dataset.hidden``), oldest first."""
         ...
 
     def segments_with_layers(self, wanted: Mapping[uuid.UUID, Iterable[str]]
@@ -94,8 +94,8 @@ class CatalogReader(Protocol):
         """``layers`` as one Arrow table (``projector.layer_table.LAYER_COLUMNS``)."""
         ...
 
-    def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
-        """In registration order."""
+    def asset_scopes(self, dataset_id: uuid.UUID) -> list[AssetScope]:
+        """The scopes of an asset dataset's assets that have one, by segment id."""
         ...
 
     def schemas(self, digests: Sequence[str]) -> dict[str, bytes]:

@@ -195,11 +195,13 @@ DATASETS_SCHEMA = pa.schema([
 
 
 def datasets_table(store: CatalogReader) -> pa.Table:
-    """One row per live dataset of ``store``, oldest first: its name, id, segment and layer counts,
-    total size and when it last changed. Counted from the Arrow layer tables, without a Python
-    object per layer."""
+    """One row per live dataset of ``store`` (not the hidden ones), oldest first: its name, id,
+    segment and layer counts, total size and when it last changed. Counted from the Arrow layer
+    tables, without a Python object per layer."""
     rows = []
     for dataset in store.datasets():
+        if dataset.hidden:
+            continue
         layers = store.layer_table(dataset.id)
         rows.append({"name": dataset.name, "id": str(dataset.id),
                      "segments": pc.count_distinct(layers["segment_id"]).as_py(),

@@ -4,8 +4,10 @@ Owns the public surface (``CatalogClient``, ``DatasetEntry``, ``DatasetSelection
 ``TableEntry``, the operations and the errors). Writes go through ``producers``, catalog reads
 come from the ``projector``'s store and views, and the recordings' data is read with rerun-sdk's
 query engine; no domain rule lives here. Rerun's names are importable where strata has the same
-thing (``OnDuplicateSegmentLayer``, ``DatasetView``), so a notebook written for ``rerun.catalog``
-needs only its imports and its connection line changed.
+thing (``OnDuplicateSegmentLayer``, ``DatasetView``), or are Rerun's own classes
+(``ContentFilter``, ``RegistrationResult``, ``SegmentRegistrationResult``, the errors' bases),
+so a notebook written for ``rerun.catalog`` needs only its imports and its connection line
+changed.
 
 Imports neither Spark, nor the web stack, nor a database driver it does not use; the stack that
 runs the services is ``stack``, of which ``sdk.Server`` is a forward (``rerun.server`` sits
@@ -19,12 +21,7 @@ from projector import Change, ChangeKind
 from sdk._client import CatalogClient, VersionInfo
 from sdk._dataset import DatasetEntry, DatasetInfo, LayerInfo
 from sdk._entry import EntryKind
-from sdk._operations import (
-    Operation,
-    RegistrationOperation,
-    RegistrationResult,
-    SegmentRegistrationResult,
-)
+from sdk._operations import Operation, RegistrationOperation
 from sdk._selection import DatasetSelection
 from sdk._table_entry import TableEntry
 from sdk.errors import (
@@ -46,12 +43,13 @@ DatasetView = DatasetSelection
 
 
 def __getattr__(name: str) -> Any:
-    """``ContentFilter`` is rerun-sdk's own class and ``Server`` the stack's, each imported on first
-    use: rerun-sdk is heavy, and the stack needs ``strata[projector]``."""
-    if name == "ContentFilter":
-        from rerun.catalog import ContentFilter
+    """``ContentFilter`` and the registration results are rerun-sdk's own classes and ``Server``
+    the stack's, each imported on first use: rerun-sdk is heavy, and the stack needs
+    ``strata[projector]``."""
+    if name in ("ContentFilter", "RegistrationResult", "SegmentRegistrationResult"):
+        import rerun.catalog
 
-        return ContentFilter
+        return getattr(rerun.catalog, name)
     if name == "Server":
         from stack.server import Server
 

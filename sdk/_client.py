@@ -162,31 +162,35 @@ class CatalogClient:
         return self.get_dataset(id=operation.event.dataset_id)
 
     def get_dataset(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> DatasetEntry:
-        """A dataset by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
+        """A dataset, hidden ones too, by name (``LookupError`` if unknown) or by id
+        (``NotFoundError``)."""
         return DatasetEntry(self._internal, self._internal.find_dataset(name, id))
 
     def datasets(self, *, include_hidden: bool = False) -> list[DatasetEntry]:
-        """All datasets, oldest first. strata has no hidden entries: ``include_hidden`` is
-        accepted, as in Rerun, and changes nothing."""
-        return [DatasetEntry(self._internal, d) for d in self._internal.store.datasets()]
+        """All datasets, oldest first; with ``include_hidden``, also every dataset's and table's
+        hidden blueprint and asset datasets (``__bp_<owner id>``, ``__as_<owner id>``)."""
+        return [DatasetEntry(self._internal, d) for d in self._internal.store.datasets()
+                if include_hidden or not d.hidden]
 
     def tables(self, *, include_hidden: bool = False) -> list[TableEntry]:
-        """All tables, oldest first."""
+        """All tables, oldest first. strata has no hidden tables: ``include_hidden`` changes
+        nothing (Rerun's server lists its ``__entries`` table)."""
         return [TableEntry(self._internal, t) for t in self._internal.store.tables()]
 
     def entries(self, *, include_hidden: bool = False) -> list[DatasetEntry | TableEntry]:
         """Every dataset and table, oldest first; ``entry.kind`` says which."""
-        entries: list[DatasetEntry | TableEntry] = [*self.datasets(), *self.tables()]
+        entries: list[DatasetEntry | TableEntry] = [*self.datasets(include_hidden=include_hidden),
+                                                    *self.tables()]
         return sorted(entries, key=lambda e: (e.created_at, str(e.id)))
 
     def dataset_names(self, *, include_hidden: bool = False) -> list[str]:
-        return [d.name for d in self._internal.store.datasets()]
+        return [d.name for d in self.datasets(include_hidden=include_hidden)]
 
     def table_names(self, *, include_hidden: bool = False) -> list[str]:
         return [t.name for t in self._internal.store.tables()]
 
     def entry_names(self, *, include_hidden: bool = False) -> list[str]:
-        return [e.name for e in self.entries()]
+        return [e.name for e in self.entries(include_hidden=include_hidden)]
 
     def changes(self, since: int | Change | None = None, *, dataset: str | DatasetEntry | None = None,
                 timeout_secs: float | None = None) -> Iterator[Change]:

@@ -21,23 +21,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from events import (
+    AssetMode,
+    AssetScopeEdit,
     DefineSchema,
     DeleteDataset,
     OnDuplicate,
-    RegisterBlueprint,
     RenameDataset,
-    SetDefaultBlueprint,
+    ScopeAsset,
     UnregisterLayers,
 )
 from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name
-from projector import Dataset, views
+from projector import AssetScope, Dataset, DatasetKind, companion_id, views
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _reader
+from sdk._connection import Connection
 from sdk._contents import Contents
 from sdk._entry import Entry, EntryKind
 from sdk._objects import ObjectStore, ObjectStoreSettings, is_object_url
 from sdk._operations import Operation, RegisteredItem, RegistrationOperation
-from sdk._recordings import Recording, local_path, read_blueprint_id, read_recording, with_properties
+from sdk._recordings import Recording, local_path, read_recording, with_properties
 from sdk._selection import DatasetSelection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk.errors import NotFoundError
@@ -78,6 +80,10 @@ class DatasetInfo:
         return "\n".join(lines)
 
 
+_ENTRY_KINDS = {DatasetKind.DATASET: EntryKind.DATASET, DatasetKind.BLUEPRINT: EntryKind.BLUEPRINT_DATASET,
+                DatasetKind.ASSET: EntryKind.ASSET_DATASET}
+
+
 class DatasetEntry(Entry[Dataset]):
     """A dataset in the catalog: a collection of segments, each the union of named layers.
 
@@ -91,7 +97,8 @@ class DatasetEntry(Entry[Dataset]):
 
     @property
     def kind(self) -> EntryKind:
-        return EntryKind.DATASET
+        """``DATASET``, or for a hidden one ``BLUEPRINT_DATASET`` or ``ASSET_DATASET``."""
+        return _ENTRY_KINDS[self._seen.kind]
 
     # -- entry lifecycle ----------------------------------------------------------------------
 
@@ -103,8 +110,9 @@ class DatasetEntry(Entry[Dataset]):
             timeout_secs)
 
     def delete(self, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
-        """Delete the dataset: its segments disappear from every table, its name is free again,
-        its id is never reused. ``NotFoundError`` if it is already deleted."""
+        """Delete the dataset, and its hidden blueprint and asset datasets: its segments disappear
+        from every table, its name is free again, its id is never reused. ``NotFoundError`` if it
+        is already deleted."""
         Operation.submit(self._internal, self._id, DeleteDataset(),
                          f"deleting dataset {self._seen.name!r}").wait(timeout_secs)
 
@@ -143,7 +151,8 @@ class DatasetEntry(Entry[Dataset]):
             check_layer_name(name)
         property_list = _per_uri("properties", properties, len(uri_list), Mapping)
         mode = _on_duplicate(on_duplicate)
-        recordings = _read_recordings(uri_list, self._internal.objects(object_store_config))
+        recordings = _read_recordings(uri_list, self._internal.objects(object_store_config),
+                                      blueprint=self._seen.kind is DatasetKind.BLUEPRINT)
         recordings = [r if p is None else with_properties(r, p)
                       for r, p in zip(recordings, property_list, strict=True)]
         return self._register(recordings, layer_names, mode)
@@ -179,7 +188,7 @@ class DatasetEntry(Entry[Dataset]):
                              f"{', '.join(RECORDING_SUFFIXES)} files, recursively)")
         name = check_layer_name(layer_name if layer_name is not None else "base")
         mode = _on_duplicate(on_duplicate)
-        recordings = _read_recordings(uris, objects)
+        recordings = _read_recordings(uris, objects, blueprint=self._seen.kind is DatasetKind.BLUEPRINT)
         return self._register(recordings, [name] * len(recordings), mode)
 
     def _register(
@@ -192,6 +201,11 @@ class DatasetEntry(Entry[Dataset]):
                 raise ValueError(f'duplicate segment layers in request: segment "{key[0]}", layer '
                                  f'"{name}" comes from both {seen[key]} and {recording.uri}')
             seen[key] = recording.uri
+            static = recording.num_chunks is not None and not recording.index_ranges
+            if self._seen.kind is DatasetKind.ASSET and not static:
+                timelines = ", ".join(r.timeline for r in recording.index_ranges) or "unknown"
+                raise ValueError(f"{recording.uri} is not static data only (timelines: {timelines}): an "
+                                 "asset is an .rrd of static data; log it with static=True")
             size = recording.properties.nbytes if recording.properties is not None else 0
             if size > MAX_PROPERTIES_BYTES:
                 raise ValueError(f"{recording.uri}: its properties take {size} bytes, more than the "
@@ -230,30 +244,101 @@ class DatasetEntry(Entry[Dataset]):
         return Operation.submit(self._internal, self._id, UnregisterLayers(tuple(segments), tuple(layers)),
                                 "unregistering")
 
-    # -- blueprints ---------------------------------------------------------------------------
+    # -- hidden datasets ----------------------------------------------------------------------
 
-    def register_blueprint(self, uri: str, set_default: bool = True, *,
+    def blueprint_dataset(self) -> DatasetEntry | None:
+        """The hidden dataset of this dataset's blueprints (None for a hidden dataset); deleted
+        with the dataset. ``NotFoundError`` if it was deleted on its own."""
+        return None if self._seen.hidden else self._companion(DatasetKind.BLUEPRINT)
+
+    def register_blueprint(self, uri: str, set_default: bool = True, *, segment_table: bool = False,
+                           object_store_config: ObjectStoreSettings = None,
                            timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> str:
-        """Register an ``.rbl`` blueprint file (replacing one with the same blueprint id) and, by
-        default, make it the dataset's default. Returns the blueprint id."""
-        blueprint_id = read_blueprint_id(uri)
-        Operation.submit(self._internal, self._id, RegisterBlueprint(blueprint_id, uri, set_default),
-                         f"registering blueprint {uri}").wait(timeout_secs)
-        return blueprint_id
+        """Register an ``.rbl`` file (``rr.blueprint.Blueprint.save``) in the blueprint dataset,
+        replacing a blueprint with its id, and by default make it the default: of the dataset's
+        recordings, or with ``segment_table`` of its segment table. Returns its name, the
+        blueprint's id, as ``blueprints()`` lists it. ``ValueError`` for a file that holds no
+        blueprint, ``LookupError`` for a hidden dataset (it has no blueprint dataset)."""
+        return self._register_blueprint(uri, set_default, segment_table, object_store_config, timeout_secs)
 
-    def blueprints(self) -> list[str]:
-        """The registered blueprint ids, in registration order."""
-        return [b.blueprint_id for b in self._internal.store.blueprints(self._id)]
+    def default_segment_table_blueprint(self) -> str | None:
+        """The name of the segment table's default blueprint, or None."""
+        return self._current().default_segment_table_blueprint
 
-    def default_blueprint(self) -> str | None:
-        return self._current().default_blueprint
+    def set_default_segment_table_blueprint(self, blueprint_name: str | None, *,
+                                            timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Make ``blueprint_name`` the segment table's default blueprint (None: no default)."""
+        self._set_default(blueprint_name, True, timeout_secs)
 
-    def set_default_blueprint(self, blueprint_id: str | None, *,
+    def asset_dataset(self) -> DatasetEntry | None:
+        """The hidden dataset of this dataset's assets (None for a hidden dataset); deleted with
+        the dataset. ``NotFoundError`` if it was deleted on its own."""
+        return None if self._seen.hidden else self._companion(DatasetKind.ASSET)
+
+    def _companion(self, kind: DatasetKind) -> DatasetEntry:
+        return companion_dataset(self._internal, self._id, kind)
+
+    # -- assets -------------------------------------------------------------------------------
+    # An asset is a static recording (meshes, a URDF, calibration) registered as a segment of the
+    # asset dataset, with a scope: the segments of this dataset it applies to.
+
+    def assets(self) -> list[str]:
+        """The segment ids of the registered assets, in registration order."""
+        assets = self.asset_dataset()
+        return [] if assets is None else assets.segment_ids()
+
+    def register_asset(self, uri: str, *, mode: AssetMode | str = AssetMode.OPT_OUT,
+                       segments: Sequence[str] | None = None, object_store_config: ObjectStoreSettings = None,
+                       timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> str:
+        """Register an ``.rrd`` of static data only as an asset, replacing an asset with its
+        recording id, and return that id. ``mode="opt_out"`` (the default) applies it to every
+        segment but ``segments``; ``"opt_in"`` only to ``segments``. ``ValueError`` for a file with
+        temporal data or another mode, ``NotFoundError`` if the asset dataset was deleted."""
+        asset_mode = _asset_mode(mode)
+        assets = self._asset_dataset_of("register_asset")
+        registration = assets.register([uri], on_duplicate=OnDuplicate.REPLACE,
+                                       object_store_config=object_store_config)
+        [segment_id] = registration.wait(timeout_secs).segment_ids
+        named = [segments] if isinstance(segments, str) else list(segments or ())
+        assets._scope(segment_id, AssetScopeEdit.SET, named, asset_mode, timeout_secs)
+        return segment_id
+
+    def unregister_asset(self, segment_id: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Unregister an asset and its scope; an asset that is not registered is a no-op."""
+        assets = self._asset_dataset_of("unregister_asset")
+        assets.unregister(segments_to_drop=[segment_id]).wait(timeout_secs)
+
+    def add_segments_to_asset(self, asset_segment_id: str, segments: Sequence[str], *,
                               timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
-        """Make a registered blueprint the default (``NotFoundError`` if it is not registered),
-        or clear the default with None."""
-        Operation.submit(self._internal, self._id, SetDefaultBlueprint(blueprint_id),
-                         f"setting the default blueprint to {blueprint_id!r}").wait(timeout_secs)
+        """Make an asset apply to ``segments`` too, in its mode (added to an opt-in list, removed
+        from an opt-out one). Applied by the projector in log order, so concurrent edits of one
+        asset all count. ``NotFoundError`` for an asset that is not registered."""
+        self._asset_dataset_of("add_segments_to_asset")._scope(
+            asset_segment_id, AssetScopeEdit.APPLY, list(segments), AssetMode.OPT_OUT, timeout_secs)
+
+    def remove_segments_from_asset(self, asset_segment_id: str, segments: Sequence[str], *,
+                                   timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Stop an asset from applying to ``segments``; the inverse of ``add_segments_to_asset``."""
+        self._asset_dataset_of("remove_segments_from_asset")._scope(
+            asset_segment_id, AssetScopeEdit.UNAPPLY, list(segments), AssetMode.OPT_OUT, timeout_secs)
+
+    def assets_for_segment(self, segment_id: str) -> list[str]:
+        """The assets that apply to ``segment_id``, in registration order."""
+        assets = self._asset_dataset_of("assets_for_segment")
+        scopes = {scope.segment_id: scope for scope in self._internal.store.asset_scopes(assets.id)}
+        return [asset for asset in assets.segment_ids()
+                if scopes.get(asset, AssetScope(assets.id, asset)).applies_to(segment_id)]
+
+    def _asset_dataset_of(self, call: str) -> DatasetEntry:
+        assets = self.asset_dataset()
+        if assets is None:
+            raise LookupError(f"{call}: {self._seen.name!r} is a hidden dataset and has no asset dataset")
+        return assets
+
+    def _scope(self, asset: str, edit: AssetScopeEdit, segments: list[str], mode: AssetMode,
+               timeout_secs: float | None) -> None:
+        Operation.submit(self._internal, self._id, ScopeAsset(asset, edit, mode, tuple(segments)),
+                         f"scoping asset {asset!r}").wait(timeout_secs)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -325,18 +410,26 @@ class DatasetEntry(Entry[Dataset]):
     # -- data ---------------------------------------------------------------------------------
 
     def segment_store(self, segment_id: str, *, include_assets: bool = True) -> Any:
-        """Rerun's ``segment_store``: the segment (every layer) as rerun-sdk's ``LazyStore``, whose
-        ``schema()``, ``summary()`` and ``len()`` come from its chunk manifest and whose
-        ``stream()`` reads chunks on demand (``stream().collect()`` loads them all). A segment of
-        several layers is merged into one temporary ``.rrd`` first. ``include_assets`` is
-        accepted for Rerun's signature: strata keeps no assets. Raises ``NotFoundError`` naming
-        the segment if the dataset has none of that id."""
+        """Rerun's ``segment_store``: the segment (every layer, and with ``include_assets`` the
+        assets that apply to it) as rerun-sdk's ``LazyStore``, whose ``schema()``, ``summary()``
+        and ``len()`` come from its chunk manifest and whose ``stream()`` reads chunks on demand
+        (``stream().collect()`` loads them all). Several files are merged into one temporary
+        ``.rrd`` first. Raises ``NotFoundError`` naming the segment if the dataset has none of
+        that id."""
         layers = self._layer_table()
         layers = layers.filter(pc.equal(layers.column("segment_id"), segment_id))
         if not layers.num_rows:
             raise NotFoundError(f"Segment {segment_id!r} not found in dataset {self.name!r}")
-        files = _reader.layer_files(layers, self._internal.object_store_config)[segment_id]
-        return _reader.segment_store(files, application_id=self.name)
+        config = self._internal.object_store_config
+        files = _reader.layer_files(layers, config)[segment_id]
+        asset_files: list[_reader.LayerFile] = []
+        applying = self.assets_for_segment(segment_id) if include_assets and not self._seen.hidden else []
+        if applying:
+            assets = self._companion(DatasetKind.ASSET)._layer_table()
+            assets = assets.filter(pc.is_in(assets.column("segment_id"), pa.array(applying)))
+            by_asset = _reader.layer_files(assets, config)
+            asset_files = [file for asset in applying for file in by_asset[asset]]
+        return _reader.segment_store(files, self.name, asset_files)
 
     def filter_segments(self, segment_ids: str | Sequence[str] | datafusion.DataFrame) -> DatasetSelection:
         """A selection of these segments (see ``DatasetSelection.filter_segments``)."""
@@ -400,13 +493,26 @@ OBJECT_READERS = 16
 CPU."""
 
 
-def _read_recordings(uris: list[str], objects: ObjectStore) -> list[Recording]:
-    """What registration needs of each URI, in order; ``s3://`` ones read in parallel. Prints
-    progress to stderr for 100 or more."""
+def _asset_mode(mode: AssetMode | str) -> AssetMode:
+    try:
+        return AssetMode(mode)
+    except ValueError:
+        raise ValueError(f"mode={mode!r}: an asset's mode is 'opt_out' (every segment but those "
+                         "listed) or 'opt_in' (only those listed)") from None
+
+
+def companion_dataset(internal: Connection, owner_id: uuid.UUID, kind: DatasetKind) -> DatasetEntry:
+    """An entry's hidden dataset of ``kind``; ``NotFoundError`` if it was deleted."""
+    return DatasetEntry(internal, internal.find_dataset(None, companion_id(owner_id, kind)))
+
+
+def _read_recordings(uris: list[str], objects: ObjectStore, *, blueprint: bool) -> list[Recording]:
+    """What registration needs of each URI (each a blueprint's, with ``blueprint``), in order;
+    ``s3://`` ones read in parallel. Prints progress to stderr for 100 or more."""
     recordings: list[Recording] = []
 
     def read(uri: str) -> Recording:
-        return read_recording(uri, objects)
+        return read_recording(uri, objects, blueprint=blueprint)
 
     with concurrent.futures.ThreadPoolExecutor(OBJECT_READERS) as pool:
         try:

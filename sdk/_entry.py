@@ -1,15 +1,20 @@
 """What datasets and tables share, as rerun-sdk's ``Entry``: an id, a name and times, read from
-the projection at each access."""
+the projection at each access, and blueprints, kept in the entry's hidden blueprint dataset."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from enum import IntEnum
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
+from events import OnDuplicate, SetDefaultBlueprint
 from projector import Dataset, Table
 from sdk._connection import Connection
+from sdk._objects import ObjectStoreSettings
+from sdk._operations import Operation, RegistrationOperation
+from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk.errors import NotFoundError
 
 Record = TypeVar("Record", Dataset, Table)
@@ -20,11 +25,24 @@ class EntryKind(IntEnum):
 
     DATASET = 1
     TABLE = 3
+    BLUEPRINT_DATASET = 5
+    """A dataset's or a table's blueprints, one segment each: hidden."""
+    ASSET_DATASET = 6
+    """Static recordings shared by a dataset's segments: hidden."""
 
     def __repr__(self) -> str:
         return f"EntryKind.{self.name}"  # as rerun-sdk prints its kinds
 
     __str__ = __repr__
+
+
+class BlueprintDataset(Protocol):
+    """What an entry uses of its blueprint dataset (a ``DatasetEntry``)."""
+
+    def register(self, uris: str | Sequence[str], *, on_duplicate: OnDuplicate | str = ...,
+                 object_store_config: ObjectStoreSettings = ...) -> RegistrationOperation: ...
+
+    def segment_ids(self) -> list[str]: ...
 
 
 class Entry(Generic[Record]):
@@ -71,3 +89,52 @@ class Entry(Generic[Record]):
     @property
     def updated_at(self) -> datetime:
         return self._current().updated_at
+
+    # -- blueprints ---------------------------------------------------------------------------
+
+    def blueprint_dataset(self) -> BlueprintDataset | None:
+        """The hidden dataset of the entry's blueprints, one segment per ``.rbl``; deleted with
+        the entry. ``NotFoundError`` if it was deleted on its own."""
+        raise NotImplementedError
+
+    def register_blueprint(self, uri: str, set_default: bool = True, *,
+                           object_store_config: ObjectStoreSettings = None,
+                           timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> str:
+        """Register an ``.rbl`` file (``rr.blueprint.Blueprint.save``) in the blueprint dataset,
+        replacing a blueprint with its id, and by default make it the default. Returns its name,
+        the blueprint's id, as ``blueprints()`` lists it. ``LookupError`` for an entry without a
+        blueprint dataset (a hidden dataset), ``ValueError`` for a file that holds no blueprint."""
+        return self._register_blueprint(uri, set_default, False, object_store_config, timeout_secs)
+
+    def _register_blueprint(self, uri: str, set_default: bool, segment_table: bool,
+                            object_store_config: ObjectStoreSettings, timeout_secs: float | None) -> str:
+        blueprints = self.blueprint_dataset()
+        if blueprints is None:
+            raise LookupError(f"a blueprint dataset is not configured for {self._seen.name!r}: "
+                              "hidden datasets have none")
+        registration = blueprints.register([uri], on_duplicate=OnDuplicate.REPLACE,
+                                           object_store_config=object_store_config)
+        [blueprint_id] = registration.wait(timeout_secs).segment_ids
+        if set_default:
+            self._set_default(blueprint_id, segment_table, timeout_secs)
+        return blueprint_id
+
+    def blueprints(self) -> list[str]:
+        """The names of the registered blueprints, in registration order."""
+        blueprints = self.blueprint_dataset()
+        return [] if blueprints is None else blueprints.segment_ids()
+
+    def default_blueprint(self) -> str | None:
+        """The name of the default blueprint, or None."""
+        return self._current().default_blueprint
+
+    def set_default_blueprint(self, blueprint_name: str | None, *,
+                              timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Make ``blueprint_name`` the default (None: no default). As in Rerun, the name is not
+        checked against ``blueprints()``; ``NotFoundError`` if the blueprint dataset was deleted."""
+        self._set_default(blueprint_name, False, timeout_secs)
+
+    def _set_default(self, blueprint_name: str | None, segment_table: bool,
+                     timeout_secs: float | None) -> None:
+        Operation.submit(self._internal, self._id, SetDefaultBlueprint(blueprint_name, segment_table),
+                         f"setting the default blueprint to {blueprint_name!r}").wait(timeout_secs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from events import Command, Event
 from producers import Position
@@ -13,28 +14,8 @@ from projector import Outcome, Status
 from sdk._connection import Connection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 
-
-@dataclass(frozen=True)
-class RegistrationResult:
-    """The segment ids of a registration, in the order of its URIs."""
-
-    segment_ids: list[str]
-
-
-@dataclass(frozen=True)
-class SegmentRegistrationResult:
-    uri: str
-    segment_id: str
-    error: str | None
-    """None on success, else why this item failed."""
-
-    @property
-    def is_success(self) -> bool:
-        return self.error is None
-
-    @property
-    def is_error(self) -> bool:
-        return self.error is not None
+if TYPE_CHECKING:
+    from rerun.catalog import RegistrationResult, SegmentRegistrationResult
 
 
 @dataclass(frozen=True)
@@ -62,7 +43,10 @@ class RegistrationOperation:
     def iter_results(
         self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS
     ) -> Iterator[SegmentRegistrationResult]:
-        """Wait, then yield ``(uri, segment_id, error)`` for each URI in request order."""
+        """Wait, then yield ``(uri, segment_id, error)`` for each URI in request order, as
+        rerun-sdk's own ``SegmentRegistrationResult``."""
+        from rerun.catalog import SegmentRegistrationResult
+
         self._internal.wait(self.positions, timeout_secs)
         for item in self._items:
             outcome = self._internal.outcome(item.event)
@@ -72,13 +56,15 @@ class RegistrationOperation:
     def wait(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> RegistrationResult:
         """Block until the projection has applied every event of this registration.
 
-        Returns the segment ids in request order. Raises ``ValueError`` naming each failed item
-        (the others are registered), and ``TimeoutError`` (``ProjectionTimeoutError``) saying
-        how far the projection got.
+        Returns the segment ids in request order (rerun-sdk's ``RegistrationResult``). Raises
+        ``ValueError`` naming each failed item (the others are registered), and ``TimeoutError``
+        (``ProjectionTimeoutError``) saying how far the projection got.
 
         >>> dataset.register([uri]).wait(timeout_secs=10).segment_ids  # doctest: +SKIP
         ['ILIAD_50aee79f_2023_07_12_20h_55m_08s']
         """
+        from rerun.catalog import RegistrationResult
+
         results = list(self.iter_results(timeout_secs))
         failed = [r for r in results if r.error is not None]
         if failed:

@@ -424,23 +424,29 @@ def layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str, 
     return segments
 
 
-def segment_store(files: Sequence[LayerFile], application_id: str) -> Any:
-    """The segment of ``files`` (its layers) as rerun-sdk's ``LazyStore``: its chunk manifest in
-    memory, chunks read on demand. One layer is its file's own store; several are merged once per
-    process into a temporary ``.rrd`` (every chunk read and written), whose store is returned.
+def segment_store(files: Sequence[LayerFile], application_id: str, assets: Sequence[LayerFile] = ()) -> Any:
+    """The segment of ``files`` (its layers), with the chunks of ``assets`` but their properties,
+    as rerun-sdk's ``LazyStore``: its chunk manifest in memory, chunks read on demand. One file
+    is its own store; several are merged once per process into a temporary ``.rrd`` (every chunk
+    read and written), whose store is returned.
 
     Raises ``NotFoundError`` or ``RecordingChangedError`` naming the segment, layer and URL if a
     registered file is gone or changed."""
     from rerun.chunk import LazyChunkStream, RrdReader
 
     paths = [file.path() for file in files]
-    if len(paths) == 1:
+    asset_paths = [file.path() for file in assets]
+    if len(paths) == 1 and not asset_paths:
         return RrdReader(paths[0]).store()
-    key = hashlib.sha256("\n".join(f"{f.storage_url} {f.size_bytes}" for f in files).encode()).hexdigest()
+    named = "\n".join(f"{f.storage_url} {f.size_bytes}" for f in [*files, *assets])
+    key = hashlib.sha256(named.encode()).hexdigest()
     merged = _merged_dir() / f"{key}.rrd"
     if not merged.exists():
         partial = merged.with_suffix(".partial")
-        LazyChunkStream.merge(*(RrdReader(p).stream() for p in paths)).write_rrd(
+        streams = [RrdReader(p).stream() for p in paths]
+        streams += [RrdReader(p).stream().filter(content=["+ /**", f"- {PROPERTIES_ENTITY}/**"])
+                    for p in asset_paths]
+        LazyChunkStream.merge(*streams).write_rrd(
             partial, application_id=application_id, recording_id=files[0].segment_id)
         partial.replace(merged)
     return RrdReader(merged).store()

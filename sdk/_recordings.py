@@ -98,8 +98,9 @@ def local_path(uri: str) -> Path:
     return Path(url2pathname(unquote(parsed.path)))
 
 
-def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
-    """Read a recording's id, size, schema and properties from a ``file://`` or ``s3://`` URL.
+def read_recording(uri: str, objects: ObjectStore | None = None, *, blueprint: bool = False) -> Recording:
+    """Read a recording's id, size, schema and properties from a ``file://`` or ``s3://`` URL;
+    with ``blueprint``, a blueprint's from an ``.rbl`` or ``.rrd`` file.
 
     Only what those need is read: an ``.rrd``'s header, footer (its chunk manifest) and property
     chunks; a Parquet or Arrow IPC file's schema. ``s3://`` objects are read with ``objects``
@@ -116,7 +117,7 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
     suffix = PurePosixPath(urlparse(uri).path).suffix.lower() if remote else ""
     if remote:
         store = objects or object_store(ObjectStoreConfig.resolve())
-        _check_suffix(uri, suffix)
+        _check_suffix(uri, suffix, blueprint)
         remote_object = store.open(uri)
         size = remote_object.size
     else:
@@ -130,7 +131,7 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
         if not os.access(path, os.R_OK):
             raise ValueError(f"{uri} cannot be read (permission denied for {path})")
         size, suffix = path.stat().st_size, path.suffix.lower()
-        _check_suffix(uri, suffix)
+        _check_suffix(uri, suffix, blueprint)
 
     unread = [remote_object.file] if remote else []
 
@@ -143,12 +144,12 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
     try:
         num_chunks: int | None = None
         index_ranges: tuple[IndexRange, ...] = ()
-        if suffix == ".rrd":
+        if suffix in (".rrd", ".rbl"):
             if remote:
                 with _rrd_replica(remote_object, store) as (replica, fill):
-                    found = _read_rrd(replica, uri, fill)
+                    found = _read_rrd(replica, uri, fill, blueprint=blueprint)
             else:
-                found = _read_rrd(path, uri)
+                found = _read_rrd(path, uri, blueprint=blueprint)
             recording_id, schema, properties, (num_chunks, index_ranges) = found
         elif suffix == ".parquet":
             schema = pq.read_schema(open_file())
@@ -166,8 +167,11 @@ def read_recording(uri: str, objects: ObjectStore | None = None) -> Recording:
 _IPC_SUFFIXES = (".arrow", ".arrows", ".feather", ".ipc")
 
 
-def _check_suffix(uri: str, suffix: str) -> None:
-    if suffix not in (".rrd", ".parquet", *_IPC_SUFFIXES):
+def _check_suffix(uri: str, suffix: str, blueprint: bool) -> None:
+    if blueprint and suffix not in (".rbl", ".rrd"):
+        raise ValueError(f"{uri}: unsupported file type {suffix or '(none)'} for a blueprint; "
+                         "expected an .rbl file (rr.blueprint.Blueprint.save)")
+    if not blueprint and suffix not in (".rrd", ".parquet", *_IPC_SUFFIXES):
         raise ValueError(
             f"{uri}: unsupported file type {suffix or '(none)'}; expected .rrd, .parquet or "
             "an Arrow IPC file (.arrow, .arrows, .feather)")
@@ -219,19 +223,24 @@ def _rrd_replica(remote: RemoteObject, objects: ObjectStore
             yield replica, None
 
 
-def _read_rrd(path: Path, uri: str, fill: Callable[[list[tuple[int, int]]], None] | None = None
+def _read_rrd(path: Path, uri: str, fill: Callable[[list[tuple[int, int]]], None] | None = None, *,
+              blueprint: bool = False
               ) -> tuple[str, pa.Schema, pa.Table | None, tuple[int, tuple[IndexRange, ...]]]:
     """The recording id, schema, properties and manifest summary of the first recording in an
-    ``.rrd``. Reads the header, the footer and the property chunks only; ``fill`` is first given
-    the (offset, size) of those chunks when the file is a sparse replica."""
+    ``.rrd`` (with ``blueprint``, of its first blueprint). Reads the header, the footer and the
+    property chunks only; ``fill`` is first given the (offset, size) of those chunks when the
+    file is a sparse replica."""
     from rerun.chunk import RrdReader  # rerun-sdk is heavy: imported on first .rrd
 
     try:
         reader = RrdReader(path)
-        recordings = reader.recordings()
+        recordings = reader.blueprints() if blueprint else reader.recordings()
+        if not recordings and blueprint:
+            raise ValueError(f"{uri} holds no blueprint: save one with rr.blueprint.Blueprint.save")
         if not recordings:
-            raise ValueError(f"{uri} holds no recording: it is empty, truncated, or holds only "
-                             "blueprints")
+            holds = ("a blueprint: register it with register_blueprint()" if reader.blueprints()
+                     else "nothing: it is empty or truncated")
+            raise ValueError(f"{uri} holds no recording, {holds}")
         store = reader.store(store=recordings[0])
         schema = store.schema().to_arrow()
         manifest = store._chunk_index().to_arrow()
@@ -339,22 +348,6 @@ def with_properties(recording: Recording, properties: Mapping[str, Mapping[str, 
     names = sorted(columns)
     table = pa.table({name: columns[name] for name in names}) if names else None
     return dataclasses.replace(recording, properties=table)
-
-
-def read_blueprint_id(uri: str) -> str:
-    """The blueprint id of an ``.rbl`` file (a blueprint store saved by rerun)."""
-    from rerun.chunk import RrdReader
-
-    path = local_path(uri)
-    if not path.is_file():
-        raise NotFoundError(f"no blueprint file at {uri} ({path} does not exist or is not a file)")
-    try:
-        blueprints = RrdReader(path).blueprints()
-    except Exception as exc:  # rerun raises its own exception types for corrupt files
-        raise ValueError(f"{uri} is not a readable blueprint file: {exc}") from exc
-    if not blueprints or not blueprints[0].recording_id:
-        raise ValueError(f"{uri} holds no blueprint (save one with rr.blueprint.Blueprint.save)")
-    return str(blueprints[0].recording_id)
 
 
 def _read_ipc_schema(open_file: Callable[[], pa.NativeFile]) -> pa.Schema:

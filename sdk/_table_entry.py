@@ -16,7 +16,8 @@ import pyarrow as pa
 
 from events import DeleteTable, RenameTable, TableWriteMode, WriteTable
 from events.names import check_table_name
-from projector import Status, Table, table_rows
+from projector import DatasetKind, Status, Table, table_rows
+from sdk._dataset import DatasetEntry, companion_dataset
 from sdk._entry import Entry, EntryKind
 from sdk._operations import Operation
 from sdk._wait import DEFAULT_TIMEOUT_SECS
@@ -50,6 +51,11 @@ class TableEntry(Entry[Table]):
         are in strata's log and projection."""
         return self._seen.storage_url or f"strata://tables/{self._id}"
 
+    def blueprint_dataset(self) -> DatasetEntry:
+        """The hidden dataset of the table's blueprints, one segment per ``.rbl``; deleted with
+        the table. ``NotFoundError`` if it was deleted on its own."""
+        return companion_dataset(self._internal, self._id, DatasetKind.BLUEPRINT)
+
     def arrow_schema(self) -> pa.Schema:
         """The table's Arrow schema, with its field metadata (the index marker among them)."""
         return table_rows.table_schema(self._current().arrow_schema)
@@ -63,7 +69,8 @@ class TableEntry(Entry[Table]):
         Operation.submit(self._internal, self._id, RenameTable(name), f"renaming table to {name!r}").wait()
 
     def delete(self) -> None:
-        """Delete the table and its rows; its name is free again, its id never reused.
+        """Delete the table and its rows, and its hidden blueprint dataset; its name is free
+        again, its id never reused.
         ``NotFoundError`` if it is already deleted."""
         Operation.submit(self._internal, self._id, DeleteTable(),
                          f"deleting table {self._seen.name!r}").wait()

@@ -21,21 +21,26 @@
 
 Bad arguments, failed registrations and rows that do not fit a table raise the builtin
 ``ValueError``; an unknown dataset or table name raises the builtin ``LookupError``, as in
-rerun-sdk.
+rerun-sdk. ``AlreadyExistsError`` and ``NotFoundError`` are also rerun-sdk's own
+(``rerun.catalog.AlreadyExistsError``, ``rerun.catalog.NotFoundError``), so code written for
+Rerun catches them as it is.
 """
 
 from __future__ import annotations
+
+from rerun_bindings import AlreadyExistsError as RerunAlreadyExistsError
+from rerun_bindings import NotFoundError as RerunNotFoundError
 
 from events import MissingExtraError, StrataError
 from producers import DeliveryError, Position
 from projector import StoreUnavailableError
 
 
-class AlreadyExistsError(StrataError):
+class AlreadyExistsError(StrataError, RerunAlreadyExistsError):
     """Raised when trying to create a resource that already exists."""
 
 
-class NotFoundError(StrataError, LookupError):
+class NotFoundError(StrataError, LookupError, RerunNotFoundError):
     """Raised when the requested resource is not found."""
 
 

@@ -222,7 +222,7 @@ def _read_store(args: argparse.Namespace) -> CatalogReader:
 def _dataset(store: CatalogReader, name: str) -> Dataset:
     dataset = store.dataset_by_name(name)
     if dataset is None:
-        known = ", ".join(d.name for d in store.datasets()) or "none yet"
+        known = ", ".join(d.name for d in store.datasets() if not d.hidden) or "none yet"
         raise SystemExit(f"strata: no dataset named {name!r} (datasets: {known})")
     return dataset
 

@@ -19,16 +19,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from events import DefineSchema, RegisterLayer, TableWriteMode
+from events import AssetMode, DefineSchema, RegisterLayer, TableWriteMode
 from projector import layer_table as _layer_table
 from projector import table_rows
 from projector.fold import CatalogView
 from projector.model import (
-    Blueprint,
+    AssetScope,
     Change,
     ChangeKind,
     Changes,
     Dataset,
+    DatasetKind,
     Layer,
     LogPosition,
     LogRecord,
@@ -45,13 +46,14 @@ from projector.stores import sql_tables
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
     "datasets": (
         {"id": str, "name": str, "created_at": int, "updated_at": int, "deleted": int,
-         "schema": bytes, "schema_refs": str, "default_blueprint": str, "segments_created": int},
+         "schema": bytes, "schema_refs": str, "default_blueprint": str, "segments_created": int,
+         "kind": str, "default_segment_table_blueprint": str},
         ("id",),
     ),
     "segments": (
@@ -67,11 +69,8 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
          "properties_batch": bytes},
         ("dataset_id", "segment_id", "layer_name"),
     ),
-    "blueprints": (
-        {"dataset_id": str, "blueprint_id": str, "storage_url": str, "registered_at": int,
-         "registered_topic": str, "registered_partition": int, "registered_offset": int},
-        ("dataset_id", "blueprint_id"),
-    ),
+    "asset_scopes": ({"dataset_id": str, "segment_id": str, "mode": str, "segments": str},
+                     ("dataset_id", "segment_id")),
     "schemas": ({"digest": str, "arrow_schema": bytes}, ("digest",)),
     "outcomes": (
         {"event_id": str, "topic": str, "partition": int, "offset": int, "status": str,
@@ -94,7 +93,8 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
     "layer_chunks": ({"dataset_id": str, "chunk": int, "layers": bytes}, ("dataset_id", "chunk")),
     "tables": (
         {"id": str, "name": str, "created_at": int, "updated_at": int, "arrow_schema": bytes,
-         "storage_url": str, "lance_version": int, "deleted": int, "revision": int},
+         "storage_url": str, "lance_version": int, "deleted": int, "revision": int,
+         "default_blueprint": str},
         ("id",),
     ),
     "table_chunks": ({"table_id": str, "chunk": int, "num_rows": int, "rows": bytes}, ("table_id", "chunk")),
@@ -294,10 +294,14 @@ class SqlStore:
         return [_layer(row) for row in self._query_in(sql + " and segment_id in ({})", fixed,
                                                       sorted(segment_ids))]
 
-    def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
-        rows = self._query("select * from blueprints where dataset_id = ? and blueprint_id = ?",
-                           (str(dataset_id), blueprint_id))
-        return _blueprint(rows[0]) if rows else None
+    def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None:
+        rows = self._query("select * from asset_scopes where dataset_id = ? and segment_id = ?",
+                           (str(dataset_id), segment_id))
+        return _asset_scope(rows[0]) if rows else None
+
+    def asset_scopes(self, dataset_id: uuid.UUID) -> list[AssetScope]:
+        return [_asset_scope(r) for r in self._query("select * from asset_scopes where dataset_id = ? "
+                                                     "order by segment_id", (str(dataset_id),))]
 
     def schema(self, digest: str) -> bytes | None:
         rows = self._query("select arrow_schema from schemas where digest = ?", (digest,))
@@ -342,7 +346,8 @@ class SqlStore:
             "datasets": [_dataset_values(d) for d in changes.datasets.values()],
             "segments": [_segment_values(s) for s in changes.segments.values() if s is not None],
             "layers": [_layer_values(x) for x in changes.layers.values() if x is not None],
-            "blueprints": [_blueprint_values(b) for b in changes.blueprints.values()],
+            "asset_scopes": [(str(a.dataset_id), a.segment_id, str(a.mode), json.dumps(a.segments))
+                             for a in changes.asset_scopes.values() if a is not None],
             "schemas": list(changes.schemas.items()),
             "tables": [_table_values(t) for t in changes.tables.values()],
             "table_parts": [(str(p.table_id), p.write_id, p.part, p.parts, str(p.mode), p.rows)
@@ -365,7 +370,7 @@ class SqlStore:
                     f"store offsets moved from {expected_offsets} to {stored} during the batch")
             chunks = self._touched_chunks(changes)
             purged = [(str(dataset_id),) for dataset_id in changes.purged]
-            for table in ("segments", "layers", "blueprints", "layer_chunks"):
+            for table in ("segments", "layers", "layer_chunks", "asset_scopes"):
                 self._executemany(f"delete from {table} where dataset_id = ?", purged)
             for (entry_id,) in purged:
                 sql_tables.remove(statements, entry_id)
@@ -375,6 +380,9 @@ class SqlStore:
             self._executemany(
                 "delete from segments where dataset_id = ? and segment_id = ?",
                 [(str(d), s) for (d, s), segment in changes.segments.items() if segment is None])
+            self._executemany(
+                "delete from asset_scopes where dataset_id = ? and segment_id = ?",
+                [(str(d), s) for (d, s), scope in changes.asset_scopes.items() if scope is None])
             self._executemany(
                 "delete from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
                 [(str(d), s, n) for (d, s, n), layer in changes.layers.items() if layer is None])
@@ -444,7 +452,8 @@ class SqlStore:
     def counts(self) -> dict[str, int]:
         """Rows per table (live datasets only), for summaries."""
         counts = {table: self._query(f"select count(*) as n from {table}")[0]["n"] for table in TABLES}
-        counts["datasets"] = self._query("select count(*) as n from datasets where deleted = 0")[0]["n"]
+        counts["datasets"] = self._query("select count(*) as n from datasets where deleted = 0 and kind = ?",
+                                         (DatasetKind.DATASET.value,))[0]["n"]
         return counts
 
     # -- the SDK's reads ----------------------------------------------------------------------
@@ -498,12 +507,6 @@ class SqlStore:
             blobs = self._blobs("select rows from table_chunks where table_id = ? order by chunk",
                                 (str(table.id),))
         return table_rows.from_ipc(blobs, schema)
-
-    def blueprints(self, dataset_id: uuid.UUID) -> list[Blueprint]:
-        rows = self._query("select * from blueprints where dataset_id = ? order by "
-                           "registered_topic, registered_partition, registered_offset",
-                           (str(dataset_id),))
-        return [_blueprint(r) for r in rows]
 
     def rejections(self) -> list[Rejection]:
         rows = self._query('select * from rejections order by topic, partition, "offset"')
@@ -571,7 +574,7 @@ class _BatchView:
         self.dataset = store.dataset
         self.dataset_by_name = store.dataset_by_name
         self.matching_layers = store.matching_layers
-        self.blueprint = store.blueprint
+        self.asset_scope = store.asset_scope
         self.table = store.table
         self.table_by_name = store.table_by_name
         self.table_parts = store.table_parts
@@ -603,26 +606,21 @@ class _BatchView:
 def _dataset_values(d: Dataset) -> tuple[Any, ...]:
     return (str(d.id), d.name, _micros(d.created_at), _micros(d.updated_at), int(d.deleted), d.schema,
             json.dumps([[r.digest, r.layers] for r in d.schema_refs]), d.default_blueprint,
-            d.segments_created)
+            d.segments_created, str(d.kind), d.default_segment_table_blueprint)
 
 
 def _dataset(r: dict[str, Any]) -> Dataset:
     return Dataset(uuid.UUID(r["id"]), r["name"], _datetime(r["created_at"]),
                    _datetime(r["updated_at"]), deleted=bool(r["deleted"]), schema=r["schema"] or b"",
                    schema_refs=tuple(SchemaRef(d, n) for d, n in json.loads(r["schema_refs"])),
-                   default_blueprint=r["default_blueprint"], segments_created=r["segments_created"])
+                   default_blueprint=r["default_blueprint"], segments_created=r["segments_created"],
+                   kind=DatasetKind(r["kind"]),
+                   default_segment_table_blueprint=r["default_segment_table_blueprint"])
 
 
-def _blueprint_values(b: Blueprint) -> tuple[Any, ...]:
-    return (str(b.dataset_id), b.blueprint_id, b.storage_url, _micros(b.registered_at),
-            b.registered_by.topic, b.registered_by.partition, b.registered_by.offset)
-
-
-def _blueprint(r: dict[str, Any]) -> Blueprint:
-    return Blueprint(uuid.UUID(r["dataset_id"]), r["blueprint_id"], r["storage_url"],
-                     _datetime(r["registered_at"]),
-                     LogPosition(r["registered_topic"], r["registered_partition"],
-                                 r["registered_offset"]))
+def _asset_scope(r: dict[str, Any]) -> AssetScope:
+    return AssetScope(uuid.UUID(r["dataset_id"]), r["segment_id"], AssetMode(r["mode"]),
+                      tuple(json.loads(r["segments"])))
 
 
 def _segment_values(s: Segment) -> tuple[Any, ...]:
@@ -660,13 +658,14 @@ def _layer(r: dict[str, Any]) -> Layer:
 
 def _table_values(t: Table) -> tuple[Any, ...]:
     return (str(t.id), t.name, _micros(t.created_at), _micros(t.updated_at), t.arrow_schema, t.storage_url,
-            t.lance_version, int(t.deleted), t.revision)
+            t.lance_version, int(t.deleted), t.revision, t.default_blueprint)
 
 
 def _table(r: dict[str, Any]) -> Table:
     return Table(uuid.UUID(r["id"]), r["name"], _datetime(r["created_at"]), _datetime(r["updated_at"]),
                  r["arrow_schema"], storage_url=r["storage_url"], lance_version=r["lance_version"],
-                 deleted=bool(r["deleted"]), revision=r["revision"])
+                 deleted=bool(r["deleted"]), revision=r["revision"],
+                 default_blueprint=r["default_blueprint"])
 
 
 def _outcome(r: dict[str, Any]) -> Outcome:

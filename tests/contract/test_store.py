@@ -11,15 +11,18 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 
-from events import CATALOG_TOPIC, DeleteTable, Event, OnDuplicate
+from events import CATALOG_TOPIC, AssetMode, AssetScopeEdit, DeleteTable, Event, OnDuplicate, ScopeAsset
 from projector import (
+    AssetScope,
     Changes,
+    DatasetKind,
     LogRecord,
     SchemaRef,
     StaleBatchError,
     Status,
     StoreUnavailableError,
     apply_batch,
+    companion_id,
     feed,
     fold,
     schemas,
@@ -49,7 +52,8 @@ SCHEMA_Y = arrow_schema(("y", pa.string()))
 
 
 def history() -> tuple[uuid.UUID, list[LogRecord]]:
-    """Two datasets, layers with schemas, a replacement, a blueprint, rejections of every kind."""
+    """Two datasets, layers with schemas, a replacement, a blueprint, an asset with its scope,
+    rejections of every kind."""
     droid, other = uuid.uuid4(), uuid.uuid4()
     log = Log()
     log.append(create(droid, "droid", when=at(0.000001)))
@@ -67,6 +71,10 @@ def history() -> tuple[uuid.UUID, list[LogRecord]]:
     log.append(register(other, "o1", "base", when=at(7)))
     log.append(register(uuid.uuid4(), "o2", "base", when=at(8)))  # unknown dataset
     log.append(register_blueprint(droid, "bp", when=at(9)))
+    assets = companion_id(droid, DatasetKind.ASSET)
+    log.append(register(assets, "mesh", "base", when=at(9)))
+    log.append(Event(assets, ScopeAsset("mesh", AssetScopeEdit.SET, AssetMode.OPT_IN, ("seg1",)),
+                     produced_at=at(9)))
     return droid, log.records + table_history(len(log.records))
 
 
@@ -94,19 +102,19 @@ def table_history(start: int = 0) -> list[LogRecord]:
 def test_commit_then_read_back_what_the_fold_produced(store):
     droid, records = history()
     changes = fold(store, records)
-    assert len(changes.rejections) == 4 and len(changes.outcomes) == 23
+    assert len(changes.rejections) == 4 and len(changes.outcomes) == 25
 
     store.commit(changes, expected_offsets={})
 
-    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 24}
-    assert store.next_offset(CATALOG_TOPIC, 0) == 24
+    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 26}
+    assert store.next_offset(CATALOG_TOPIC, 0) == 26
     assert store.next_offset(CATALOG_TOPIC, 9) == 0
 
-    assert store.datasets() == sorted(changes.datasets.values(),
+    assert store.datasets() == sorted((d for d in changes.datasets.values() if not d.deleted),
                                       key=lambda d: (d.created_at, str(d.id)))
     for dataset in changes.datasets.values():
         assert store.dataset(dataset.id) == dataset
-        assert store.dataset_by_name(dataset.name) == dataset
+        assert store.dataset_by_name(dataset.name) == (None if dataset.deleted else dataset)
         expected_segments = sorted((s for s in changes.segments.values()
                                     if s.dataset_id == dataset.id), key=lambda s: s.created_by)
         assert store.segments(dataset.id) == expected_segments
@@ -124,11 +132,12 @@ def test_commit_then_read_back_what_the_fold_produced(store):
     assert store.segments_with_layers(wanted) == (
         {k: s for k, s in changes.segments.items() if k[0] == droid},
         {k: x for k, x in changes.layers.items() if k[0] == droid})
-    for key, blueprint in changes.blueprints.items():
-        assert store.blueprint(*key) == blueprint
-    assert [b.blueprint_id for b in store.blueprints(droid)] == ["bp"]
+    blueprints = store.dataset(companion_id(droid, DatasetKind.BLUEPRINT))
+    assert blueprints.kind is DatasetKind.BLUEPRINT and blueprints.hidden
+    assert [s.segment_id for s in store.segments(blueprints.id)] == ["bp"]
     assert store.dataset(droid).default_blueprint == "bp"
-    assert store.blueprint(droid, "nope") is None
+    assets = companion_id(droid, DatasetKind.ASSET)
+    assert store.asset_scopes(assets) == [AssetScope(assets, "mesh", AssetMode.OPT_IN, ("seg1",))]
     for digest, schema_bytes in changes.schemas.items():
         assert store.schema(digest) == schema_bytes
     assert set(changes.schemas) == {schemas.digest(SCHEMA_X), schemas.digest(SCHEMA_Y)}
@@ -300,7 +309,7 @@ def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     assert store.layers(droid) == []
     # The store is still usable: the right expectation commits.
     store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 4})
-    assert store.next_offset(CATALOG_TOPIC, 0) == 24
+    assert store.next_offset(CATALOG_TOPIC, 0) == 26
 
 
 def test_a_second_writer_loses_the_race(open_named, locate):
@@ -417,24 +426,26 @@ def test_fold_over_the_store_matches_fold_over_memory(store):
 def test_delete_purges_the_dataset_from_every_table_but_keeps_a_tombstone(store):
     droid, records = history()
     apply_batch(store, records)
-    assert store.layers(droid) and store.segments(droid) and store.blueprints(droid)
+    blueprints = companion_id(droid, DatasetKind.BLUEPRINT)
+    assert store.layers(droid) and store.segments(droid) and store.segments(blueprints)
     log_end = len(records)
     deletion = delete(droid, when=at(20))
 
     apply_batch(store, [log_record(deletion, log_end)])
 
     tables = dump(store.location)
-    droid_rows = {table: [row for row in rows if str(droid) in row] for table, rows in tables.items()
-                  if table in ("segments", "layers", "blueprints")}
-    assert droid_rows == {"segments": [], "layers": [], "blueprints": []}
-    assert store.segments(droid) == [] and store.layers(droid) == [] and store.blueprints(droid) == []
+    owned = {str(droid), str(blueprints), str(companion_id(droid, DatasetKind.ASSET))}
+    droid_rows = {table: [row for row in rows if owned & set(row)]
+                  for table, rows in tables.items() if table in ("segments", "layers", "asset_scopes")}
+    assert droid_rows == {"segments": [], "layers": [], "asset_scopes": []}
+    assert store.segments(droid) == [] and store.layers(droid) == [] and store.segments(blueprints) == []
     assert store.segment(droid, "seg1") is None and store.layer(droid, "seg1", "base") is None
-    assert store.blueprint(droid, "bp") is None
+    assert store.dataset(blueprints).deleted
     tombstone = store.dataset(droid)
     assert tombstone.deleted and tombstone.updated_at == at(20)
     assert (tombstone.schema, tombstone.schema_refs, tombstone.default_blueprint) == (b"", (), None)
     assert store.dataset_by_name("droid") is None
-    assert [d.name for d in store.datasets()] == ["other"]
+    assert [d.name for d in store.datasets() if not d.hidden] == ["other"]
     # The other dataset and the content-addressed schemas are untouched.
     assert [x.segment_id for x in store.layers(store.dataset_by_name("other").id)] == ["o1"]
     assert store.schema(schemas.digest(SCHEMA_X)) == SCHEMA_X

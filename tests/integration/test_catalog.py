@@ -189,7 +189,7 @@ def test_register_prefix_and_unregister(dataset: sdk.DatasetEntry, make_rrd, tmp
     assert {(x.name, x.num_segments) for x in info.layers} == {("extra", 1), ("base", 1)}
 
 
-def test_blueprints(dataset: sdk.DatasetEntry, tmp_path) -> None:
+def test_blueprints(dataset: sdk.DatasetEntry, tmp_path, make_rrd) -> None:
     import rerun.blueprint as rrb
 
     paths = []
@@ -203,13 +203,29 @@ def test_blueprints(dataset: sdk.DatasetEntry, tmp_path) -> None:
     second = dataset.register_blueprint(paths[1], set_default=False)
     assert dataset.default_blueprint() == first
     assert dataset.register_blueprint(paths[0]) == first  # the same blueprint again replaces it
-    assert dataset.blueprints() == [second, first]
+    assert dataset.blueprints() == [first, second]  # segments stay in registration order
     dataset.set_default_blueprint(second)
     assert dataset.default_blueprint() == second
-    with pytest.raises(sdk.NotFoundError, match="no blueprint"):
-        dataset.set_default_blueprint("not-registered")
     dataset.set_default_blueprint(None)
     assert dataset.default_blueprint() is None
+    # A recording is not a blueprint, and a blueprint is not a recording.
+    with pytest.raises(ValueError, match="holds no blueprint"):
+        dataset.register_blueprint(make_rrd("not_a_blueprint"))
+    with pytest.raises(ValueError, match="register it with register_blueprint"):
+        dataset.register([_copy_as_rrd(paths[0], tmp_path)])
+    (tmp_path / "notes.txt").write_text("not a blueprint")
+    with pytest.raises(ValueError, match="unsupported file type .txt for a blueprint"):
+        dataset.register_blueprint((tmp_path / "notes.txt").as_uri())
+    assert dataset.blueprints() == [first, second]
+
+
+def _copy_as_rrd(uri: str, directory) -> str:
+    """A blueprint file under an ``.rrd`` name."""
+    import shutil
+
+    target = directory / "blueprint.rrd"
+    shutil.copy(uri[len("file://"):], target)
+    return target.as_uri()
 
 
 # -- schemas and properties -------------------------------------------------------------------

@@ -140,3 +140,16 @@ def test_the_same_segment_layer_twice_in_one_call(on_duplicate: str, pair, tmp_p
         assert "duplicate segment layers in request" in message
         assert first in message and second in message
     assert ours.segment_ids() == theirs.segment_ids() == []
+
+
+def test_results_are_rerun_s_own_classes(pair, tmp_path: Path) -> None:
+    """Code written for Rerun checks ``isinstance(result, rerun.catalog.SegmentRegistrationResult)``."""
+    uris = [_recording(tmp_path, f"result{i}") for i in range(2)]
+    seen = []
+    for dataset in pair:
+        results = list(dataset.register(uris).iter_results())
+        assert all(isinstance(r, rr.catalog.SegmentRegistrationResult) and r.is_success for r in results)
+        again = dataset.register(uris, on_duplicate="skip").wait()
+        assert isinstance(again, rr.catalog.RegistrationResult)
+        seen.append(([(r.uri, r.segment_id, r.error) for r in results], again.segment_ids))
+    assert seen[0] == seen[1]

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 import sdk
 from events import (
     CATALOG_TOPIC,
+    AssetMode,
+    AssetScopeEdit,
     CreateDataset,
     CreateTable,
     DeleteDataset,
@@ -24,13 +26,14 @@ from events import (
     RegisterLayer,
     RenameDataset,
     RenameTable,
+    ScopeAsset,
     SetDefaultBlueprint,
     TableWriteMode,
     UnregisterLayers,
     WriteTable,
 )
 from producers import EventProducer, log_reader
-from projector import table_rows
+from projector import DatasetKind, companion_id, table_rows
 from spark_streaming import replay
 from stack import Server
 from stack_tools import strata_replay, wait_caught_up
@@ -68,7 +71,13 @@ def commands(datasets: list[uuid.UUID], tables: list[uuid.UUID], token: str) -> 
     table_command = st.one_of(
         st.builds(CreateTable, name, st.just(TABLE_SCHEMA.serialize().to_pybytes())),
         st.builds(RenameTable, name), st.just(DeleteTable()), write, write, write)
-    return st.one_of(st.tuples(dataset, command), st.tuples(st.sampled_from(tables), table_command))
+    asset_command = st.one_of(
+        register, st.builds(UnregisterLayers, segments, st.just(())),
+        st.builds(ScopeAsset, st.sampled_from(SEGMENTS), st.sampled_from(list(AssetScopeEdit)),
+                  st.sampled_from(list(AssetMode)), segments))
+    assets = st.sampled_from([companion_id(d, DatasetKind.ASSET) for d in datasets])
+    return st.one_of(st.tuples(dataset, command), st.tuples(st.sampled_from(tables), table_command),
+                     st.tuples(assets, asset_command))
 
 
 @st.composite

@@ -44,7 +44,8 @@ def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd, new_store)
         assert segment_ids == [f"restart_{i}" for i in range(30)]
         # The first register() defined the files' schema and their properties' schema, once: the
         # later calls, from another client too, found them in the store.
-        assert counts(second) == {"datasets": 1, "schemas": 2, "segments": 30, "layers": 30,
+        # The dataset and its hidden blueprint and asset datasets.
+        assert counts(second) == {"datasets": 3, "schemas": 2, "segments": 30, "layers": 30,
                                   "outcomes": 1 + 2 + 30}
         table: pa.Table = dataset.segment_table().to_arrow_table()
         assert table.column("rerun_layer_names").to_pylist() == [["base"]] * 30

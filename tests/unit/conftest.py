@@ -32,7 +32,7 @@ from events import (
     WriteTable,
 )
 from projector import (
-    Blueprint,
+    AssetScope,
     Change,
     Changes,
     Dataset,
@@ -66,7 +66,7 @@ class MemoryCatalog:
         """Also the deleted ones (tombstones)."""
         self.segments: dict[tuple[uuid.UUID, str], Segment] = {}
         self.layer_rows: dict[tuple[uuid.UUID, str, str], Layer] = {}
-        self.blueprints: dict[tuple[uuid.UUID, str], Blueprint] = {}
+        self.scopes: dict[tuple[uuid.UUID, str], AssetScope] = {}
         self.schemas: dict[str, bytes] = {}
         self.outcomes: dict[uuid.UUID, Outcome] = {}
         self.rejections: list[Rejection] = []
@@ -106,8 +106,8 @@ class MemoryCatalog:
         return [x for (d, s, n), x in self.layer_rows.items() if d == dataset_id
                 and (not segment_ids or s in segment_ids) and (not layer_names or n in layer_names)]
 
-    def blueprint(self, dataset_id: uuid.UUID, blueprint_id: str) -> Blueprint | None:
-        return self.blueprints.get((dataset_id, blueprint_id))
+    def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None:
+        return self.scopes.get((dataset_id, segment_id))
 
     def schema(self, digest: str) -> bytes | None:
         return self.schemas.get(digest)
@@ -130,12 +130,12 @@ class MemoryCatalog:
     # -- merging a batch ------------------------------------------------------------------------
 
     def apply(self, changes: Changes) -> None:
-        for table in (self.segments, self.layer_rows, self.blueprints):
+        for table in (self.segments, self.layer_rows, self.scopes):
             for key in [k for k in table if k[0] in changes.purged]:
                 del table[key]
         self.datasets.update(changes.datasets)
         for table, changed in ((self.segments, changes.segments), (self.layer_rows, changes.layers),
-                               (self.blueprints, changes.blueprints)):
+                               (self.scopes, changes.asset_scopes)):
             for key, value in changed.items():
                 if value is None:
                     table.pop(key, None)
@@ -184,7 +184,7 @@ class MemoryCatalog:
             "datasets": dict(self.datasets),
             "segments": dict(self.segments),
             "layers": dict(self.layer_rows),
-            "blueprints": dict(self.blueprints),
+            "scopes": dict(self.scopes),
             "schemas": dict(self.schemas),
             "tables": dict(self.tables),
             "parts": dict(self.parts),

@@ -17,6 +17,8 @@ import pytest
 
 from events import (
     SCHEMA_VERSION,
+    AssetMode,
+    AssetScopeEdit,
     CreateDataset,
     CreateTable,
     DecodeError,
@@ -32,6 +34,7 @@ from events import (
     RegisterTable,
     RenameDataset,
     RenameTable,
+    ScopeAsset,
     SetDefaultBlueprint,
     TableWriteMode,
     UnregisterLayers,
@@ -235,6 +238,14 @@ TABLE_COMMANDS = [
 ]
 NEW_COMMANDS += TABLE_COMMANDS
 
+ASSET_COMMANDS = [
+    SetDefaultBlueprint("table-bp", segment_table=True),
+    ScopeAsset("mesh", AssetScopeEdit.SET, AssetMode.OPT_IN, ("ep-1", "ep ü")),
+    ScopeAsset("mesh", AssetScopeEdit.APPLY),
+    ScopeAsset("urdf", AssetScopeEdit.UNAPPLY, segments=("ep-2",)),
+]
+NEW_COMMANDS += ASSET_COMMANDS
+
 
 @pytest.mark.parametrize("command", NEW_COMMANDS, ids=repr)
 def test_new_command_round_trip(command):
@@ -267,6 +278,20 @@ def test_table_commands_need_version_6(command):
     assert decoded == event
     if isinstance(command, WriteTable):
         assert decoded.command.mode is command.mode
+
+
+@pytest.mark.parametrize("command", ASSET_COMMANDS, ids=repr)
+def test_asset_commands_need_version_7(command):
+    event = Event(uuid.uuid4(), command, produced_at=WHEN)
+    decoded = decode(encode(event, schema_version=7))
+    assert decoded == event
+    if isinstance(command, SetDefaultBlueprint):  # version 6 has no segment table default
+        assert decode(encode(event, schema_version=6)).command == SetDefaultBlueprint("table-bp")
+        return
+    with pytest.raises(ValueError, match="schema version 6 has no ScopeAsset"):
+        encode(event, schema_version=6)
+    assert isinstance(decoded.command.segments, tuple)
+    assert (decoded.command.edit, decoded.command.mode) == (command.edit, command.mode)
 
 
 @pytest.mark.parametrize("command", NEW_COMMANDS, ids=repr)

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from events import DeleteTable, Event, OnDuplicate
-from projector import ChangeKind, fold
+from projector import ChangeKind, DatasetKind, companion_id, companion_name, fold
 
 from .conftest import (
     MemoryCatalog,
@@ -29,10 +29,11 @@ from .conftest import (
 K = ChangeKind
 
 
-def entries(catalog: MemoryCatalog) -> list[tuple]:
-    """The feed as (offset, seq, kind, entry name, segment, layer, detail)."""
+def entries(catalog: MemoryCatalog, *, hidden: bool = False) -> list[tuple]:
+    """The feed as (offset, seq, kind, entry name, segment, layer, detail); the changes of hidden
+    datasets only if asked for."""
     return [(c.position.offset, c.seq, c.kind, c.entry_name, c.segment_id, c.layer_name, c.detail)
-            for c in catalog.feed]
+            for c in catalog.feed if hidden or not c.entry_name.startswith(("__bp_", "__as_"))]
 
 
 @pytest.fixture
@@ -69,7 +70,8 @@ def test_registrations_renames_and_deletion_in_log_order(catalog, log, droid):
         (8, 1, K.SEGMENT_REMOVED, "robots", "ep1", "", ""),
         (8, 2, K.DATASET_DELETED, "robots", "", "", ""),
     ]
-    assert {c.entry_id for c in catalog.feed} == {droid}
+    hidden = {companion_id(droid, DatasetKind.BLUEPRINT), companion_id(droid, DatasetKind.ASSET)}
+    assert {c.entry_id for c in catalog.feed} == {droid, *hidden}
 
 
 def test_a_deletion_removes_what_the_same_batch_registered(catalog, log, droid):
@@ -77,7 +79,8 @@ def test_a_deletion_removes_what_the_same_batch_registered(catalog, log, droid):
     fold_into(catalog, [log.append(register(droid, "ep2")), log.append(delete(droid))])
     assert [(c.kind, c.segment_id) for c in catalog.feed if c.position.offset == 3] == [
         (K.LAYER_REMOVED, "ep1"), (K.LAYER_REMOVED, "ep2"), (K.SEGMENT_REMOVED, "ep1"),
-        (K.SEGMENT_REMOVED, "ep2"), (K.DATASET_DELETED, "")]
+        (K.SEGMENT_REMOVED, "ep2"), (K.DATASET_DELETED, ""), (K.DATASET_DELETED, ""),
+        (K.DATASET_DELETED, "")]  # the dataset, then its hidden blueprint and asset datasets
 
 
 def test_what_changes_nothing_is_not_in_the_feed(catalog, log, droid):
@@ -102,7 +105,7 @@ def test_bad_input_is_a_rejection_with_its_reason(catalog, log, droid):
         log.append(register(missing, "ep1")),
         log.append(register(droid, "ep1", size_bytes=-1)),
     ])
-    assert [(c.position.offset, c.kind, c.entry_id, c.entry_name, c.detail) for c in catalog.feed[1:]] == [
+    assert [(c.position.offset, c.kind, c.entry_id, c.entry_name, c.detail) for c in catalog.feed[3:]] == [
         (1, K.REJECTED, None, "", "not an envelope"),
         (2, K.REJECTED, missing, "", f"dataset {missing} does not exist"),
         (3, K.REJECTED, droid, "droid", "size_bytes must not be negative, got -1"),
@@ -121,15 +124,25 @@ def test_blueprints_and_tables(catalog, log, droid):
         log.append(write(labels, "upsert", [{"id": 1, "label": "c"}])),
         log.append(Event(labels, DeleteTable(), produced_at=at(0))),
     ])
-    assert entries(catalog)[1:] == [
-        (1, 0, K.BLUEPRINT_REGISTERED, "droid", "", "", "bp1"),
-        (2, 0, K.BLUEPRINT_REGISTERED, "droid", "", "", "bp2"),
-        (2, 1, K.DEFAULT_BLUEPRINT_SET, "droid", "", "", "bp2"),
+    blueprints = companion_name(droid, DatasetKind.BLUEPRINT)
+    labels_blueprints = companion_name(labels, DatasetKind.BLUEPRINT)
+    assert entries(catalog, hidden=True) == [
+        (0, 0, K.DATASET_CREATED, "droid", "", "", ""),
+        (0, 1, K.DATASET_CREATED, blueprints, "", "", "blueprint"),
+        (0, 2, K.DATASET_CREATED, companion_name(droid, DatasetKind.ASSET), "", "", "asset"),
+        # A blueprint is a segment of the hidden blueprint dataset.
+        (1, 0, K.LAYER_ADDED, blueprints, "bp1", "base", "file:///blueprints/bp1.rbl"),
+        (1, 1, K.SEGMENT_ADDED, blueprints, "bp1", "", ""),
+        (2, 0, K.LAYER_ADDED, blueprints, "bp2", "base", "file:///blueprints/bp2.rbl"),
+        (2, 1, K.SEGMENT_ADDED, blueprints, "bp2", "", ""),
+        (2, 2, K.DEFAULT_BLUEPRINT_SET, "droid", "", "", "bp2"),
         (3, 0, K.DEFAULT_BLUEPRINT_SET, "droid", "", "", ""),
         (4, 0, K.TABLE_CREATED, "labels", "", "", ""),
+        (4, 1, K.DATASET_CREATED, labels_blueprints, "", "", "blueprint"),
         (5, 0, K.TABLE_ROWS_WRITTEN, "labels", "", "", "append 2 rows"),
         (6, 0, K.TABLE_ROWS_WRITTEN, "labels", "", "", "upsert 1 row"),
         (7, 0, K.TABLE_DELETED, "labels", "", "", ""),
+        (7, 1, K.DATASET_DELETED, labels_blueprints, "", "", ""),
     ]
 
 
@@ -137,7 +150,7 @@ def test_a_refused_write_notes_only_its_rejection(catalog, log):
     labels = uuid.uuid4()
     fold_into(catalog, [log.append(create_table(labels, "labels"))])
     fold_into(catalog, [log.append(write(labels, "append", b"not arrow"))])
-    assert [c.kind for c in catalog.feed] == [K.TABLE_CREATED, K.REJECTED]
+    assert [c.kind for c in catalog.feed] == [K.TABLE_CREATED, K.DATASET_CREATED, K.REJECTED]
 
 
 @pytest.mark.parametrize("cuts", [[], [1], [2, 3], [1, 2, 3, 4, 5, 6]])

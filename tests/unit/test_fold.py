@@ -60,7 +60,8 @@ def test_create_dataset_is_accepted(catalog, dataset_id):
 
     changes = fold(catalog, [record])
 
-    assert changes.datasets == {dataset_id: Dataset(dataset_id, "droid", at(3), at(3))}
+    assert changes.datasets[dataset_id] == Dataset(dataset_id, "droid", at(3), at(3))
+    assert len(changes.datasets) == 3  # with its hidden blueprint and asset datasets
     outcome = changes.outcomes[event.event_id]
     assert (outcome.status, outcome.reason, outcome.position) == (
         Status.ACCEPTED, "", LogPosition(CATALOG_TOPIC, 0, 0))

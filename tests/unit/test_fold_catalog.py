@@ -1,4 +1,5 @@
-"""The fold's catalog commands: rename, delete, unregister and blueprints, on a MemoryCatalog."""
+"""The fold's catalog commands: rename, delete, unregister, hidden datasets and blueprints, on a
+MemoryCatalog."""
 
 from __future__ import annotations
 
@@ -6,14 +7,15 @@ import uuid
 
 import pytest
 
-from events import OnDuplicate
-from projector import Blueprint, LogRecord, Status, fold
+from events import AssetMode, AssetScopeEdit, DeleteTable, Event, OnDuplicate, ScopeAsset, SetDefaultBlueprint
+from projector import ChangeKind, DatasetKind, LogRecord, Status, companion_id, companion_name, fold
 
 from .conftest import (
     Log,
     MemoryCatalog,
     at,
     create,
+    create_table,
     delete,
     fold_into,
     register,
@@ -163,8 +165,10 @@ def test_delete_purges_segments_layers_and_blueprints(two_datasets, log, droid, 
 
     assert status(two_datasets, records[-1]) is Status.ACCEPTED
     assert two_datasets.layers(droid) == [] and two_datasets.segment_ids(droid) == []
-    assert two_datasets.blueprint(droid, "bp") is None
-    assert not any(key[0] == droid for key in two_datasets.blueprints)
+    blueprints = companion_id(droid, DatasetKind.BLUEPRINT)
+    assert two_datasets.dataset(blueprints).deleted and two_datasets.layers(blueprints) == []
+    assert two_datasets.dataset(companion_id(droid, DatasetKind.ASSET)).deleted
+    assert not two_datasets.dataset(companion_id(other, DatasetKind.BLUEPRINT)).deleted
     tombstone = two_datasets.dataset(droid)
     assert tombstone.deleted and tombstone.updated_at == at(9)
     assert tombstone.default_blueprint is None and tombstone.schema_refs == ()
@@ -174,15 +178,17 @@ def test_delete_purges_segments_layers_and_blueprints(two_datasets, log, droid, 
 
 def test_delete_in_the_same_batch_as_registers_leaves_no_changes_behind(two_datasets, log, droid):
     changes = fold(two_datasets, [*populate(log, droid), log.append(delete(droid))])
-    assert changes.purged == {droid}
-    assert changes.layers == {} and changes.segments == {} and changes.blueprints == {}
+    hidden = {companion_id(droid, DatasetKind.BLUEPRINT), companion_id(droid, DatasetKind.ASSET)}
+    assert changes.purged == {droid, *hidden}
+    assert changes.layers == {} and changes.segments == {}
     assert changes.datasets[droid].deleted
 
 
 def test_delete_reports_purged_datasets_to_the_store(two_datasets, log, droid):
     fold_into(two_datasets, populate(log, droid))
     changes = fold_into(two_datasets, [log.append(delete(droid))])
-    assert changes.purged == {droid}
+    assert changes.purged == {droid, companion_id(droid, DatasetKind.BLUEPRINT),
+                              companion_id(droid, DatasetKind.ASSET)}
     assert changes.layers == {} and changes.segments == {}  # the purge covers them
 
 
@@ -333,21 +339,68 @@ def test_unregister_of_an_unknown_dataset_is_not_found(catalog, log):
     assert rejected_ids(catalog) == [record.event.event_id]
 
 
+# -- hidden datasets ------------------------------------------------------------------------------
+
+
+def test_a_dataset_is_created_with_its_hidden_blueprint_and_asset_datasets(two_datasets, droid):
+    for kind, prefix in ((DatasetKind.BLUEPRINT, "__bp_"), (DatasetKind.ASSET, "__as_")):
+        hidden = two_datasets.dataset(companion_id(droid, kind))
+        assert hidden is not None and hidden.kind is kind and hidden.hidden
+        assert hidden.name == companion_name(droid, kind) == prefix + droid.hex
+        assert hidden.created_at == at(0)
+        assert companion_id(hidden.id, kind) not in two_datasets.datasets  # none of their own
+    assert not two_datasets.dataset(droid).hidden
+
+
+def test_a_table_is_created_with_a_hidden_blueprint_dataset(catalog, log):
+    table = uuid.uuid4()
+    fold_into(catalog, [log.append(create_table(table, "labels"))])
+    assert catalog.dataset(companion_id(table, DatasetKind.BLUEPRINT)).kind is DatasetKind.BLUEPRINT
+    assert catalog.dataset(companion_id(table, DatasetKind.ASSET)) is None
+    deleted = log.append(Event(table, DeleteTable()))
+    fold_into(catalog, [deleted])
+    assert status(catalog, deleted) is Status.ACCEPTED
+    assert catalog.dataset(companion_id(table, DatasetKind.BLUEPRINT)).deleted
+
+
+def test_a_hidden_dataset_deleted_on_its_own_leaves_its_owner_deletable(two_datasets, log, droid):
+    records = [log.append(delete(companion_id(droid, DatasetKind.BLUEPRINT))), log.append(delete(droid))]
+    fold_into(two_datasets, records)
+    assert [status(two_datasets, r) for r in records] == [Status.ACCEPTED] * 2
+    assert two_datasets.dataset(companion_id(droid, DatasetKind.ASSET)).deleted
+
+
+def test_a_hidden_dataset_name_taken_refuses_the_owner(catalog, log):
+    owner = uuid.uuid4()
+    records = [log.append(create(uuid.uuid4(), companion_name(owner, DatasetKind.ASSET))),
+               log.append(create(owner, "droid"))]
+    fold_into(catalog, records)
+    assert status(catalog, records[1]) is Status.ALREADY_EXISTS
+    assert catalog.dataset(owner) is None
+    assert catalog.dataset(companion_id(owner, DatasetKind.BLUEPRINT)) is None
+
+
 # -- blueprints -----------------------------------------------------------------------------------
 
 
+def blueprint_layer(catalog: MemoryCatalog, owner: uuid.UUID, blueprint_id: str):
+    return catalog.layer(companion_id(owner, DatasetKind.BLUEPRINT), blueprint_id, "base")
+
+
 @BATCHING
-def test_register_blueprint_sets_the_default_unless_told_not_to(two_datasets, log, droid, same_batch):
+def test_a_logged_register_blueprint_becomes_a_segment_of_the_blueprint_dataset(two_datasets, log, droid,
+                                                                                same_batch):
     first = log.append(register_blueprint(droid, "bp1", when=at(5)))
     second = log.append(register_blueprint(droid, "bp2", set_default=False, when=at(6)))
     fold_all(two_datasets, [first, second], same_batch)
 
     assert [status(two_datasets, r) for r in (first, second)] == [Status.ACCEPTED] * 2
-    assert two_datasets.blueprint(droid, "bp1") == Blueprint(
-        droid, "bp1", "file:///blueprints/bp1.rbl", at(5), first.position)
-    assert two_datasets.blueprint(droid, "bp2").registered_by == second.position
+    layer = blueprint_layer(two_datasets, droid, "bp1")
+    assert (layer.storage_url, layer.registered_at, layer.registered_by) == (
+        "file:///blueprints/bp1.rbl", at(5), first.position)
+    assert two_datasets.segment_ids(companion_id(droid, DatasetKind.BLUEPRINT)) == ["bp1", "bp2"]
     dataset = two_datasets.dataset(droid)
-    assert (dataset.default_blueprint, dataset.updated_at) == ("bp1", at(6))
+    assert (dataset.default_blueprint, dataset.updated_at) == ("bp1", at(5))
 
 
 @BATCHING
@@ -356,40 +409,62 @@ def test_re_registering_a_blueprint_replaces_it(two_datasets, log, droid, same_b
                log.append(register_blueprint(droid, "bp", url="file:///v2.rbl", when=at(6),
                                              set_default=False))]
     fold_all(two_datasets, records, same_batch)
-    blueprint = two_datasets.blueprint(droid, "bp")
-    assert (blueprint.storage_url, blueprint.registered_at, blueprint.registered_by) == (
-        "file:///v2.rbl", at(6), records[1].position)
-    assert [key for key in two_datasets.blueprints if key[0] == droid] == [(droid, "bp")]
+    layer = blueprint_layer(two_datasets, droid, "bp")
+    assert (layer.storage_url, layer.registered_by) == ("file:///v2.rbl", records[1].position)
+    assert two_datasets.segment_ids(companion_id(droid, DatasetKind.BLUEPRINT)) == ["bp"]
     assert two_datasets.dataset(droid).default_blueprint == "bp"  # still the default
 
 
 @BATCHING
-def test_set_default_blueprint_to_a_registered_one_and_to_none(two_datasets, log, droid, same_batch):
+def test_the_default_blueprint_is_any_name_or_none(two_datasets, log, droid, same_batch):
+    """As Rerun's server: the name is not checked against the registered blueprints."""
     records = [log.append(register_blueprint(droid, "bp1")),
-               log.append(register_blueprint(droid, "bp2")),
-               log.append(set_default_blueprint(droid, "bp1"))]
+               log.append(set_default_blueprint(droid, "not-registered-yet"))]
     fold_all(two_datasets, records, same_batch)
-    assert two_datasets.dataset(droid).default_blueprint == "bp1"
+    assert status(two_datasets, records[1]) is Status.ACCEPTED
+    assert two_datasets.dataset(droid).default_blueprint == "not-registered-yet"
 
     cleared = log.append(set_default_blueprint(droid, None, when=at(9)))
     fold_into(two_datasets, [cleared])
-    assert status(two_datasets, cleared) is Status.ACCEPTED
     dataset = two_datasets.dataset(droid)
     assert (dataset.default_blueprint, dataset.updated_at) == (None, at(9))
-    assert two_datasets.blueprint(droid, "bp1") is not None  # clearing the default keeps blueprints
+    assert blueprint_layer(two_datasets, droid, "bp1") is not None  # clearing keeps blueprints
 
 
-@BATCHING
-def test_set_default_to_an_unknown_blueprint_is_not_found(two_datasets, log, droid, other, same_batch):
-    records = [log.append(register_blueprint(droid, "bp1")),
-               log.append(register_blueprint(other, "elsewhere")),
-               log.append(set_default_blueprint(droid, "elsewhere"))]
-    fold_all(two_datasets, records, same_batch)
-    outcome = two_datasets.outcomes[records[-1].event.event_id]
-    assert outcome.status is Status.NOT_FOUND
-    assert "'elsewhere'" in outcome.reason
-    assert rejected_ids(two_datasets) == [records[-1].event.event_id]
-    assert two_datasets.dataset(droid).default_blueprint == "bp1"
+def test_a_segment_table_blueprint_is_the_dataset_s_other_default(two_datasets, log, droid):
+    records = [log.append(set_default_blueprint(droid, "bp")),
+               log.append(Event(droid, SetDefaultBlueprint("table-bp", segment_table=True)))]
+    fold_into(two_datasets, records)
+    dataset = two_datasets.dataset(droid)
+    assert (dataset.default_blueprint, dataset.default_segment_table_blueprint) == ("bp", "table-bp")
+    assert [c.detail for c in two_datasets.feed[-2:]] == ["bp", "segment table table-bp"]
+    table = uuid.uuid4()
+    refused = [log.append(create_table(table, "labels")),
+               log.append(Event(table, SetDefaultBlueprint("bp", segment_table=True)))]
+    fold_into(two_datasets, refused)
+    assert status(two_datasets, refused[1]) is Status.INVALID
+
+
+def test_a_table_has_a_default_blueprint(catalog, log):
+    table = uuid.uuid4()
+    records = [log.append(create_table(table, "labels")),
+               log.append(set_default_blueprint(table, "bp", when=at(3)))]
+    fold_into(catalog, records)
+    assert status(catalog, records[1]) is Status.ACCEPTED
+    assert (catalog.table(table).default_blueprint, catalog.table(table).updated_at) == ("bp", at(3))
+
+
+@pytest.mark.parametrize("kind", ["dataset", "table"])
+def test_the_default_blueprint_needs_the_blueprint_dataset(catalog, log, kind):
+    owner = uuid.uuid4()
+    made = create(owner, "owner") if kind == "dataset" else create_table(owner, "owner")
+    records = [log.append(made), log.append(delete(companion_id(owner, DatasetKind.BLUEPRINT))),
+               log.append(set_default_blueprint(owner, "bp")), log.append(register_blueprint(owner, "bp"))]
+    fold_into(catalog, records)
+    for refused in records[2:] if kind == "dataset" else records[2:3]:
+        outcome = catalog.outcomes[refused.event.event_id]
+        assert outcome.status is Status.NOT_FOUND
+        assert outcome.reason.startswith(f"{kind} blueprint dataset does not exist")
 
 
 @pytest.mark.parametrize("blueprint_id, url", [("", "file:///x.rbl"), ("bp", ""), ("b" * 1025, "f")])
@@ -398,4 +473,69 @@ def test_invalid_blueprint_is_invalid(two_datasets, log, droid, blueprint_id, ur
     fold_into(two_datasets, [record])
     assert status(two_datasets, record) is Status.INVALID
     assert rejected_ids(two_datasets) == [record.event.event_id]
-    assert not any(key[0] == droid for key in two_datasets.blueprints)
+
+
+# -- assets ---------------------------------------------------------------------------------------
+
+
+def scope(assets: uuid.UUID, asset: str, edit: str, segments=(), mode: str = "opt_out") -> Event:
+    return Event(assets, ScopeAsset(asset, AssetScopeEdit(edit), AssetMode(mode), tuple(segments)))
+
+
+@pytest.fixture
+def assets(two_datasets, log, droid) -> uuid.UUID:
+    """droid's asset dataset, with the assets 'mesh' and 'urdf'."""
+    assets = companion_id(droid, DatasetKind.ASSET)
+    fold_into(two_datasets, [log.append(register(assets, "mesh")), log.append(register(assets, "urdf"))])
+    return assets
+
+
+@BATCHING
+def test_an_asset_scope_is_set_then_edited_in_its_mode(two_datasets, log, assets, same_batch):
+    records = [log.append(scope(assets, "mesh", "set", ["ep1", "ep2", "ep1"], mode="opt_in")),
+               log.append(scope(assets, "mesh", "apply", ["ep3", "ep1"])),
+               log.append(scope(assets, "mesh", "unapply", ["ep2"])),
+               log.append(scope(assets, "urdf", "set", ["ep1"])),
+               log.append(scope(assets, "urdf", "apply", ["ep1", "ep9"]))]
+    fold_all(two_datasets, records, same_batch)
+    assert [status(two_datasets, r) for r in records] == [Status.ACCEPTED] * 5
+    mesh, urdf = (two_datasets.asset_scope(assets, a) for a in ("mesh", "urdf"))
+    assert (mesh.mode, mesh.segments) == (AssetMode.OPT_IN, ("ep1", "ep3"))
+    assert (urdf.mode, urdf.segments) == (AssetMode.OPT_OUT, ())  # opt-out: applying un-lists
+    assert [mesh.applies_to(s) for s in ("ep1", "ep2", "ep3")] == [True, False, True]
+    assert urdf.applies_to("ep1") and urdf.applies_to("anything")
+    assert [c.detail for c in two_datasets.feed if c.kind is ChangeKind.ASSET_SCOPED][:3] == [
+        "opt_in ep1,ep2", "opt_in ep1,ep2,ep3", "opt_in ep1,ep3"]
+
+
+def test_an_edit_that_changes_nothing_is_not_noted(two_datasets, log, assets):
+    fold_into(two_datasets, [log.append(scope(assets, "mesh", "set", ["ep1"], mode="opt_in"))])
+    before = len(two_datasets.feed)
+    fold_into(two_datasets, [log.append(scope(assets, "mesh", "apply", ["ep1"])),
+                             log.append(scope(assets, "mesh", "unapply", ["ep7"]))])
+    assert len(two_datasets.feed) == before
+
+
+def test_an_asset_scope_needs_the_asset_in_an_asset_dataset(two_datasets, log, droid, assets):
+    records = [log.append(scope(assets, "not-registered", "set")),
+               log.append(scope(droid, "ep1", "set")),
+               log.append(scope(companion_id(droid, DatasetKind.BLUEPRINT), "bp", "set")),
+               log.append(scope(assets, "mesh", "set", [""]))]
+    fold_into(two_datasets, records)
+    assert [status(two_datasets, r) for r in records] == [
+        Status.NOT_FOUND, Status.INVALID, Status.INVALID, Status.INVALID]
+    assert "register it with register_asset()" in two_datasets.outcomes[records[0].event.event_id].reason
+    assert "not an asset dataset" in two_datasets.outcomes[records[1].event.event_id].reason
+
+
+@BATCHING
+def test_an_asset_scope_goes_with_its_asset_and_its_dataset(two_datasets, log, droid, assets, same_batch):
+    records = [log.append(scope(assets, "mesh", "set", ["ep1"], mode="opt_in")),
+               log.append(scope(assets, "urdf", "set", ["ep1"], mode="opt_in")),
+               log.append(unregister(assets, ["mesh"])),
+               log.append(register(assets, "mesh"))]
+    fold_all(two_datasets, records, same_batch)
+    assert two_datasets.asset_scope(assets, "mesh") is None  # registered again: applies to all
+    assert two_datasets.asset_scope(assets, "urdf") is not None
+    fold_into(two_datasets, [log.append(delete(droid))])
+    assert two_datasets.scopes == {}

@@ -111,3 +111,15 @@ def test_the_public_names_are_pinned() -> None:
         assert getattr(sdk, name) is not None
     for name in sdk.errors.__all__:
         assert issubclass(getattr(sdk.errors, name), sdk.StrataError)
+
+
+def test_code_written_for_rerun_catches_strata_s_errors() -> None:
+    import rerun.catalog
+
+    for ours, theirs in ((sdk.NotFoundError, rerun.catalog.NotFoundError),
+                         (sdk.AlreadyExistsError, rerun.catalog.AlreadyExistsError)):
+        try:
+            raise ours("an entry")
+        except theirs as caught:  # as a notebook written for rerun.catalog has it
+            assert isinstance(caught, sdk.StrataError)
+    assert issubclass(sdk.NotFoundError, LookupError)
