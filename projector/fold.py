@@ -267,7 +267,7 @@ def _drop_dataset(state: _Overlay, dataset: Dataset, event: Event) -> None:
     for segment_id in sorted({layer.segment_id for layer in layers}):
         state.note(ChangeKind.SEGMENT_REMOVED, dataset.id, dataset.name, segment_id)
     _touch(state, dataset, event, deleted=True, schema=b"", schema_refs=(), default_blueprint=None,
-           default_segment_table_blueprint=None)
+           default_segment_table_blueprint=None, schemaless_layers=0)
     state.purge(dataset.id)
     state.note(ChangeKind.DATASET_DELETED, dataset.id, dataset.name)
 
@@ -390,7 +390,10 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
         created += 1
     elif event.produced_at > segment.updated_at:
         state.put_segment(replace(segment, updated_at=event.produced_at))
-    _touch(state, dataset, event, schema=merged, schema_refs=_with(refs, digest), segments_created=created)
+    replaced_schemaless = existing is not None and not existing.schema_sha256
+    schemaless = dataset.schemaless_layers + (not digest) - replaced_schemaless
+    _touch(state, dataset, event, schema=merged, schema_refs=_with(refs, digest), segments_created=created,
+           schemaless_layers=schemaless)
 
 
 def _unregister_layers(
@@ -405,6 +408,7 @@ def _unregister_layers(
     if not dropped:
         return  # unregistering what is not there changes nothing
     refs = dataset.schema_refs
+    schemaless = dataset.schemaless_layers - sum(not layer.schema_sha256 for layer in dropped)
     for layer in sorted(dropped, key=lambda x: (x.segment_id, x.layer_name)):
         state.drop_layer(layer)
         state.note(ChangeKind.LAYER_REMOVED, dataset.id, dataset.name, layer.segment_id, layer.layer_name)
@@ -419,7 +423,8 @@ def _unregister_layers(
             state.note(ChangeKind.SEGMENT_REMOVED, dataset.id, dataset.name, segment_id)
         else:
             state.put_segment(replace(segment, updated_at=max(segment.updated_at, event.produced_at)))
-    _touch(state, dataset, event, schema=_merged_schema(state, refs), schema_refs=refs)
+    _touch(state, dataset, event, schema=_merged_schema(state, refs), schema_refs=refs,
+           schemaless_layers=schemaless)
 
 
 def _with(refs: tuple[SchemaRef, ...], digest: str) -> tuple[SchemaRef, ...]:

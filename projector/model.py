@@ -91,6 +91,9 @@ class Dataset:
     """How many segments were ever created in it: the position of the next new segment."""
     kind: DatasetKind = DatasetKind.DATASET
     default_segment_table_blueprint: str | None = None
+    schemaless_layers: int = 0
+    """Its current layers registered without a schema (a producer may leave it out): ``schema``
+    lacks theirs, which readers learn from the files."""
 
     @property
     def hidden(self) -> bool:

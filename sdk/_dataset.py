@@ -31,7 +31,7 @@ from events import (
     UnregisterLayers,
 )
 from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name
-from projector import AssetScope, Dataset, DatasetKind, companion_id, views
+from projector import AssetScope, Dataset, DatasetKind, companion_id, schemas, views
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _reader
 from sdk._connection import Connection
@@ -350,8 +350,12 @@ class DatasetEntry(Entry[Dataset]):
 
     def arrow_schema(self) -> pa.Schema:
         """The merged Arrow schema of every layer's data, with Rerun's field metadata (empty
-        before the first layer)."""
-        schema = self._current().schema
+        before the first layer). The schema of a layer registered without one (a producer may
+        leave it out) is read from its file, once per process."""
+        dataset = self._current()
+        schema = dataset.schema
+        if dataset.schemaless_layers:
+            schema = _with_file_schemas(schema, self._layer_table(), self._internal.objects())
         return pa.ipc.read_schema(pa.py_buffer(schema)) if schema else pa.schema([])
 
     def segment_ids(self) -> list[str]:
@@ -491,6 +495,34 @@ def _on_duplicate(value: OnDuplicate | str) -> OnDuplicate:
 OBJECT_READERS = 16
 """Recordings in object storage read at once by one registration: each costs round trips, not
 CPU."""
+
+
+_FILE_SCHEMAS: dict[tuple[str, int], bytes] = {}
+"""The schemas read from the files of layers registered without one, by (URL, size): a
+registered file never changes (``RecordingChangedError`` otherwise)."""
+
+
+def _with_file_schemas(merged: bytes, layers: pa.Table, objects: ObjectStore) -> bytes:
+    """``merged`` (a dataset's schema) with the schemas of its layers registered without one,
+    read from their files; each distinct schema merged once. ``ValueError`` naming a layer whose
+    file's schema conflicts."""
+    unknown = layers.filter(pc.is_null(layers.column("schema_sha256")))
+    columns = [unknown.column(n).to_pylist()
+               for n in ("segment_id", "layer_name", "storage_url", "size_bytes")]
+    distinct: dict[bytes, tuple[str, str, str]] = {}
+    for segment_id, layer_name, url, size in zip(*columns, strict=True):
+        schema = _FILE_SCHEMAS.get((url, size))
+        if schema is None:
+            schema = _FILE_SCHEMAS.setdefault((url, size), read_recording(url, objects).schema_bytes())
+        distinct.setdefault(schema, (segment_id, layer_name, url))
+    for schema, (segment_id, layer_name, url) in distinct.items():
+        try:
+            merged = schemas.merge_serialized(merged, schema)
+        except schemas.SchemaConflict as conflict:
+            raise ValueError(f'segment "{segment_id}", layer "{layer_name}" ({url}) was registered without '
+                             f"a schema, and its file's conflicts with the dataset's: {conflict}; "
+                             "unregister it, or register the file with the SDK") from None
+    return merged
 
 
 def _asset_mode(mode: AssetMode | str) -> AssetMode:

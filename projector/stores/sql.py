@@ -53,7 +53,7 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
     "datasets": (
         {"id": str, "name": str, "created_at": int, "updated_at": int, "deleted": int,
          "schema": bytes, "schema_refs": str, "default_blueprint": str, "segments_created": int,
-         "kind": str, "default_segment_table_blueprint": str},
+         "kind": str, "default_segment_table_blueprint": str, "schemaless_layers": int},
         ("id",),
     ),
     "segments": (
@@ -606,7 +606,7 @@ class _BatchView:
 def _dataset_values(d: Dataset) -> tuple[Any, ...]:
     return (str(d.id), d.name, _micros(d.created_at), _micros(d.updated_at), int(d.deleted), d.schema,
             json.dumps([[r.digest, r.layers] for r in d.schema_refs]), d.default_blueprint,
-            d.segments_created, str(d.kind), d.default_segment_table_blueprint)
+            d.segments_created, str(d.kind), d.default_segment_table_blueprint, d.schemaless_layers)
 
 
 def _dataset(r: dict[str, Any]) -> Dataset:
@@ -615,7 +615,8 @@ def _dataset(r: dict[str, Any]) -> Dataset:
                    schema_refs=tuple(SchemaRef(d, n) for d, n in json.loads(r["schema_refs"])),
                    default_blueprint=r["default_blueprint"], segments_created=r["segments_created"],
                    kind=DatasetKind(r["kind"]),
-                   default_segment_table_blueprint=r["default_segment_table_blueprint"])
+                   default_segment_table_blueprint=r["default_segment_table_blueprint"],
+                   schemaless_layers=r["schemaless_layers"])
 
 
 def _asset_scope(r: dict[str, Any]) -> AssetScope:

@@ -19,6 +19,8 @@ import rerun as rr
 from datafusion import col, lit
 
 import sdk
+from events import Event, RegisterLayer
+from producers import EventProducer
 from sdk import ContentFilter
 
 SECOND = 1_000_000_000
@@ -254,3 +256,49 @@ def test_segment_and_index_filters_open_only_the_segments_they_need(dataset: sdk
     assert after.column("rerun_segment_id").to_pylist() == ["late"]
     with pytest.raises(Exception, match=r'segment "gone", layer "base"'):
         _table(reader)
+
+
+def _register_without_schemas(dataset: sdk.DatasetEntry, client: sdk.CatalogClient, uris: list[str],
+                              layer_name: str) -> None:
+    """As a pipeline in another language registers: bare RegisterLayer events, with neither a
+    schema nor a chunk manifest (the wire format lets a producer leave them out)."""
+    events = []
+    for uri in uris:
+        path = Path(uri.removeprefix("file://"))
+        recording_id = path.stem.split("_")[0]  # the files are named after their recordings
+        events.append(Event(dataset.id, RegisterLayer(recording_id, layer_name, uri,
+                                                      size_bytes=path.stat().st_size)))
+    with EventProducer(client.bootstrap_servers) as producer:
+        positions = producer.send(events)
+    client._internal.wait(positions, 60)
+
+
+@pytest.mark.parametrize("index", ["real_time", "frame", "elapsed", None])
+def test_layers_registered_without_schemas_read_as_sdk_registered_ones(
+        client: sdk.CatalogClient, rerun_client, files: dict[str, list[str]], index: str | None) -> None:
+    name = f"schemaless-{os.urandom(4).hex()}"
+    pair = Pair(client.create_dataset(name), rerun_client.create_dataset(name))
+    _register_without_schemas(pair.strata, client, files["base"], "base")
+    pair.rerun.register(files["base"], layer_name="base").wait()
+    pair.register(files["derived"], "derived")  # beside SDK-registered layers, merged
+    assert not {x.schema_sha256 for x in client._internal.store.layers(pair.strata.id)
+                if x.layer_name == "base"} - {""}
+    assert sorted(pair.strata.schema().column_names()) == sorted(pair.rerun.schema().column_names())
+    assert_same(*pair.both(lambda d: d.reader(index=index)))
+    strata, rerun = pair.both(lambda d: d.get_index_ranges())
+    columns = sorted(strata.column_names)
+    assert _rows(strata.select(columns)) == _rows(rerun.select(columns))
+
+
+def test_a_schemaless_layer_whose_file_conflicts_is_named(client: sdk.CatalogClient, tmp_path: Path) -> None:
+    int32 = _write(tmp_path / "alpha.rrd", "alpha",
+                   lambda rec: rec.log("/x", rr.AnyValues(v=pa.array([1], pa.int32()))))
+    int64 = _write(tmp_path / "beta.rrd", "beta",
+                   lambda rec: rec.log("/x", rr.AnyValues(v=pa.array([1], pa.int64()))))
+    dataset = client.create_dataset(f"conflict-{os.urandom(4).hex()}")
+    dataset.register([int32]).wait()
+    _register_without_schemas(dataset, client, [int64], "base")
+    with pytest.raises(ValueError, match=r'segment "beta", layer "base" .*beta.rrd.* was registered without '
+                                         r"a schema.*schema conflict in column"):
+        dataset.reader(index=None)
+    assert dataset.segment_ids() == ["alpha", "beta"]  # nothing registered is lost

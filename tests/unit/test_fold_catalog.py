@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import pyarrow as pa
 import pytest
 
 from events import AssetMode, AssetScopeEdit, DeleteTable, Event, OnDuplicate, ScopeAsset, SetDefaultBlueprint
@@ -13,6 +14,7 @@ from projector import ChangeKind, DatasetKind, LogRecord, Status, companion_id, 
 from .conftest import (
     Log,
     MemoryCatalog,
+    arrow_schema,
     at,
     create,
     create_table,
@@ -539,3 +541,22 @@ def test_an_asset_scope_goes_with_its_asset_and_its_dataset(two_datasets, log, d
     assert two_datasets.asset_scope(assets, "urdf") is not None
     fold_into(two_datasets, [log.append(delete(droid))])
     assert two_datasets.scopes == {}
+
+
+# -- layers registered without a schema -------------------------------------------------------------
+
+
+@BATCHING
+def test_a_dataset_counts_its_layers_registered_without_a_schema(two_datasets, log, droid, same_batch):
+    schema = arrow_schema(("/x", pa.int64()))
+    records = [log.append(register(droid, "s1")), log.append(register(droid, "s2")),
+               log.append(register(droid, "s3", schema=schema)),
+               log.append(register(droid, "s1", schema=schema, on_duplicate=OnDuplicate.REPLACE)),
+               log.append(register(droid, "s3", on_duplicate=OnDuplicate.REPLACE)),
+               log.append(register(droid, "s2", "extra"))]
+    fold_all(two_datasets, records, same_batch)
+    assert two_datasets.dataset(droid).schemaless_layers == 3  # s2 base and extra, s3
+    fold_into(two_datasets, [log.append(unregister(droid, ["s2"]))])
+    assert two_datasets.dataset(droid).schemaless_layers == 1
+    fold_into(two_datasets, [log.append(register(droid, "s3", on_duplicate=OnDuplicate.SKIP))])
+    assert two_datasets.dataset(droid).schemaless_layers == 1
