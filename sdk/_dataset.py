@@ -288,7 +288,8 @@ class DatasetEntry(Entry[Dataset]):
         return [] if assets is None else assets.segment_ids()
 
     def register_asset(self, uri: str, *, mode: AssetMode | str = AssetMode.OPT_OUT,
-                       segments: Sequence[str] | None = None, object_store_config: ObjectStoreSettings = None,
+                       segments: str | Sequence[str] | None = None,
+                       object_store_config: ObjectStoreSettings = None,
                        timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> str:
         """Register an ``.rrd`` of static data only as an asset, replacing an asset with its
         recording id, and return that id. ``mode="opt_out"`` (the default) applies it to every
@@ -299,8 +300,7 @@ class DatasetEntry(Entry[Dataset]):
         registration = assets.register([uri], on_duplicate=OnDuplicate.REPLACE,
                                        object_store_config=object_store_config)
         [segment_id] = registration.wait(timeout_secs).segment_ids
-        named = [segments] if isinstance(segments, str) else list(segments or ())
-        assets._scope(segment_id, AssetScopeEdit.SET, named, asset_mode, timeout_secs)
+        assets._scope(segment_id, AssetScopeEdit.SET, segments or (), asset_mode, timeout_secs)
         return segment_id
 
     def unregister_asset(self, segment_id: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
@@ -308,19 +308,19 @@ class DatasetEntry(Entry[Dataset]):
         assets = self._asset_dataset_of("unregister_asset")
         assets.unregister(segments_to_drop=[segment_id]).wait(timeout_secs)
 
-    def add_segments_to_asset(self, asset_segment_id: str, segments: Sequence[str], *,
+    def add_segments_to_asset(self, asset_segment_id: str, segments: str | Sequence[str], *,
                               timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Make an asset apply to ``segments`` too, in its mode (added to an opt-in list, removed
         from an opt-out one). Applied by the projector in log order, so concurrent edits of one
         asset all count. ``NotFoundError`` for an asset that is not registered."""
         self._asset_dataset_of("add_segments_to_asset")._scope(
-            asset_segment_id, AssetScopeEdit.APPLY, list(segments), AssetMode.OPT_OUT, timeout_secs)
+            asset_segment_id, AssetScopeEdit.APPLY, segments, AssetMode.OPT_OUT, timeout_secs)
 
-    def remove_segments_from_asset(self, asset_segment_id: str, segments: Sequence[str], *,
+    def remove_segments_from_asset(self, asset_segment_id: str, segments: str | Sequence[str], *,
                                    timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Stop an asset from applying to ``segments``; the inverse of ``add_segments_to_asset``."""
         self._asset_dataset_of("remove_segments_from_asset")._scope(
-            asset_segment_id, AssetScopeEdit.UNAPPLY, list(segments), AssetMode.OPT_OUT, timeout_secs)
+            asset_segment_id, AssetScopeEdit.UNAPPLY, segments, AssetMode.OPT_OUT, timeout_secs)
 
     def assets_for_segment(self, segment_id: str) -> list[str]:
         """The assets that apply to ``segment_id``, in registration order."""
@@ -335,9 +335,10 @@ class DatasetEntry(Entry[Dataset]):
             raise LookupError(f"{call}: {self._seen.name!r} is a hidden dataset and has no asset dataset")
         return assets
 
-    def _scope(self, asset: str, edit: AssetScopeEdit, segments: list[str], mode: AssetMode,
+    def _scope(self, asset: str, edit: AssetScopeEdit, segments: str | Sequence[str], mode: AssetMode,
                timeout_secs: float | None) -> None:
-        Operation.submit(self._internal, self._id, ScopeAsset(asset, edit, mode, tuple(segments)),
+        named = (segments,) if isinstance(segments, str) else tuple(segments)  # one id, or several
+        Operation.submit(self._internal, self._id, ScopeAsset(asset, edit, mode, named),
                          f"scoping asset {asset!r}").wait(timeout_secs)
 
     # -- reads --------------------------------------------------------------------------------

@@ -286,3 +286,13 @@ def test_segment_store_includes_the_assets_that_apply(client, rerun_client, tmp_
     ours, theirs = _both(client, rerun_client, run)
     assert ours == theirs
     assert "/mesh" in ours[0][0] and "/mesh" not in ours[1][0] and "/mesh" not in ours[2][0]
+
+
+def test_one_segment_id_is_one_segment(client, tmp_path: Path) -> None:
+    """A string is one segment id, not a sequence of one-letter ones."""
+    dataset = client.create_dataset(_name("one_id"))
+    dataset.register_asset(_static(tmp_path / "one_mesh.rrd", "one_mesh", "/mesh"), mode="opt_in",
+                           segments="ep0")
+    dataset.add_segments_to_asset("one_mesh", "ep1")
+    dataset.remove_segments_from_asset("one_mesh", "ep0")
+    assert [dataset.assets_for_segment(s) for s in ("ep0", "ep1", "e")] == [[], ["one_mesh"], []]
