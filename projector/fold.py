@@ -344,6 +344,10 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
     layer_schema = _layer_schema(state, command)
     properties, properties_sha256, properties_batch = _layer_properties(state, command)
     dataset = _live_dataset(state, event)
+    if dataset.kind is DatasetKind.ASSET and (command.num_chunks is None or command.index_ranges):
+        timelines = ", ".join(r.timeline for r in command.index_ranges) or "unknown, no chunk manifest"
+        raise InvalidCommand(f"{command.storage_url} is not static data only (timelines: {timelines}): an "
+                             "asset is an .rrd of static data; log it with static=True")
 
     existing = state.layer(dataset.id, command.segment_id, command.layer_name)
     if existing is not None:
@@ -697,21 +701,21 @@ class _Overlay:
             return None if holder is None else self.changes.datasets[holder]
         return self.view.dataset_by_name(name)
 
-    def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
-        key = (dataset_id, segment_id)
-        if key in self.changes.segments:
-            return self.changes.segments[key]
-        if dataset_id in self.changes.purged:
+    def _overlaid(self, changed: dict[_Key, _Value | None], key: _Key,
+                  stored: Callable[..., _Value | None]) -> _Value | None:
+        """A row of one of a dataset's tables: as this batch left it, else (unless the batch
+        deleted the dataset) as the view has it."""
+        if key in changed:
+            return changed[key]
+        if key[0] in self.changes.purged:
             return None
-        return self.view.segment(dataset_id, segment_id)
+        return stored(*key)
+
+    def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
+        return self._overlaid(self.changes.segments, (dataset_id, segment_id), self.view.segment)
 
     def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None:
-        key = (dataset_id, segment_id, layer_name)
-        if key in self.changes.layers:
-            return self.changes.layers[key]
-        if dataset_id in self.changes.purged:
-            return None
-        return self.view.layer(*key)
+        return self._overlaid(self.changes.layers, (dataset_id, segment_id, layer_name), self.view.layer)
 
     def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
                         layer_names: frozenset[str]) -> list[Layer]:
@@ -728,12 +732,7 @@ class _Overlay:
         return [x for x in current.values() if x is not None]
 
     def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None:
-        key = (dataset_id, segment_id)
-        if key in self.changes.asset_scopes:
-            return self.changes.asset_scopes[key]
-        if dataset_id in self.changes.purged:
-            return None
-        return self.view.asset_scope(dataset_id, segment_id)
+        return self._overlaid(self.changes.asset_scopes, (dataset_id, segment_id), self.view.asset_scope)
 
     def schema(self, digest: str) -> bytes | None:
         return self.changes.schemas.get(digest) or self.view.schema(digest)
@@ -810,6 +809,7 @@ class _Overlay:
 
 
 _Key = TypeVar("_Key", bound=tuple[Any, ...])
+_Value = TypeVar("_Value")
 
 
 def _drop_entry(changed: dict[_Key, Any], entry_id: uuid.UUID) -> None:

@@ -201,11 +201,6 @@ class DatasetEntry(Entry[Dataset]):
                 raise ValueError(f'duplicate segment layers in request: segment "{key[0]}", layer '
                                  f'"{name}" comes from both {seen[key]} and {recording.uri}')
             seen[key] = recording.uri
-            static = recording.num_chunks is not None and not recording.index_ranges
-            if self._seen.kind is DatasetKind.ASSET and not static:
-                timelines = ", ".join(r.timeline for r in recording.index_ranges) or "unknown"
-                raise ValueError(f"{recording.uri} is not static data only (timelines: {timelines}): an "
-                                 "asset is an .rrd of static data; log it with static=True")
             size = recording.properties.nbytes if recording.properties is not None else 0
             if size > MAX_PROPERTIES_BYTES:
                 raise ValueError(f"{recording.uri}: its properties take {size} bytes, more than the "

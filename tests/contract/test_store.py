@@ -72,7 +72,7 @@ def history() -> tuple[uuid.UUID, list[LogRecord]]:
     log.append(register(uuid.uuid4(), "o2", "base", when=at(8)))  # unknown dataset
     log.append(register_blueprint(droid, "bp", when=at(9)))
     assets = companion_id(droid, DatasetKind.ASSET)
-    log.append(register(assets, "mesh", "base", when=at(9)))
+    log.append(register(assets, "mesh", "base", when=at(9), num_chunks=2))
     log.append(Event(assets, ScopeAsset("mesh", AssetScopeEdit.SET, AssetMode.OPT_IN, ("seg1",)),
                      produced_at=at(9)))
     return droid, log.records + table_history(len(log.records))

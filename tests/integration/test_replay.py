@@ -71,8 +71,12 @@ def commands(datasets: list[uuid.UUID], tables: list[uuid.UUID], token: str) -> 
     table_command = st.one_of(
         st.builds(CreateTable, name, st.just(TABLE_SCHEMA.serialize().to_pybytes())),
         st.builds(RenameTable, name), st.just(DeleteTable()), write, write, write)
+    static_register = st.builds(  # an asset is static: no timeline, a chunk count
+        RegisterLayer, segment_id=st.sampled_from(SEGMENTS), layer_name=st.just("base"),
+        storage_url=st.just("file:///asset.rrd"), on_duplicate=st.sampled_from(list(OnDuplicate)),
+        num_chunks=st.sampled_from([None, 2]))
     asset_command = st.one_of(
-        register, st.builds(UnregisterLayers, segments, st.just(())),
+        static_register, st.builds(UnregisterLayers, segments, st.just(())),
         st.builds(ScopeAsset, st.sampled_from(SEGMENTS), st.sampled_from(list(AssetScopeEdit)),
                   st.sampled_from(list(AssetMode)), segments))
     assets = st.sampled_from([companion_id(d, DatasetKind.ASSET) for d in datasets])

@@ -8,7 +8,17 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from events import AssetMode, AssetScopeEdit, DeleteTable, Event, OnDuplicate, ScopeAsset, SetDefaultBlueprint
+from events import (
+    AssetMode,
+    AssetScopeEdit,
+    DeleteTable,
+    Event,
+    IndexKind,
+    IndexRange,
+    OnDuplicate,
+    ScopeAsset,
+    SetDefaultBlueprint,
+)
 from projector import ChangeKind, DatasetKind, LogRecord, Status, companion_id, companion_name, fold
 
 from .conftest import (
@@ -488,7 +498,8 @@ def scope(assets: uuid.UUID, asset: str, edit: str, segments=(), mode: str = "op
 def assets(two_datasets, log, droid) -> uuid.UUID:
     """droid's asset dataset, with the assets 'mesh' and 'urdf'."""
     assets = companion_id(droid, DatasetKind.ASSET)
-    fold_into(two_datasets, [log.append(register(assets, "mesh")), log.append(register(assets, "urdf"))])
+    fold_into(two_datasets, [log.append(register(assets, "mesh", num_chunks=2)),
+                             log.append(register(assets, "urdf", num_chunks=1))])
     return assets
 
 
@@ -535,7 +546,7 @@ def test_an_asset_scope_goes_with_its_asset_and_its_dataset(two_datasets, log, d
     records = [log.append(scope(assets, "mesh", "set", ["ep1"], mode="opt_in")),
                log.append(scope(assets, "urdf", "set", ["ep1"], mode="opt_in")),
                log.append(unregister(assets, ["mesh"])),
-               log.append(register(assets, "mesh"))]
+               log.append(register(assets, "mesh", num_chunks=2))]
     fold_all(two_datasets, records, same_batch)
     assert two_datasets.asset_scope(assets, "mesh") is None  # registered again: applies to all
     assert two_datasets.asset_scope(assets, "urdf") is not None
@@ -560,3 +571,17 @@ def test_a_dataset_counts_its_layers_registered_without_a_schema(two_datasets, l
     assert two_datasets.dataset(droid).schemaless_layers == 1
     fold_into(two_datasets, [log.append(register(droid, "s3", on_duplicate=OnDuplicate.SKIP))])
     assert two_datasets.dataset(droid).schemaless_layers == 1
+
+
+def test_an_asset_is_static_data_only(two_datasets, log, droid):
+    assets = companion_id(droid, DatasetKind.ASSET)
+    ranges = (IndexRange("frame", IndexKind.SEQUENCE, 0, 9),)
+    records = [log.append(register(assets, "mesh", num_chunks=2)),
+               log.append(register(assets, "arm", num_chunks=4, index_ranges=ranges)),
+               log.append(register(assets, "unknown")),
+               log.append(register(droid, "ep1", num_chunks=4, index_ranges=ranges))]
+    fold_into(two_datasets, records)
+    assert [status(two_datasets, r) for r in records] == [
+        Status.ACCEPTED, Status.INVALID, Status.INVALID, Status.ACCEPTED]
+    assert "(timelines: frame)" in two_datasets.outcomes[records[1].event.event_id].reason
+    assert two_datasets.segment_ids(assets) == ["mesh"]
