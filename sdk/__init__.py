@@ -34,6 +34,7 @@ from sdk.errors import (
     RecordingChangedError,
     StoreUnavailableError,
     StrataError,
+    WorkerError,
 )
 
 OnDuplicateSegmentLayer = OnDuplicate
@@ -86,4 +87,5 @@ __all__ = [
     "StrataError",
     "TableEntry",
     "VersionInfo",
+    "WorkerError",
 ]

@@ -57,6 +57,11 @@ class CatalogClient:
     ``store``, the first argument is a stack's URL, both in one string (``Server.url()``);
     ``ValueError`` if it is not one.
 
+    ``workers`` worker processes (default ``STRATA_WORKERS``, else one per usable core) read the
+    segments of ``reader()`` scans and the files of ``register()`` calls, started by the first
+    call with more than one of them and stopped by ``close()``; ``workers=0`` reads in this
+    process.
+
     >>> client = CatalogClient("localhost:9092", ".strata/store.db")  # doctest: +SKIP
     >>> client = CatalogClient("kafka-1:9092", store="postgresql://reader@db/strata")  # doctest: +SKIP
     >>> client = CatalogClient.from_state_dir(".strata")  # doctest: +SKIP
@@ -72,12 +77,13 @@ class CatalogClient:
         producer_id: str | None = None,
         delivery_timeout_secs: float = 15.0,
         object_store_config: ObjectStoreSettings = None,
+        workers: int | None = None,
     ) -> None:
         if store is None:  # one URL, as Rerun's CatalogClient(url): Server.url()
             bootstrap_servers, store = settings.parse_stack_url(bootstrap_servers)
         self._internal = Connection(bootstrap_servers, store, kafka_config=kafka_config,
                                     producer_id=producer_id, delivery_timeout_secs=delivery_timeout_secs,
-                                    object_store_config=object_store_config)
+                                    object_store_config=object_store_config, workers=workers)
 
     @classmethod
     def from_state_dir(cls, state_dir: str | Path | None = None, **kwargs: Any) -> CatalogClient:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +25,7 @@ from projector.stores import describe, normalize
 from sdk._lance import lance_table
 from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, object_store
 from sdk._wait import wait_for_positions
+from sdk._workers import WorkerPool
 from sdk.errors import AlreadyExistsError, NotFoundError
 
 Found = TypeVar("Found", Dataset, Table)
@@ -56,7 +58,11 @@ class Connection:
         producer_id: str | None,
         delivery_timeout_secs: float,
         object_store_config: ObjectStoreSettings,
+        workers: int | None,
     ) -> None:
+        self.workers = WorkerPool(settings.workers() if workers is None else workers)
+        """The processes bulk reads and registrations run in, started on first use."""
+        weakref.finalize(self, self.workers.close)
         self.bootstrap_servers = bootstrap_servers
         self.object_store_config = ObjectStoreConfig.resolve(object_store_config)
         self.location = normalize(store)
@@ -77,6 +83,7 @@ class Connection:
         return f"bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.location)!r}"
 
     def close(self) -> None:
+        self.workers.close()
         self._producer.close()
         self.store.close()
 

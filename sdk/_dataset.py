@@ -9,6 +9,7 @@ projection has passed the event's offset and reports the outcome the projector r
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import sys
 import uuid
 from collections import Counter
@@ -42,6 +43,7 @@ from sdk._operations import Operation, RegisteredItem, RegistrationOperation
 from sdk._recordings import Recording, local_path, read_recording, with_properties
 from sdk._selection import DatasetSelection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
+from sdk._workers import WorkerPool
 from sdk.errors import NotFoundError
 
 if TYPE_CHECKING:
@@ -152,6 +154,7 @@ class DatasetEntry(Entry[Dataset]):
         property_list = _per_uri("properties", properties, len(uri_list), Mapping)
         mode = _on_duplicate(on_duplicate)
         recordings = _read_recordings(uri_list, self._internal.objects(object_store_config),
+                                      self._internal.workers,
                                       blueprint=self._seen.kind is DatasetKind.BLUEPRINT)
         recordings = [r if p is None else with_properties(r, p)
                       for r, p in zip(recordings, property_list, strict=True)]
@@ -188,7 +191,8 @@ class DatasetEntry(Entry[Dataset]):
                              f"{', '.join(RECORDING_SUFFIXES)} files, recursively)")
         name = check_layer_name(layer_name if layer_name is not None else "base")
         mode = _on_duplicate(on_duplicate)
-        recordings = _read_recordings(uris, objects, blueprint=self._seen.kind is DatasetKind.BLUEPRINT)
+        recordings = _read_recordings(uris, objects, self._internal.workers,
+                                      blueprint=self._seen.kind is DatasetKind.BLUEPRINT)
         return self._register(recordings, [name] * len(recordings), mode)
 
     def _register(
@@ -534,26 +538,31 @@ def companion_dataset(internal: Connection, owner_id: uuid.UUID, kind: DatasetKi
     return DatasetEntry(internal, internal.find_dataset(None, companion_id(owner_id, kind)))
 
 
-def _read_recordings(uris: list[str], objects: ObjectStore, *, blueprint: bool) -> list[Recording]:
-    """What registration needs of each URI (each a blueprint's, with ``blueprint``), in order;
-    ``s3://`` ones read in parallel. Prints progress to stderr for 100 or more."""
+def _read_recordings(uris: list[str], objects: ObjectStore, workers: WorkerPool, *,
+                     blueprint: bool) -> list[Recording]:
+    """What registration needs of each URI (each a blueprint's, with ``blueprint``), in order:
+    local files read in the client's worker processes, ``s3://`` ones on threads (their time is
+    the object store's). The first error is the call's, and stops the reads not yet started.
+    Prints progress to stderr for 100 or more."""
+    read = functools.partial(read_recording, objects=objects, blueprint=blueprint)
+    remote = any(map(is_object_url, uris))
     recordings: list[Recording] = []
-
-    def read(uri: str) -> Recording:
-        return read_recording(uri, objects, blueprint=blueprint)
-
-    with concurrent.futures.ThreadPoolExecutor(OBJECT_READERS) as pool:
+    with concurrent.futures.ThreadPoolExecutor(OBJECT_READERS if remote else 1) as threads:
+        if remote:
+            futures = [threads.submit(read, uri) for uri in uris]
+        else:
+            spread = workers.spreads(len(uris))
+            futures = [workers.submit(uri, read, uri, spread=spread) for uri in uris]
         try:
-            for recording in (pool.map if any(map(is_object_url, uris)) else map)(read, uris):
-                recordings.append(recording)
+            for future in futures:
+                recordings.append(future.result())
                 done = len(recordings)
                 if len(uris) >= 100 and (done % 100 == 0 or done == len(uris)):
                     print(f"\rreading recordings: {done}/{len(uris)}", end="", file=sys.stderr)
         except BaseException:
-            pool.shutdown(cancel_futures=True)  # the first error is the call's: stop the rest
+            for future in futures:
+                future.cancel()
             raise
     if len(uris) >= 100:
         print(file=sys.stderr)
     return recordings
-
-

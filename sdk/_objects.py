@@ -137,6 +137,10 @@ class ObjectStore:
                              "secret_access_key (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
         self.config = config
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A store crosses to a worker process as its configuration (it connects there)."""
+        return object_store, (self.config,)
+
     @functools.cached_property
     def _fs(self) -> pafs.S3FileSystem:
         """The S3 client, made on first use (a catalog of local files never needs one)."""

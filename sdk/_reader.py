@@ -22,7 +22,7 @@ import hashlib
 import re
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from projector import layer_table
 from sdk._contents import PROPERTIES_ENTITY, selects
 from sdk._objects import ObjectStoreConfig, is_object_url, object_store
 from sdk._recordings import local_path, manifest_summary
+from sdk._workers import WorkerPool
 from sdk.errors import NotFoundError, RecordingChangedError
 
 if TYPE_CHECKING:
@@ -177,16 +178,15 @@ def read_segment(segment_id: str, layers: Sequence[LayerFile], options: ReadOpti
         include_tombstone_columns=options.include_tombstone_columns,
         fill_latest_at=options.fill_latest_at, using_index_values=index_values,
         ctx=_context()).to_arrow_table()
-    present = [f.name for f in schema if f.name != SEGMENT_ID and f.name in result.column_names
-               and _meta(f, _KIND) == b"data"]
-    if options.index is None and not present:
+    names = set(result.column_names)
+    if options.index is None and not any(f.name in names and _meta(f, _KIND) == b"data" for f in schema):
         return schema.empty_table()  # no static data in this segment: no row, as in Rerun
     rows = result.num_rows
     columns = []
     for field in schema:
         if field.name == SEGMENT_ID:
             columns.append(pa.array([segment_id] * rows, pa.string()))
-        elif field.name in result.column_names:
+        elif field.name in names:
             column = result.column(field.name).combine_chunks()
             columns.append(column if column.type == field.type else column.cast(field.type))
         else:
@@ -194,25 +194,35 @@ def read_segment(segment_id: str, layers: Sequence[LayerFile], options: ReadOpti
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-_workers = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="strata-segment")
-"""Segments are read on these threads: pyarrow calls the file system from DataFusion's tokio
-workers, where rerun's engine (a tokio runtime of its own) must not block; and reads overlap."""
+def ipc_file(make: Callable[[], pa.Table]) -> pa.Buffer:
+    """The table ``make`` gives, as an Arrow IPC file (what a worker sends back)."""
+    table = make()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
 
 
 class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is untyped
     """A read-only file system of virtual Arrow IPC files, one per segment, made on demand.
 
-    Once the scan's fragments are known (``expect``), up to ``AHEAD`` of them are made in advance
-    on the worker threads, so reading segments overlaps with consuming them; at most ``AHEAD``
-    made-but-unread and ``CACHED`` read segments are held at any time.
+    Once the scan's fragments are known (``expect``), the next ones are made in advance, in the
+    client's worker processes when there are several (else on threads of the caller), so reading
+    segments overlaps with consuming them: at most ``ahead`` made-but-unread segments (two per
+    worker, at least ``AHEAD``) and ``CACHED`` read ones are held at any time, whatever the
+    dataset's size.
     """
 
     AHEAD = 4
     CACHED = 4
     """Segments kept after being read: pyarrow opens a fragment twice (inspect, then scan)."""
 
-    def __init__(self, make: dict[str, Any]) -> None:
+    def __init__(self, make: dict[str, Any], segment_ids: dict[str, str], workers: WorkerPool) -> None:
         self._make = make
+        self._segment_ids = segment_ids
+        self._workers = workers
+        self._spread = False
+        self.ahead = self.AHEAD
         self.filesystem: pafs.PyFileSystem | None = None
         self._lock = threading.Lock()
         self._made: collections.OrderedDict[str, concurrent.futures.Future[pa.Buffer]] = (
@@ -220,20 +230,15 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
         self._read: set[str] = set()
         self._pending: collections.deque[str] = collections.deque()
 
-    def _build(self, path: str) -> pa.Buffer:
-        table = self._make[path]()
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        return sink.getvalue()
-
     def _start(self, path: str) -> concurrent.futures.Future[pa.Buffer]:
-        self._made[path] = _workers.submit(self._build, path)
+        segment = self._segment_ids.get(path)
+        what = f'segment "{segment}"' if segment is not None else "an empty scan"
+        self._made[path] = self._workers.submit(what, ipc_file, self._make[path], spread=self._spread)
         return self._made[path]
 
     def _fill(self) -> None:
-        """Start the next expected segments while fewer than ``AHEAD`` are made but unread."""
-        while self._pending and len(self._made) - len(self._read) < self.AHEAD:
+        """Start the next expected segments while fewer than ``ahead`` are made but unread."""
+        while self._pending and len(self._made) - len(self._read) < self.ahead:
             path = self._pending.popleft()
             if path not in self._made:
                 self._start(path)
@@ -244,6 +249,7 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
         with self._lock:
             if path not in self._make:
                 self._make[path] = functools.partial(self._make[fragment.path], entities=entities)
+                self._segment_ids[path] = self._segment_ids[fragment.path]
         return fragment.format.make_fragment(path, self.filesystem,
                                              partition_expression=fragment.partition_expression)
 
@@ -254,8 +260,11 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
         return format.make_fragment("empty.arrow", self.filesystem)
 
     def expect(self, paths: Sequence[str]) -> None:
-        """The fragments a scan will read, in order: start making the first ones."""
+        """The fragments a scan will read, in order: start making the first ones, in the
+        workers if there are several."""
         with self._lock:
+            self._spread = self._workers.spreads(len(paths))
+            self.ahead = max(self.AHEAD, 2 * self._workers.size) if self._spread else self.AHEAD
             self._pending = collections.deque(paths)
             self._fill()
 
@@ -356,19 +365,22 @@ _planning = threading.local()
 
 
 def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadOptions,
-                     schema: pa.Schema, index_values: Mapping[str, Any] | None = None,
+                     schema: pa.Schema, workers: WorkerPool, index_values: Mapping[str, Any] | None = None,
                      ranges: Mapping[str, tuple[pa.Scalar, pa.Scalar]] | None = None) -> pads.Dataset:
-    """A pyarrow dataset of the segments, in segment id order, one fragment each, read lazily.
+    """A pyarrow dataset of the segments, in segment id order, one fragment each, read lazily
+    (by ``workers`` when a scan reads several).
 
     ``ranges`` gives a segment's first and last value on the queried index, where known: a
     fragment then promises that its rows lie within them, so a filter on the index column skips
     the segments outside it without reading them.
     """
     makers = {}
+    segment_ids = {}
     fragments = []
     format = pads.IpcFileFormat()
     for number, segment_id in enumerate(sorted(segments)):
         path = f"{number}.arrow"
+        segment_ids[path] = segment_id
         values = None if index_values is None else index_values[segment_id]
         makers[path] = functools.partial(read_segment, segment_id, segments[segment_id], options,
                                          schema, values)
@@ -377,7 +389,7 @@ def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadO
             start, end = ranges[segment_id]
             expression &= (pads.field(options.index) >= start) & (pads.field(options.index) <= end)
         fragments.append((path, expression))
-    files = _SegmentFiles(makers)
+    files = _SegmentFiles(makers, segment_ids, workers)
     files.filesystem = filesystem = pafs.PyFileSystem(files)
     dataset = _SegmentsDataset(
         [format.make_fragment(path, filesystem, partition_expression=expr) for path, expr in fragments],

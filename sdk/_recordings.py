@@ -44,9 +44,13 @@ class Recording:
     """Chunks in the file (``.rrd`` only)."""
     index_ranges: tuple[IndexRange, ...] = ()
     """Each timeline's first and last value (``.rrd`` only)."""
+    schema_message: bytes | None = None
+    """``schema_bytes()``, when ``read_recording`` made it (in the worker that read the file)."""
 
     def schema_bytes(self) -> bytes:
         """The schema as an Arrow IPC message, metadata in key order: equal schemas, equal bytes."""
+        if self.schema_message is not None:
+            return self.schema_message
         return schemas.canonical_bytes(self.arrow_schema)
 
     def properties_parts(self) -> tuple[bytes, bytes] | None:
@@ -161,7 +165,8 @@ def read_recording(uri: str, objects: ObjectStore | None = None, *, blueprint: b
         raise
     except (pa.ArrowInvalid, OSError) as exc:
         raise ValueError(f"{uri} is not a readable recording: {exc}") from exc
-    return Recording(uri, recording_id, size, schema, properties, num_chunks, index_ranges)
+    return Recording(uri, recording_id, size, schema, properties, num_chunks, index_ranges,
+                     schemas.canonical_bytes(schema))
 
 
 _IPC_SUFFIXES = (".arrow", ".arrows", ".feather", ".ipc")

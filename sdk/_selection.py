@@ -166,7 +166,7 @@ class DatasetSelection:
         if index is not None and values is None:  # resampled rows may lie outside a segment's range
             ranges = _known_ranges(layers, index, schema.field(index).type)
         return self._internal.ctx.read_table(
-            _reader.segments_dataset(segments, options, schema, values, ranges))
+            _reader.segments_dataset(segments, options, schema, self._internal.workers, values, ranges))
 
     def to_spark(
         self,

@@ -16,8 +16,11 @@
     ├── MissingExtraError (ImportError, from events)
     │                           a part used without its optional dependencies; names the
     │                           extra to install (pip install 'strata[postgres]', ...)
-    └── DeliveryError (ConnectionError, from producers)
-                                Kafka did not acknowledge an event in time
+    ├── DeliveryError (ConnectionError, from producers)
+    │                           Kafka did not acknowledge an event in time
+    └── WorkerError (RuntimeError)
+                                a worker process of the client died while reading a segment
+                                or a file, twice (it is replaced; the call names what it read)
 
 Bad arguments, failed registrations and rows that do not fit a table raise the builtin
 ``ValueError``; an unknown dataset or table name raises the builtin ``LookupError``, as in
@@ -67,6 +70,12 @@ class ProjectionTimeoutError(StrataError, TimeoutError):
         self.reached = reached
 
 
+class WorkerError(StrataError, RuntimeError):
+    """A worker process of the client died while reading a segment or a registration file, on
+    the retry too. The message names what it was reading and the worker's exit; the client
+    starts a new worker for its next call."""
+
+
 __all__ = [
     "AlreadyExistsError",
     "DeliveryError",
@@ -77,4 +86,5 @@ __all__ = [
     "RecordingChangedError",
     "StoreUnavailableError",
     "StrataError",
+    "WorkerError",
 ]

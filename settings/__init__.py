@@ -19,6 +19,8 @@ ENVIRONMENT = {
     "STRATA_JARS_DIR": "where scripts/setup.sh put the jars (default .cache/jars)",
     "STRATA_CLASS_DATA_SHARING": "the JVMs' class-data sharing archives that setup makes: use "
                                  "(default), off, or create (replace them at the JVMs' exit)",
+    "STRATA_WORKERS": "worker processes a client reads and registers with (default: the usable "
+                      "cores; 0 reads in the client's own process)",
 }
 """Each variable and what it sets, for ``--help``."""
 
@@ -63,6 +65,23 @@ def kafka_options() -> dict[str, str]:
         raise ValueError("STRATA_KAFKA_OPTIONS must be a JSON object of settings to strings, "
                          'numbers or booleans, such as {"security.protocol": "SASL_SSL"}')
     return options
+
+
+def workers() -> int:
+    """How many worker processes a client starts (``STRATA_WORKERS``; default: the cores this
+    process may run on). ``CatalogClient(workers=...)`` wins over it. Raises ``ValueError`` if
+    it is not a whole number of at least 0."""
+    text = os.environ.get("STRATA_WORKERS")
+    if not text:
+        return len(os.sched_getaffinity(0))
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise ValueError(f"STRATA_WORKERS={text!r}: set it to a number of worker processes, at least 0 "
+                         "(0 reads in the client's own process)")
+    return count
 
 
 def store(data_dir: Path) -> str:

@@ -103,6 +103,13 @@ def client(server: Server) -> sdk.CatalogClient:
     return server.client()
 
 
+@pytest.fixture(scope="session", params=[0, 2], ids=["in-process", "2-workers"])
+def reading_client(server: Server, request: pytest.FixtureRequest) -> sdk.CatalogClient:
+    """A client reading in its own process (``workers=0``), then one reading with two worker
+    processes: the differential reads run on both."""
+    return server.client(workers=request.param)
+
+
 @pytest.fixture(scope="session")
 def rerun_client() -> Iterator:
     """A client of Rerun's own catalog server, for differential tests."""

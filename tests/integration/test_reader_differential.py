@@ -114,9 +114,9 @@ def _table(df: datafusion.DataFrame) -> pa.Table:
 
 
 @pytest.fixture
-def pair(client: sdk.CatalogClient, rerun_client, files: dict[str, list[str]]) -> Pair:
+def pair(reading_client: sdk.CatalogClient, rerun_client, files: dict[str, list[str]]) -> Pair:
     name = f"differential-{os.urandom(4).hex()}"
-    pair = Pair(client.create_dataset(name), rerun_client.create_dataset(name))
+    pair = Pair(reading_client.create_dataset(name), rerun_client.create_dataset(name))
     pair.register(files["base"], "base")
     pair.register(files["derived"], "derived")
     pair.register(files["quality"], "quality")

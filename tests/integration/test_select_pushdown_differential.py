@@ -39,11 +39,11 @@ def _write(path: Path, segment: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def pair(client: sdk.CatalogClient, rerun_client, tmp_path_factory: pytest.TempPathFactory):
+def pair(reading_client: sdk.CatalogClient, rerun_client, tmp_path_factory: pytest.TempPathFactory):
     directory = tmp_path_factory.mktemp("pushdown")
     uris = [_write(directory / f"segment{i}.rrd", i) for i in range(3)]
     name = f"pushdown-{os.urandom(3).hex()}"
-    ours, theirs = client.create_dataset(name), rerun_client.create_dataset(name)
+    ours, theirs = reading_client.create_dataset(name), rerun_client.create_dataset(name)
     ours.register(uris).wait()
     theirs.register(uris).wait()
     return ours, theirs

@@ -1,0 +1,191 @@
+"""The client's worker processes (``sdk._workers``): tasks run in real worker processes and come
+back as they would in process, a dead worker is replaced, and nothing outlives the pool."""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from sdk._reader import ipc_file
+from sdk._recordings import read_recording
+from sdk._workers import WorkerPool
+from sdk.errors import NotFoundError, WorkerError
+from stack.droid import write_episode
+
+TIMEOUT_SECS = 60
+
+
+@pytest.fixture
+def pool() -> Iterator[WorkerPool]:
+    workers = WorkerPool(2)
+    yield workers
+    workers.close()
+
+
+def _wait_for_workers(pool: WorkerPool, count: int) -> list[int]:
+    """Start the pool (its first task) and wait until ``count`` workers serve it."""
+    pool.submit("starting", int, 0).result(TIMEOUT_SECS)
+    deadline = time.monotonic() + TIMEOUT_SECS
+    while len(pool.pids) < count or not pool._ready.is_set():
+        assert time.monotonic() < deadline, "the workers did not start"
+        time.sleep(0.05)
+    return pool.pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_segment_table_comes_back_from_a_worker_as_it_was_written(pool: WorkerPool) -> None:
+    _wait_for_workers(pool, 2)
+    table = pa.table({"step": list(range(100_000)), "name": [f"ep_{i}" for i in range(100_000)]})
+    buffer = pool.submit("a big table", ipc_file, functools.partial(pa.table, table.to_pydict())
+                         ).result(TIMEOUT_SECS)
+    assert buffer.size > 256 << 10  # large enough to cross through a shared-memory file
+    assert pa.ipc.open_file(buffer).read_all().equals(table)
+    assert list((pool._directory or Path("/nonexistent")).glob("*.arrow")) == []  # unlinked at once
+
+
+def test_what_a_worker_reads_equals_what_the_caller_reads(pool: WorkerPool, tmp_path: Path) -> None:
+    """The schema of a DROID-like episode has non-null children of nested lists, which pyarrow's
+    own pickling loses: its digest must not change on the way back."""
+    uris = []
+    for index in range(3):
+        path = tmp_path / f"episode_{index}.rrd"
+        write_episode(path, f"ep_{index}", index, steps=5)
+        uris.append(path.as_uri())
+    _wait_for_workers(pool, 2)
+    remote = [pool.submit(uri, read_recording, uri).result(TIMEOUT_SECS) for uri in uris]
+    local = [read_recording(uri) for uri in uris]
+    for there, here in zip(remote, local, strict=True):
+        assert there.arrow_schema.equals(here.arrow_schema, check_metadata=True)
+        assert there.schema_bytes() == here.schema_bytes()
+        assert there.properties is not None and there.properties.equals(here.properties)
+        assert (there.recording_id, there.num_chunks, there.index_ranges) == (
+            here.recording_id, here.num_chunks, here.index_ranges)
+
+
+def test_a_task_s_error_is_raised_in_the_caller_and_the_worker_goes_on(pool: WorkerPool) -> None:
+    pids = _wait_for_workers(pool, 2)
+    with pytest.raises(NotFoundError, match="no file at file:///no/such/episode.rrd") as raised:
+        pool.submit("reading", read_recording, "file:///no/such/episode.rrd").result(TIMEOUT_SECS)
+    assert "in strata's worker process" in str(raised.value.__cause__)
+    assert pool.submit("adding", int.__add__, 2, 3).result(TIMEOUT_SECS) == 5
+    assert pool.pids == pids
+
+
+def test_arguments_that_do_not_pickle_fail_their_task_only(pool: WorkerPool) -> None:
+    _wait_for_workers(pool, 2)
+    with pytest.raises((pickle.PicklingError, TypeError, AttributeError)):
+        pool.submit("a lock", repr, threading.Lock()).result(TIMEOUT_SECS)
+    assert pool.submit("adding", int.__add__, 2, 3).result(TIMEOUT_SECS) == 5
+
+
+def test_a_worker_killed_mid_task_is_replaced_and_the_task_retried_once() -> None:
+    pool = WorkerPool(1)
+    try:
+        [pid] = _wait_for_workers(pool, 1)
+        future = pool.submit("sleeping", time.sleep, 1.5)
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        assert future.result(TIMEOUT_SECS) is None  # done by the replacement
+        [replacement] = pool.pids
+        assert replacement != pid
+        assert pool.submit("adding", int.__add__, 2, 3).result(TIMEOUT_SECS) == 5
+    finally:
+        pool.close()
+
+
+def test_a_task_that_kills_every_worker_fails_naming_what_it_did(pool: WorkerPool) -> None:
+    _wait_for_workers(pool, 2)
+    with pytest.raises(WorkerError, match=r'segment "ep_7": .*died while reading it, twice \(pid \d+, '
+                                          r"exit status 3\)"):
+        pool.submit('segment "ep_7"', os._exit, 3).result(TIMEOUT_SECS)
+    assert pool.submit("adding", int.__add__, 2, 3).result(TIMEOUT_SECS) == 5  # the next call works
+
+
+def test_closing_stops_every_worker_and_cancels_what_waits() -> None:
+    pool = WorkerPool(2)
+    pids = _wait_for_workers(pool, 2)
+    running = [pool.submit("sleeping", time.sleep, 30) for _ in range(6)]
+    time.sleep(0.3)
+    started = time.monotonic()
+    pool.close()
+    assert time.monotonic() - started < 10  # the sleeping workers were not waited for
+    assert not any(_alive(pid) for pid in pids)
+    for future in running:
+        assert future.cancelled() or isinstance(future.exception(TIMEOUT_SECS), WorkerError)
+    assert not pool.spreads(2)
+    pool.close()  # idempotent
+
+
+def test_work_is_spread_only_where_workers_can_speed_it_up() -> None:
+    pool = WorkerPool(2)
+    assert pool.spreads(2)
+    assert not pool.spreads(1)  # one segment or file: no process is started for it
+    assert not WorkerPool(0).spreads(100)
+    assert pool.submit("adding", int.__add__, 2, 3, spread=False).result(TIMEOUT_SECS) == 5
+    assert pool.pids == [] and pool._directory is None  # in process, nothing was started
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # a forked child (a DataLoader worker) runs its tasks in process
+        os.write(write, b"1" if not pool.spreads(2) else b"0")
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert os.read(read, 1) == b"1"
+    pool.close()
+
+
+@pytest.mark.parametrize("size", [-1, 1.5, True])
+def test_a_pool_size_is_a_whole_number_of_at_least_zero(size: object) -> None:
+    with pytest.raises(ValueError, match="at least 0"):
+        WorkerPool(size)  # type: ignore[arg-type]
+
+
+def test_ctrl_c_in_the_caller_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """A script stopped by SIGINT while its workers are busy exits, and takes them with it."""
+    script = tmp_path / "busy.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time
+        from sdk._workers import WorkerPool
+        pool = WorkerPool(2)
+        futures = [pool.submit("sleeping", time.sleep, 30) for _ in range(4)]
+        while len(pool.pids) < 2 or not pool._ready.is_set():
+            time.sleep(0.05)
+        time.sleep(0.3)
+        print(*pool.pids, flush=True)
+        for future in futures:
+            future.result()
+    """))
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    assert process.stdout is not None
+    pids = [int(p) for p in process.stdout.readline().split()]
+    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=TIMEOUT_SECS)
+    assert "KeyboardInterrupt" in stderr
+    assert time.monotonic() - started < 10
+    assert not any(_alive(pid) for pid in pids)
+    listed = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    assert not [line for line in listed.splitlines() if "sdk._worker" in line
+                and int(line.split()[0]) in pids]
