@@ -60,16 +60,19 @@ class PeakRss:
     >>> peak.peak_bytes
     """
 
-    def __init__(self, roots: Iterable[int], *, interval_secs: float = 0.2) -> None:
+    def __init__(self, roots: Iterable[int], *, interval_secs: float = 0.2, trees: bool = True) -> None:
         self.roots = list(roots)
         self.interval_secs = interval_secs
+        self.trees = trees
+        """False: the listed processes only, not their children."""
         self.peak_bytes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.roots))
+            now = tree_rss_bytes(self.roots) if self.trees else sum(map(rss_bytes, self.roots))
+            self.peak_bytes = max(self.peak_bytes, now)
             self._stop.wait(self.interval_secs)
 
     def __enter__(self) -> PeakRss:

@@ -15,6 +15,8 @@ Scenarios (--only, comma-separated; default all):
   reads       reader(index="real_time") over datasets of DROID-like episodes, to Arrow (rows/s),
               and one segment by a rerun_segment_id filter (p50, p99); strata also: the same
               read on Spark local[*] (to_spark(...).count()) over more segments
+  workers     strata only: a reader() scan and a register() call with clients of 0 (in process),
+              1 and 2 worker processes: rows/s, registrations/s, peak RSS of client and workers
   tables      a 10-column table: append in calls of many rows, single-row upserts, and
               reader() of the whole table to Arrow (rows/s; per call p50, p99)
   stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
@@ -44,19 +46,21 @@ from bench.report import NOT_APPLICABLE, Row
 from bench.systems import RerunSystem, StrataSystem
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
-SCENARIOS = ("startup", "latency", "throughput", "queries", "reads", "tables", "replay", "stages")
+SCENARIOS = ("startup", "latency", "throughput", "queries", "reads", "workers", "tables", "replay",
+             "stages")
 SCALES = {
     "small": {"latency_calls": 50, "warmup": 5, "sdk_datasets": 2, "sdk_count": 250, "sdk_batch": 250,
               "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
               "query_repeats": 3, "replay_caps": "20000,5000",
               "stage_events": 30_000, "stage_batch": 10_000, "read_sizes": "20", "read_calls": 20,
-              "spark_segments": 100, "table_rows": 100_000, "table_batch": 10_000, "table_upserts": 200},
+              "spark_segments": 100, "scaling_segments": 50, "scaling_files": 250, "table_rows": 100_000,
+              "table_batch": 10_000, "table_upserts": 200},
     "full": {"latency_calls": 300, "warmup": 20, "sdk_datasets": 8, "sdk_count": 1_000, "sdk_batch": 1_000,
              "producer_count": 200_000, "query_sizes": "1000,10000,100000",
              "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "20000,50000",
              "stage_events": 300_000, "stage_batch": 100_000, "read_sizes": "20,200", "read_calls": 50,
-             "spark_segments": 1_000, "table_rows": 1_000_000, "table_batch": 10_000,
-             "table_upserts": 10_000},
+             "spark_segments": 1_000, "scaling_segments": 200, "scaling_files": 1_000,
+             "table_rows": 1_000_000, "table_batch": 10_000, "table_upserts": 10_000},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -91,6 +95,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--read-sizes", help="DROID-like segments per dataset read, comma-separated "
                                              "(full: 20,200)")
     parser.add_argument("--read-calls", type=int, help="one-segment reads measured per size (full: 50)")
+    parser.add_argument("--scaling-segments", type=int,
+                        help="DROID-like segments scanned per worker count (full: 200)")
+    parser.add_argument("--scaling-files", type=int,
+                        help="DROID-like files registered in one call per worker count (full: 1000)")
     parser.add_argument("--spark-segments", type=int,
                         help="DROID-like segments read with to_spark on Spark local[*] (full: 1000)")
     parser.add_argument("--table-rows", type=int, help="rows appended to the table (full: 1000000)")
@@ -127,6 +135,8 @@ def prepare_recordings(pool: RecordingPool, args: argparse.Namespace) -> None:
         episodes = max(episodes, args.sdk_count)
     if "reads" in args.only:
         episodes = max(episodes, *args.read_sizes, args.spark_segments)
+    if "workers" in args.only:
+        episodes = max(episodes, args.scaling_segments, args.scaling_files)
     layered = 1
     if "queries" in args.only and "rerun" in args.systems:
         layered = max([s for s in args.query_sizes if s <= args.rerun_max_segments], default=1)
@@ -189,6 +199,9 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
             results["stages"] = timed(timings, "strata stages", scenarios.stages, pool, work / "stages",
                                       events=args.stage_events, batch=args.stage_batch)
         run_common(args, system, pool, timings, results, query_sizes=args.query_sizes, producers=True)
+        if "workers" in args.only:
+            results["workers"] = timed(timings, "strata workers", scenarios.worker_scaling, system, pool,
+                                       segments=args.scaling_segments, files=args.scaling_files)
         if "reads" in args.only:
             results["spark_read"] = timed(timings, "strata spark read", scenarios.spark_read, system,
                                           pool, segments=args.spark_segments)
@@ -265,7 +278,8 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                         f"recordings in calls of {args.sdk_batch:,} (recordings/s)", "higher",
                         pick(strata, "sdk_throughput", "events_per_s"),
                         other("sdk_throughput", "events_per_s"),
-                        note="until segment_table() shows all; target: 1.2x rerun's"))
+                        note="until segment_table() shows all; strata on its default worker pool; "
+                             "target: 1.5x rerun's"))
         rows.append(Row("throughput", f"producers API, {args.producer_count:,} events (events/s)", "higher",
                         pick(strata, "producer_throughput", "events_per_s"), NOT_APPLICABLE, 20_000,
                         note="until segment_table() shows all; rerun has no producers API"))
@@ -291,13 +305,30 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
             rows.append(Row("reads", f"reader(index='real_time'), {size} DROID-like segments, to Arrow "
                             "(rows/s)", "higher", pick(strata, "reads", str(size), "rows_per_s"),
                             other("reads", str(size), "rows_per_s"),
-                            note="median of 3 scans; target: at least rerun's"))
+                            note="median of 3 scans, strata on its default worker pool; target: 1.5x "
+                                 "rerun's"))
             for key in ("p50_ms", "p99_ms"):
                 rows.append(Row("reads", f"one segment of {size} by rerun_segment_id filter, "
                                 f"{key[:-3]} (ms)", "lower",
                                 pick(strata, "reads", str(size), "one_segment", key),
                                 other("reads", str(size), "one_segment", key),
-                                note="target: p50 at most 2x rerun's" if key == "p50_ms" else ""))
+                                note="target: p50 at most rerun's" if key == "p50_ms" else ""))
+    if "workers" in strata:
+        scaling = strata["workers"]
+        for size, measured in scaling.items():
+            who = "in the client's process" if size == "0" else f"{size} worker process{'es' * (size != '1')}"
+            rows.append(Row("workers", f"reader(index='real_time'), {measured['rows'] // 120:,} DROID-like "
+                            f"segments, {who} (rows/s)", "higher", measured["rows_per_s"], NOT_APPLICABLE))
+            rows.append(Row("workers", f"register() of {measured['files']:,} DROID-like files in one call, "
+                            f"{who}, until wait() (files/s)", "higher", measured["registrations_per_s"],
+                            NOT_APPLICABLE, note=f"files read in {measured['register_read_s']} s"))
+            rows.append(Row("workers", f"peak RSS during the scan, {who}: client / workers (MiB)", "lower",
+                            measured["caller_peak_rss_mib"], NOT_APPLICABLE,
+                            note=f"workers: {measured['workers_peak_rss_mib']} MiB in all"))
+        if "1" in scaling and "2" in scaling:
+            for key, what in (("rows_per_s", "scan rows/s"), ("registrations_per_s", "registrations/s")):
+                rows.append(Row("workers", f"2 workers / 1 worker, {what} (x)", "higher",
+                                round(scaling["2"][key] / scaling["1"][key], 2), NOT_APPLICABLE, 1.7))
     if "tables" in args.only:
         size = f"{args.table_rows:,} rows x 10 columns"
         rows.append(Row("tables", f"append, {size} in calls of {args.table_batch:,} (rows/s)", "higher",

@@ -392,6 +392,50 @@ def reads(system, pool: RecordingPool, *, sizes: list[int], calls: int) -> dict:
     return results
 
 
+def worker_scaling(system, pool: RecordingPool, *, segments: int, files: int,
+                   sizes: tuple[int, ...] = (0, 1, 2)) -> dict:
+    """For clients of each size of worker pool (0: in the client's process): a full
+    ``reader(index="real_time")`` scan of ``segments`` DROID-like episodes to Arrow (median of
+    three, workers already started) with the peak RSS of the client and of its workers, and one
+    ``register()`` call of ``files`` episodes into a new dataset until ``wait()`` returns."""
+    uris = pool.episodes(max(segments, files))
+    name = f"scaling-{segments}"
+    system.client.create_dataset(name).register(uris[:segments]).wait(timeout_secs=WAIT_SECS)
+    results = {}
+    for size in sizes:
+        client = system.server.client(workers=size)
+        dataset = client.get_dataset(name)
+        pa.table(dataset.reader(index="real_time"))  # starts the workers
+        workers = client._internal.workers
+        procs.wait_until(lambda: len(workers.pids) == workers.size, timeout_secs=60,  # noqa: B023
+                         what=f"{size} workers serving")
+        scans = []
+        with procs.PeakRss([os.getpid()], trees=False, interval_secs=0.02) as caller_rss, \
+                procs.PeakRss(workers.pids, trees=False, interval_secs=0.02) as workers_rss:
+            for _ in range(3):
+                started = time.perf_counter()
+                table = pa.table(dataset.reader(index="real_time"))
+                scans.append(time.perf_counter() - started)
+        scan_s = statistics.median(scans)
+        target = client.create_dataset(f"scaling-register-{size}")
+        started = time.perf_counter()
+        operation = target.register(uris[:files])
+        read_s = time.perf_counter() - started
+        operation.wait(timeout_secs=WAIT_SECS)
+        register_s = time.perf_counter() - started
+        client.close()
+        print(f"  strata, {size} workers: {table.num_rows:,} rows in {scan_s:.2f} s; {files:,} files "
+              f"registered in {register_s:.2f} s", flush=True)
+        results[str(size)] = {
+            "rows": table.num_rows, "scan_s": round(scan_s, 3),
+            "rows_per_s": round(table.num_rows / scan_s, 1),
+            "caller_peak_rss_mib": procs.mib(caller_rss.peak_bytes),
+            "workers_peak_rss_mib": procs.mib(workers_rss.peak_bytes), "files": files,
+            "register_read_s": round(read_s, 2), "register_s": round(register_s, 2),
+            "registrations_per_s": round(files / register_s, 1)}
+    return results
+
+
 def spark_read(system, pool: RecordingPool, *, segments: int) -> dict:
     """``to_spark(spark, "real_time").count()`` over ``segments`` DROID-like episodes with Spark
     ``local[*]`` in this process: a partition per segment, read on the executors."""

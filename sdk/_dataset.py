@@ -355,7 +355,8 @@ class DatasetEntry(Entry[Dataset]):
         dataset = self._current()
         schema = dataset.schema
         if dataset.schemaless_layers:
-            schema = _with_file_schemas(schema, self._layer_table(), self._internal.objects())
+            schema = _with_file_schemas(schema, self._layer_table(), self._internal.objects(),
+                                        self._internal.workers)
         return pa.ipc.read_schema(pa.py_buffer(schema)) if schema else pa.schema([])
 
     def segment_ids(self) -> list[str]:
@@ -502,19 +503,22 @@ _FILE_SCHEMAS: dict[tuple[str, int], bytes] = {}
 registered file never changes (``RecordingChangedError`` otherwise)."""
 
 
-def _with_file_schemas(merged: bytes, layers: pa.Table, objects: ObjectStore) -> bytes:
+def _with_file_schemas(merged: bytes, layers: pa.Table, objects: ObjectStore, workers: WorkerPool) -> bytes:
     """``merged`` (a dataset's schema) with the schemas of its layers registered without one,
-    read from their files; each distinct schema merged once. ``ValueError`` naming a layer whose
-    file's schema conflicts."""
+    read from their files (by ``workers`` when there are several); each distinct schema merged
+    once. ``ValueError`` naming a layer whose file's schema conflicts."""
     unknown = layers.filter(pc.is_null(layers.column("schema_sha256")))
     columns = [unknown.column(n).to_pylist()
                for n in ("segment_id", "layer_name", "storage_url", "size_bytes")]
+    unread = sorted(set(zip(columns[2], columns[3], strict=True)) - set(_FILE_SCHEMAS))
+    read = functools.partial(read_recording, objects=objects)
+    spread = workers.spreads(len(unread))
+    futures = [workers.submit(url, read, url, spread=spread) for url, _ in unread]
+    for key, future in zip(unread, futures, strict=True):
+        _FILE_SCHEMAS[key] = future.result().schema_bytes()
     distinct: dict[bytes, tuple[str, str, str]] = {}
     for segment_id, layer_name, url, size in zip(*columns, strict=True):
-        schema = _FILE_SCHEMAS.get((url, size))
-        if schema is None:
-            schema = _FILE_SCHEMAS.setdefault((url, size), read_recording(url, objects).schema_bytes())
-        distinct.setdefault(schema, (segment_id, layer_name, url))
+        distinct.setdefault(_FILE_SCHEMAS[(url, size)], (segment_id, layer_name, url))
     for schema, (segment_id, layer_name, url) in distinct.items():
         try:
             merged = schemas.merge_serialized(merged, schema)

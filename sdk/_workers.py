@@ -53,7 +53,7 @@ from sdk.errors import WorkerError
 
 DEPTH = 2
 """Tasks sent to a worker at once: the one it does, and the next."""
-INLINE_BYTES = 256 << 10
+INLINE_BYTES = 512 << 10
 """Arrow buffers smaller than this cross in the reply itself; larger ones through a file."""
 SHARED_MEMORY = Path("/dev/shm")
 STOP_SECS = 5.0

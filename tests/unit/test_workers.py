@@ -58,7 +58,7 @@ def test_a_segment_table_comes_back_from_a_worker_as_it_was_written(pool: Worker
     table = pa.table({"step": list(range(100_000)), "name": [f"ep_{i}" for i in range(100_000)]})
     buffer = pool.submit("a big table", ipc_file, functools.partial(pa.table, table.to_pydict())
                          ).result(TIMEOUT_SECS)
-    assert buffer.size > 256 << 10  # large enough to cross through a shared-memory file
+    assert buffer.size > 512 << 10  # large enough to cross through a shared-memory file
     assert pa.ipc.open_file(buffer).read_all().equals(table)
     assert list((pool._directory or Path("/nonexistent")).glob("*.arrow")) == []  # unlinked at once
 
