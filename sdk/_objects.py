@@ -42,10 +42,16 @@ ObjectStoreSettings = Mapping[str, str] | str | None
 
 
 def is_object_url(uri: str) -> bool:
+    return isinstance(uri, str) and _scheme(uri) == SCHEME
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _scheme(uri: str) -> str:
+    """A URL's scheme, remembered: a scan asks it of every layer's file."""
     try:
-        return isinstance(uri, str) and urlparse(uri).scheme == SCHEME
+        return urlparse(uri).scheme
     except ValueError:  # not a URL at all (an unclosed IPv6 bracket, say)
-        return False
+        return ""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ Parquet and Arrow IPC files carry the recording id in their schema metadata (``r
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import struct
 import tempfile
@@ -93,6 +94,12 @@ def local_path(uri: str) -> Path:
     """The local file a ``file://`` URI names. Raises ``ValueError`` for anything else."""
     if not isinstance(uri, str):
         raise ValueError(f"expected a URI string, got {type(uri).__name__}: {uri!r}")
+    return _local_path(uri)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _local_path(uri: str) -> Path:
+    """``local_path``, remembered: a scan asks it of every layer's file."""
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         hint = f" (for a local file use {Path(uri).absolute().as_uri()!r})" if not parsed.scheme else ""

@@ -165,6 +165,8 @@ class WorkerPool:
         self._serving: dict[int, int] = {}
         """The pids of the workers that serve tasks, by slot."""
         self._threads: list[threading.Thread] = []
+        self._lanes = size
+        """Worker slots still trying to serve."""
         self._directory: Path | None = None
         self._closed = False
 
@@ -218,7 +220,8 @@ class WorkerPool:
         for process in list(self._processes.values()):
             _stop(process)
         for thread in self._threads:
-            thread.join(STOP_SECS)
+            if thread is not threading.current_thread():
+                thread.join(STOP_SECS)
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)
 
@@ -262,7 +265,7 @@ class WorkerPool:
                 if worker is None:
                     worker = self._spawn(slot)
                     if worker is None:
-                        _fail([*sent, *unsent], "no worker process could be started")
+                        self._lane_gone([*sent, *unsent])
                         return
                 while not stopping and len(sent) + len(unsent) < DEPTH:
                     try:
@@ -279,9 +282,10 @@ class WorkerPool:
                     continue
                 try:
                     while unsent:
-                        task = unsent.popleft()
-                        if worker.send(task):
-                            sent.append(task)
+                        if worker.send(unsent[0]):
+                            sent.append(unsent.popleft())
+                        else:  # its arguments did not pickle: its future has the error
+                            unsent.popleft()
                     if sent:
                         worker.receive(sent[0])
                         sent.popleft()
@@ -307,6 +311,25 @@ class WorkerPool:
                 worker.close()
             self._processes.pop(slot, None)
             self._serving.pop(slot, None)
+
+    def _lane_gone(self, claimed: list[_Task]) -> None:
+        """A worker's slot gave up (no worker could be started in it): the tasks it held run in
+        the caller, but one whose worker died doing it fails (it might take the caller down too);
+        when no slot is left, the caller runs the next tasks too, so that none waits forever."""
+        for task in claimed:
+            if task.attempts:
+                _fail([task], "its worker process died while reading it, and no new one could be started")
+            else:
+                _in_process.submit(task.run)
+        with self._lock:
+            self._lanes -= 1
+            if self._lanes or self._closed:
+                return
+            self._ready.clear()
+        thread = threading.Thread(target=self._serve_while_starting, daemon=True,
+                                  name="strata-worker-caller")
+        self._threads.append(thread)
+        thread.start()
 
     def _spawn(self, slot: int) -> _Worker | None:
         """A ready worker in ``slot`` (a second try if the first dies while it starts); None if

@@ -189,3 +189,37 @@ def test_ctrl_c_in_the_caller_leaves_no_worker_behind(tmp_path: Path) -> None:
     listed = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
     assert not [line for line in listed.splitlines() if "sdk._worker" in line
                 and int(line.split()[0]) in pids]
+
+
+def test_without_workers_that_start_the_caller_does_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # every worker exits at once
+    pool = WorkerPool(2)
+    try:
+        with pytest.warns(RuntimeWarning, match=r"could not start a worker process \(pid \d+, exit status 1"):
+            assert pool.submit("adding", int.__add__, 2, 3).result(TIMEOUT_SECS) == 5
+            futures = [pool.submit("adding", int.__add__, n, 1) for n in range(10)]
+            assert [f.result(TIMEOUT_SECS) for f in futures] == list(range(1, 11))
+            deadline = time.monotonic() + TIMEOUT_SECS
+            while pool._lanes:  # both slots gave up
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert pool.pids == []
+    finally:
+        pool.close()
+
+
+def test_when_no_replacement_starts_the_caller_takes_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = WorkerPool(1)
+    try:
+        [pid] = _wait_for_workers(pool, 1)
+        monkeypatch.setattr(sys, "executable", "/bin/false")
+        os.kill(pid, signal.SIGKILL)
+        with pytest.warns(RuntimeWarning, match="could not start a worker process"):
+            # The first task may reach the socket before the kernel closed the dead worker's
+            # end, and then counts as the one it died doing: it fails rather than run here.
+            first = pool.submit("adding", int.__add__, 2, 3)
+            error = first.exception(TIMEOUT_SECS)
+            assert isinstance(error, WorkerError) if error else first.result() == 5
+            assert pool.submit("adding", int.__add__, 4, 5).result(TIMEOUT_SECS) == 9  # never waits forever
+    finally:
+        pool.close()
