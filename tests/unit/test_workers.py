@@ -223,3 +223,18 @@ def test_when_no_replacement_starts_the_caller_takes_over(monkeypatch: pytest.Mo
             assert pool.submit("adding", int.__add__, 4, 5).result(TIMEOUT_SECS) == 9  # never waits forever
     finally:
         pool.close()
+
+
+def test_the_pool_size_comes_from_strata_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import settings
+
+    monkeypatch.delenv("STRATA_WORKERS", raising=False)
+    assert settings.workers() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("STRATA_WORKERS", "0")
+    assert settings.workers() == 0
+    monkeypatch.setenv("STRATA_WORKERS", "3")
+    assert settings.workers() == 3
+    for bad in ("-1", "two"):
+        monkeypatch.setenv("STRATA_WORKERS", bad)
+        with pytest.raises(ValueError, match=f"STRATA_WORKERS='{bad}': set it to a number of worker"):
+            settings.workers()
