@@ -9,8 +9,6 @@ import gc
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -22,6 +20,7 @@ import pytest
 import sdk
 from stack import Server
 from stack.droid import write_episode
+from worker_tools import alive, assert_interrupt_leaves_no_worker
 
 EPISODES = 8
 STEPS = 2_000
@@ -51,14 +50,6 @@ def droid(server: Server, episodes: list[str]) -> str:
 def _scan(client: sdk.CatalogClient, name: str) -> pa.Table:
     table = pa.table(client.get_dataset(name).reader(index="real_time"))
     return table.sort_by([("rerun_segment_id", "ascending"), ("real_time", "ascending")])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _serving(client: sdk.CatalogClient, droid: str) -> list[int]:
@@ -147,12 +138,12 @@ def test_closing_or_dropping_a_client_stops_its_workers(server: Server, droid: s
     client = sdk.CatalogClient(server.url(), workers=2)
     pids = _serving(client, droid)
     client.close()
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
     dropped = sdk.CatalogClient(server.url(), workers=2)
     pids = _serving(dropped, droid)
     del dropped
     gc.collect()
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
 
 
 def test_ctrl_c_during_a_scan_stops_it_and_leaves_no_worker(server: Server, droid: str,
@@ -168,19 +159,4 @@ def test_ctrl_c_during_a_scan_stops_it_and_leaves_no_worker(server: Server, droi
         while True:
             pa.table(dataset.reader(index="real_time"))
     """))
-    root = Path(__file__).resolve().parents[2]
-    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, "PYTHONPATH": str(root)})
-    assert process.stdout is not None
-    pids = [int(p) for p in process.stdout.readline().split()]
-    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
-    time.sleep(0.3)  # mid-scan
-    started = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=TIMEOUT_SECS)
-    assert "KeyboardInterrupt" in stderr
-    assert time.monotonic() - started < 10
-    assert not any(_alive(pid) for pid in pids)
-    listed = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-    assert not [line for line in listed.splitlines()
-                if "sdk._worker" in line and int(line.split()[0]) in pids]
+    assert_interrupt_leaves_no_worker(script, after_secs=0.3)  # mid-scan

@@ -7,7 +7,6 @@ import functools
 import os
 import pickle
 import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -23,6 +22,7 @@ from sdk._recordings import read_recording
 from sdk._workers import WorkerPool
 from sdk.errors import NotFoundError, WorkerError
 from stack.droid import write_episode
+from worker_tools import alive, assert_interrupt_leaves_no_worker
 
 TIMEOUT_SECS = 60
 
@@ -43,14 +43,6 @@ def _wait_for_workers(pool: WorkerPool, count: int) -> list[int]:
         time.sleep(0.05)
     return pool.pids
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_a_segment_table_comes_back_from_a_worker_as_it_was_written(pool: WorkerPool) -> None:
@@ -129,7 +121,7 @@ def test_closing_stops_every_worker_and_cancels_what_waits() -> None:
     started = time.monotonic()
     pool.close()
     assert time.monotonic() - started < 10  # the sleeping workers were not waited for
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
     for future in running:
         assert future.cancelled() or isinstance(future.exception(TIMEOUT_SECS), WorkerError)
     assert not pool.spreads(2)
@@ -174,21 +166,7 @@ def test_ctrl_c_in_the_caller_leaves_no_worker_behind(tmp_path: Path) -> None:
         for future in futures:
             future.result()
     """))
-    root = Path(__file__).resolve().parents[2]
-    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, "PYTHONPATH": str(root)})
-    assert process.stdout is not None
-    pids = [int(p) for p in process.stdout.readline().split()]
-    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
-    started = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=TIMEOUT_SECS)
-    assert "KeyboardInterrupt" in stderr
-    assert time.monotonic() - started < 10
-    assert not any(_alive(pid) for pid in pids)
-    listed = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-    assert not [line for line in listed.splitlines() if "sdk._worker" in line
-                and int(line.split()[0]) in pids]
+    assert_interrupt_leaves_no_worker(script)
 
 
 def test_without_workers_that_start_the_caller_does_the_work(monkeypatch: pytest.MonkeyPatch) -> None:

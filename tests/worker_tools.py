@@ -1,0 +1,45 @@
+"""Helpers for the tests of a client's worker processes: whether a process lives, and a script
+interrupted by SIGINT as a terminal's Ctrl-C would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def assert_interrupt_leaves_no_worker(script: Path, *, after_secs: float = 0.0,
+                                      timeout_secs: float = 60) -> None:
+    """Run ``script``, which prints its workers' pids on one line once they serve, then keeps them
+    busy; send it SIGINT ``after_secs`` later; it must stop with a KeyboardInterrupt within 10 s,
+    its workers gone (neither alive nor listed by ``ps``)."""
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert process.stdout is not None
+    pids = [int(p) for p in process.stdout.readline().split()]
+    assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    time.sleep(after_secs)
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=timeout_secs)
+    assert "KeyboardInterrupt" in stderr
+    assert time.monotonic() - started < 10
+    assert not any(alive(pid) for pid in pids)
+    listed = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    assert not [line for line in listed.splitlines()
+                if "sdk._worker" in line and int(line.split()[0]) in pids]
