@@ -551,22 +551,25 @@ def _read_recordings(uris: list[str], objects: ObjectStore, workers: WorkerPool,
     read = functools.partial(read_recording, objects=objects, blueprint=blueprint)
     remote = any(map(is_object_url, uris))
     recordings: list[Recording] = []
-    with concurrent.futures.ThreadPoolExecutor(OBJECT_READERS if remote else 1) as threads:
-        if remote:
-            futures = [threads.submit(read, uri) for uri in uris]
-        else:
-            spread = workers.spreads(len(uris))
-            futures = [workers.submit(uri, read, uri, spread=spread) for uri in uris]
-        try:
-            for future in futures:
-                recordings.append(future.result())
-                done = len(recordings)
-                if len(uris) >= 100 and (done % 100 == 0 or done == len(uris)):
-                    print(f"\rreading recordings: {done}/{len(uris)}", end="", file=sys.stderr)
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    threads = concurrent.futures.ThreadPoolExecutor(OBJECT_READERS) if remote else None
+    if threads is not None:
+        futures = [threads.submit(read, uri) for uri in uris]
+    else:
+        spread = workers.spreads(len(uris))
+        futures = [workers.submit(uri, read, uri, spread=spread) for uri in uris]
+    try:
+        for future in futures:
+            recordings.append(future.result())
+            done = len(recordings)
+            if len(uris) >= 100 and (done % 100 == 0 or done == len(uris)):
+                print(f"\rreading recordings: {done}/{len(uris)}", end="", file=sys.stderr)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+    finally:
+        if threads is not None:
+            threads.shutdown()
     if len(uris) >= 100:
         print(file=sys.stderr)
     return recordings
