@@ -60,9 +60,23 @@ STOP_SECS = 5.0
 """How long a stopping worker is given to exit after SIGTERM before it is killed."""
 _STDERR_LINES = 20
 
-_in_process = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="strata-read")
+
+def _threads() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="strata-read")
+
+
+_in_process = _threads()
 """Tasks not spread over workers run on these threads: pyarrow calls a reader's file system from
-DataFusion's tokio threads, where rerun's engine (a tokio runtime of its own) must not block."""
+DataFusion's tokio threads, where rerun's engine (a tokio runtime of its own) must not block. A
+forked child gets threads of its own (its parent's do not exist in it)."""
+
+
+def _after_fork_in_child() -> None:
+    global _in_process
+    _in_process = _threads()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass

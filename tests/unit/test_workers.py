@@ -133,13 +133,19 @@ def test_work_is_spread_only_where_workers_can_speed_it_up() -> None:
     assert pool.spreads(2)
     assert not pool.spreads(1)  # one segment or file: no process is started for it
     assert not WorkerPool(0).spreads(100)
-    assert pool.submit("adding", int.__add__, 2, 3, spread=False).result(TIMEOUT_SECS) == 5
+    for n in range(8):  # the caller's reading threads all start
+        assert pool.submit("adding", int.__add__, 2, n, spread=False).result(TIMEOUT_SECS) == 2 + n
     assert pool.pids == [] and pool._directory is None  # in process, nothing was started
+    pool.submit("starting", int, 0).result(TIMEOUT_SECS)
     read, write = os.pipe()
     child = os.fork()
-    if child == 0:  # a forked child (a DataLoader worker) runs its tasks in process
-        os.write(write, b"1" if not pool.spreads(2) else b"0")
-        os._exit(0)
+    if child == 0:  # a forked child (a DataLoader worker) runs its tasks in process, on threads
+        done = False  # of its own: its parent's are not in it
+        try:
+            done = not pool.spreads(2) and pool.submit("adding", int.__add__, 2, 3).result(10) == 5
+        finally:
+            os.write(write, b"1" if done else b"0")
+            os._exit(0)
     os.waitpid(child, 0)
     assert os.read(read, 1) == b"1"
     pool.close()
