@@ -278,6 +278,9 @@ class WorkerPool:
             while True:
                 if worker is None:
                     worker = self._spawn(slot)
+                    if worker is None and self._closed:
+                        _fail([*sent, *unsent], "the client was closed")
+                        return
                     if worker is None:
                         self._lane_gone([*sent, *unsent])
                         return
@@ -396,7 +399,7 @@ class _Worker:
             registry[slot] = self.process
             self.connection = Connection(os.dup(ours.fileno()))
         try:
-            self._receive()  # ("ready", pid)
+            self._receive()  # ("ready", its pid)
         except _WorkerDied:
             self.close()
             raise
@@ -416,27 +419,29 @@ class _Worker:
 
     def receive(self, task: _Task) -> None:
         """The worker's reply to ``task`` (the oldest it was sent) into its future."""
-        kind, *reply = self._receive()
-        if kind == "value":
-            task.future.set_result(reply[0])
-        elif kind == "file":
-            path = reply[0]
-            with pa.memory_map(path) as mapped:
-                buffer = mapped.read_buffer()  # stays mapped while the buffer lives
-            os.unlink(path)
-            task.future.set_result(buffer)
-        else:
+        data = self._receive()
+        try:
+            kind, *reply = pickle.loads(data)
+            if kind == "file":
+                with pa.memory_map(reply[0]) as mapped:
+                    buffer = mapped.read_buffer()  # stays mapped while the buffer lives
+                os.unlink(reply[0])
+                reply = [buffer]
+        except Exception as exc:  # a reply that cannot be read fails its task, not the pool
+            task.future.set_exception(WorkerError(f"{task.what}: its reply could not be read: {exc}"))
+            return
+        if kind == "error":
             error, text = reply
             error.__cause__ = _RemoteTraceback(text)
             task.future.set_exception(error)
+        else:
+            task.future.set_result(reply[0])
 
-    def _receive(self) -> tuple[Any, ...]:
+    def _receive(self) -> bytes:
         try:
-            data = self.connection.recv_bytes()
+            return self.connection.recv_bytes()
         except (EOFError, OSError):
             raise self._died() from None
-        reply: tuple[Any, ...] = pickle.loads(data)
-        return reply
 
     def _died(self) -> _WorkerDied:
         """What is known of the worker's end: its exit status and its last lines on stderr."""
@@ -446,7 +451,10 @@ class _Worker:
             _stop(self.process)
             code = self.process.returncode
         how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-        lines = self.log.read_text(errors="replace").strip().splitlines()[-_STDERR_LINES:]
+        try:
+            lines = self.log.read_text(errors="replace").strip().splitlines()[-_STDERR_LINES:]
+        except OSError:  # the pool closed meanwhile, its directory with it
+            lines = []
         said = ("; it wrote:\n" + "\n".join(lines)) if lines else ""
         return _WorkerDied(f"pid {self.process.pid}, {how}{said}")
 
