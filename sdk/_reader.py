@@ -223,7 +223,6 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
         self._workers = workers
         self._spread = False
         self.ahead = self.AHEAD
-        self.filesystem: pafs.PyFileSystem | None = None
         self._lock = threading.Lock()
         self._made: collections.OrderedDict[str, concurrent.futures.Future[pa.Buffer]] = (
             collections.OrderedDict())
@@ -250,14 +249,15 @@ class _SegmentFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is
             if path not in self._make:
                 self._make[path] = functools.partial(self._make[fragment.path], entities=entities)
                 self._segment_ids[path] = self._segment_ids[fragment.path]
-        return fragment.format.make_fragment(path, self.filesystem,
+        return fragment.format.make_fragment(path, fragment.filesystem,
                                              partition_expression=fragment.partition_expression)
 
-    def empty(self, format: pads.FileFormat, schema: pa.Schema) -> pads.FileFragment:
-        """A fragment of no rows."""
+    def empty(self, format: pads.FileFormat, schema: pa.Schema,
+              filesystem: pafs.FileSystem) -> pads.FileFragment:
+        """A fragment of no rows, on ``filesystem`` (this handler's)."""
         with self._lock:
             self._make.setdefault("empty.arrow", schema.empty_table)
-        return format.make_fragment("empty.arrow", self.filesystem)
+        return format.make_fragment("empty.arrow", filesystem)
 
     def expect(self, paths: Sequence[str]) -> None:
         """The fragments a scan will read, in order: start making the first ones, in the
@@ -355,7 +355,7 @@ class _SegmentsDataset(pads.FileSystemDataset):  # type: ignore[misc]  # pyarrow
         if not fragments:
             # A scan of no fragment is planned as no partition at all, which an operator that
             # needs one partition (a sort) refuses: an empty one instead.
-            fragments = [self.segment_files.empty(self.format, self.schema)]
+            fragments = [self.segment_files.empty(self.format, self.schema, self.filesystem)]
         self.segment_files.expect([f.path for f in fragments])
         return fragments
 
@@ -390,7 +390,9 @@ def segments_dataset(segments: Mapping[str, Sequence[LayerFile]], options: ReadO
             expression &= (pads.field(options.index) >= start) & (pads.field(options.index) <= end)
         fragments.append((path, expression))
     files = _SegmentFiles(makers, segment_ids, workers)
-    files.filesystem = filesystem = pafs.PyFileSystem(files)
+    # The file system holds the handler; the handler must not hold it back: a cycle through
+    # pyarrow's C++ is one the garbage collector cannot see, and each scan would stay in memory.
+    filesystem = pafs.PyFileSystem(files)
     dataset = _SegmentsDataset(
         [format.make_fragment(path, filesystem, partition_expression=expr) for path, expr in fragments],
         schema, format, filesystem)

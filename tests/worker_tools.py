@@ -31,12 +31,17 @@ def assert_interrupt_leaves_no_worker(script: Path, *, after_secs: float = 0.0,
                                stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert process.stdout is not None
-    pids = [int(p) for p in process.stdout.readline().split()]
-    assert len(pids) == 2 and all(alive(pid) for pid in pids)
-    time.sleep(after_secs)
-    started = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=timeout_secs)
+    try:
+        pids = [int(p) for p in process.stdout.readline().split()]
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
+        time.sleep(after_secs)
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=timeout_secs)
+    finally:  # a script that did not stop must not outlive the test
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     assert "KeyboardInterrupt" in stderr
     assert time.monotonic() - started < 10
     assert not any(alive(pid) for pid in pids)

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 import sdk
+from sdk import _reader
 from stack import Server
 from stack.droid import write_episode
 from worker_tools import alive, assert_interrupt_leaves_no_worker
@@ -132,6 +133,18 @@ def test_a_file_removed_before_it_is_read_is_named(server: Server, droid: str, e
             pa.table(reader)
         messages.append(str(raised.value))
     assert messages[0] == messages[1]
+
+
+def test_finished_scans_leave_nothing_behind(server: Server, droid: str) -> None:
+    """Each scan's segment files are freed with its DataFrame: with the workers, the segments'
+    shared memory with them."""
+    client = server.client(workers=2)
+    _serving(client, droid)
+    for _ in range(3):
+        _scan(client, droid)
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, _reader._SegmentFiles)
+                and o._workers is client._internal.workers]
 
 
 def test_closing_or_dropping_a_client_stops_its_workers(server: Server, droid: str) -> None:
