@@ -167,7 +167,8 @@ def test_ctrl_c_during_a_scan_stops_it_and_leaves_no_worker(server: Server, droi
         import sdk
         client = sdk.CatalogClient({server.url()!r}, workers=2)
         dataset = client.get_dataset({droid!r})
-        pa.table(dataset.reader(index="real_time"))
+        while len(client._internal.workers.pids) < 2:  # until both workers serve
+            pa.table(dataset.reader(index="real_time"))
         print(*client._internal.workers.pids, flush=True)
         while True:
             pa.table(dataset.reader(index="real_time"))
