@@ -60,7 +60,7 @@ SCALES = {
              "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "20000,50000",
              "stage_events": 300_000, "stage_batch": 100_000, "read_sizes": "20,200", "read_calls": 50,
              "spark_segments": 1_000, "scaling_segments": 200, "scaling_files": 1_000,
-             "table_rows": 1_000_000, "table_batch": 10_000, "table_upserts": 10_000},
+             "table_rows": 1_000_000, "table_batch": 10_000, "table_upserts": 1_000},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -331,21 +331,28 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                                 round(scaling["2"][key] / scaling["1"][key], 2), NOT_APPLICABLE, 1.7))
     if "tables" in args.only:
         size = f"{args.table_rows:,} rows x 10 columns"
-        rows.append(Row("tables", f"append, {size} in calls of {args.table_batch:,} (rows/s)", "higher",
+        rows.append(Row("tables", f"append, {size} in calls of {args.table_batch:,}, then one read "
+                        "seeing them all (rows/s)", "higher",
                         pick(strata, "tables", "append_rows_per_s"), other("tables", "append_rows_per_s"),
-                        note="each call waits until its rows are readable; target: at least rerun's"))
+                        note="end to end: strata's calls return at the Kafka ack, the read waits for the "
+                             "projection; target: at least rerun's"))
         for key in ("p50_ms", "p99_ms"):
             rows.append(Row("tables", f"append call, {key[:-3]} (ms)", "lower",
                             pick(strata, "tables", "append_call", key), other("tables", "append_call", key)))
-        rows.append(Row("tables", f"{args.table_upserts:,} single-row upsert calls (rows/s)", "higher",
+        rows.append(Row("tables", f"{args.table_upserts:,} single-row upsert calls, then one read seeing "
+                        "them all (rows/s)", "higher",
                         pick(strata, "tables", "upsert_rows_per_s"), other("tables", "upsert_rows_per_s"),
-                        note="every other one replaces a row"))
+                        note="every other one replaces a row; target: 10x rerun's"))
         for key in ("p50_ms", "p99_ms"):
             rows.append(Row("tables", f"upsert call, {key[:-3]} (ms)", "lower",
                             pick(strata, "tables", "upsert_call", key), other("tables", "upsert_call", key)))
         rows.append(Row("tables", "reader() of the whole table to Arrow (rows/s)", "higher",
                         pick(strata, "tables", "read_rows_per_s"), other("tables", "read_rows_per_s"),
                         note="median of 3; target: at least rerun's"))
+        for key in ("p50_ms", "p99_ms"):
+            rows.append(Row("tables", f"one-row append then reader().count(), {key[:-3]} (ms)", "lower",
+                            pick(strata, "tables", "write_then_read", key),
+                            other("tables", "write_then_read", key), note="reported, no target"))
     if "spark_read" in strata:
         read = strata["spark_read"]
         rows.append(Row("reads", f"Spark path: to_spark('real_time').count(), {read['segments']:,} "

@@ -480,10 +480,12 @@ def _table_rows(start: int, count: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=TABLE_SCHEMA)
 
 
-def tables(system, *, rows: int, batch: int, upserts: int) -> dict:
-    """A 10-column table: ``append`` of ``rows`` rows in calls of ``batch``, then ``upserts``
-    single-row ``upsert`` calls (every other one replaces an existing row, the others add one),
-    then ``reader()`` of the whole table to Arrow (median of three). Per call: p50/p99 (ms)."""
+def tables(system, *, rows: int, batch: int, upserts: int, round_trips: int = 50) -> dict:
+    """A 10-column table: ``append`` of ``rows`` rows in calls of ``batch``, then one ``reader()``
+    that sees them all (rows/s end to end); ``upserts`` single-row ``upsert`` calls (every other
+    one replaces an existing row, the others add one), then one read that sees them all; then
+    ``reader()`` of the whole table to Arrow (median of three); then ``round_trips`` times one
+    single-row append followed by a ``reader()`` count (write then read). Per call: p50/p99 (ms)."""
     table = system.client.create_table(f"bench_{uuid.uuid4().hex[:8]}", TABLE_SCHEMA)
     batches = [_table_rows(start, min(batch, rows - start)) for start in range(0, rows, batch)]
     appends = []
@@ -494,7 +496,10 @@ def tables(system, *, rows: int, batch: int, upserts: int) -> dict:
         appends.append((time.perf_counter() - call) * 1000)
         if number % 20 == 0:
             print(f"  {system.name}: appended {number * batch:,} rows", flush=True)
+    sent_s = time.perf_counter() - started
+    seen = table.reader().count()
     append_s = time.perf_counter() - started
+    assert seen == rows, f"the read after the appends saw {seen:,} rows of {rows:,}"
     singles = [_table_rows(rows + i if i % 2 else (i * 7919) % rows, 1) for i in range(upserts)]
     upsert_ms = []
     started = time.perf_counter()
@@ -502,18 +507,30 @@ def tables(system, *, rows: int, batch: int, upserts: int) -> dict:
         call = time.perf_counter()
         table.upsert(data)
         upsert_ms.append((time.perf_counter() - call) * 1000)
+    seen = table.reader().count()
     upsert_s = time.perf_counter() - started
+    expected = rows + upserts // 2
+    assert seen == expected, f"the read after the upserts saw {seen:,} rows of {expected:,}"
     scans = []
     for _ in range(3):
         call = time.perf_counter()
         read = table.reader().to_arrow_table()
         scans.append(time.perf_counter() - call)
     scan_s = statistics.median(scans)
-    print(f"  {system.name}: append {rows / append_s:,.0f} rows/s, upsert p50 "
-          f"{statistics.median(upsert_ms):.1f} ms, read {read.num_rows / scan_s:,.0f} rows/s", flush=True)
-    return {"rows": rows, "batch": batch, "append_s": round(append_s, 2),
+    trips = []
+    for i in range(round_trips):
+        call = time.perf_counter()
+        table.append(_table_rows(rows + upserts + i, 1))
+        count = table.reader().count()
+        trips.append((time.perf_counter() - call) * 1000)
+        assert count == expected + i + 1, f"a read after its append saw {count:,} rows"
+    print(f"  {system.name}: append {rows / append_s:,.0f} rows/s end to end ({rows / sent_s:,.0f} rows/s "
+          f"sent), upsert {upserts / upsert_s:,.1f} rows/s end to end, read {read.num_rows / scan_s:,.0f} "
+          f"rows/s, write then read p50 {statistics.median(trips):.1f} ms", flush=True)
+    return {"rows": rows, "batch": batch, "append_s": round(append_s, 2), "append_sent_s": round(sent_s, 2),
             "append_rows_per_s": round(rows / append_s, 1), "append_call": percentiles(appends),
             "upserts": upserts, "upsert_rows_per_s": round(upserts / upsert_s, 1) if upserts else None,
             "upsert_call": percentiles(upsert_ms) if upserts else None,
             "read_rows": read.num_rows, "read_s": round(scan_s, 3),
-            "read_rows_per_s": round(read.num_rows / scan_s, 1)}
+            "read_rows_per_s": round(read.num_rows / scan_s, 1),
+            "write_then_read": percentiles(trips)}

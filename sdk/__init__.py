@@ -24,6 +24,7 @@ from sdk._entry import EntryKind
 from sdk._operations import Operation, RegistrationOperation
 from sdk._selection import DatasetSelection
 from sdk._table_entry import TableEntry
+from sdk._writes import WriteOutcome
 from sdk.errors import (
     AlreadyExistsError,
     DeliveryError,
@@ -35,6 +36,7 @@ from sdk.errors import (
     StoreUnavailableError,
     StrataError,
     WorkerError,
+    WriteRefusedError,
 )
 
 OnDuplicateSegmentLayer = OnDuplicate
@@ -88,4 +90,6 @@ __all__ = [
     "TableEntry",
     "VersionInfo",
     "WorkerError",
+    "WriteOutcome",
+    "WriteRefusedError",
 ]

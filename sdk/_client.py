@@ -25,6 +25,7 @@ from sdk._objects import ObjectStoreConfig, ObjectStoreSettings
 from sdk._operations import Operation
 from sdk._table_entry import TableEntry
 from sdk._wait import DEFAULT_TIMEOUT_SECS
+from sdk._writes import WriteOutcome
 from sdk.errors import AlreadyExistsError
 
 
@@ -134,7 +135,25 @@ class CatalogClient:
         return VersionInfo(version=f"strata/{_strata_version()}", cloud_provider=None,
                            cloud_region=None, features=[])
 
+    def flush(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> list[WriteOutcome]:
+        """Wait until the catalog has applied every write of this client, and return the
+        outcomes of those not yet reported, in the order they were sent.
+
+        A bulk write (a table's ``append``, ``overwrite`` and ``upsert``; a dataset's
+        ``register``, ``register_prefix`` and ``unregister``) returns once Kafka has it. Every read
+        through this client waits for its writes first, and raises the refusals of those it
+        settles; ``flush`` does the same without reading. Raises ``WriteRefusedError`` naming
+        each refused write and its reason (the others are applied), ``ProjectionTimeoutError`` if
+        the projection does not get there within ``timeout_secs``.
+
+        >>> table.append(rows); client.flush()  # doctest: +SKIP
+        [WriteOutcome(what="append of 10000 rows to table 'labels'", status=<Status.ACCEPTED...>)]
+        """
+        return self._internal.settle(timeout_secs)
+
     def close(self) -> None:
+        """Flush (``flush``: its refusals are raised), then stop the client's workers and close
+        its producer and store connection."""
         self._internal.close()
 
     def __enter__(self) -> CatalogClient:

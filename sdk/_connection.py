@@ -1,6 +1,7 @@
 """The one internal connection that a client, its entries, selections and operations share, as
 Rerun's entries share one ``_internal``: the producer, the store reader, waiting for the
-projection, outcomes turned into errors, the schemas already defined, and the DataFusion session.
+projection, the client's open writes (read-your-writes, refusals raised), outcomes turned into
+errors, the schemas already defined, and the DataFusion session.
 
 Every other module of the SDK talks to Kafka and the store through this object's public methods.
 """
@@ -24,9 +25,10 @@ from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store
 from projector.stores import describe, normalize
 from sdk._lance import lance_table
 from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, object_store
-from sdk._wait import wait_for_positions
+from sdk._wait import DEFAULT_TIMEOUT_SECS, wait_for_positions
 from sdk._workers import WorkerPool
-from sdk.errors import AlreadyExistsError, NotFoundError
+from sdk._writes import Ledger, WriteOutcome
+from sdk.errors import AlreadyExistsError, NotFoundError, WriteRefusedError
 
 Found = TypeVar("Found", Dataset, Table)
 
@@ -67,8 +69,9 @@ class Connection:
         self.object_store_config = ObjectStoreConfig.resolve(object_store_config)
         self.location = normalize(store)
         self.producer_id = producer_id or f"strata-sdk@{os.uname().nodename}:{os.getpid()}"
-        self.store: CatalogReader = open_store(self.location, read_only=True)
-        """The projection, read-only."""
+        self._store: CatalogReader = open_store(self.location, read_only=True)
+        self.ledger = Ledger()
+        """This client's written offsets and its writes whose outcome it has not reported."""
         self._producer = EventProducer(bootstrap_servers,
                                        config={**settings.kafka_options(), **(kafka_config or {})},
                                        delivery_timeout_secs=delivery_timeout_secs)
@@ -83,9 +86,30 @@ class Connection:
         return f"bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.location)!r}"
 
     def close(self) -> None:
-        self.workers.close()
-        self._producer.close()
-        self.store.close()
+        """Settle this client's writes (``settle``), then release the workers, the producer and
+        the store."""
+        try:
+            if not self.ledger.settled:
+                self.settle(DEFAULT_TIMEOUT_SECS)
+        finally:
+            self.workers.close()
+            self._producer.close()
+            self._store.close()
+
+    @property
+    def store(self) -> CatalogReader:
+        """The projection, read-only, once it has passed every write of this client: a read
+        through it waits for the client's writes and raises ``WriteRefusedError`` for the refused
+        ones (see ``settle``)."""
+        if not self.ledger.settled:
+            self.settle(DEFAULT_TIMEOUT_SECS)
+        return self._store
+
+    @property
+    def peek(self) -> CatalogReader:
+        """The projection as it is, without waiting for this client's writes: for the checks a
+        write makes before it is sent, which must not wait for the writes before it."""
+        return self._store
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -94,15 +118,25 @@ class Connection:
         return Event(dataset_id=entry_id, command=command, producer_id=self.producer_id)
 
     def send(self, events: Sequence[Event]) -> list[Position]:
-        """Append ``events`` to the log in order; their positions once Kafka has them all.
-        Raises ``DeliveryError`` if Kafka does not acknowledge them in time."""
-        return self._producer.send(list(events))
+        """Append ``events`` to the log in order; their positions once Kafka has them all, which
+        the client's later reads wait for. Raises ``DeliveryError`` if Kafka does not
+        acknowledge them in time."""
+        positions = self._producer.send(list(events))
+        self.ledger.wrote(positions)
+        return positions
+
+    def submit(self, what: str, events: Sequence[Event]) -> tuple[int, list[Position]]:
+        """``send`` a write (``what`` names it in errors) and keep it open until its outcome is
+        settled by a read, ``settle`` or its operation (``ledger.claim``); returns its ledger
+        handle and the events' positions."""
+        positions = self.send(events)
+        return self.ledger.track(what, events, positions), positions
 
     def undefined_schemas(self, digests: Sequence[str]) -> list[str]:
         """Of ``digests``, those neither in the store nor defined earlier through this connection
         (its definitions are in the log before anything it produces next), in the given order."""
         candidates = [d for d in digests if d not in self._defined]
-        stored = set(self.store.schemas(candidates))
+        stored = set(self.peek.schemas(candidates))
         self._defined.update(stored)
         return [d for d in candidates if d not in stored]
 
@@ -114,11 +148,31 @@ class Connection:
 
     def wait(self, positions: Sequence[Position], timeout_secs: float | None) -> None:
         """Block until the projection has passed ``positions`` (see ``wait_for_positions``)."""
-        wait_for_positions(self.store, positions, timeout_secs)
+        wait_for_positions(self._store, positions, timeout_secs)
+        self.ledger.passed(positions)
+
+    def settle(self, timeout_secs: float | None) -> list[WriteOutcome]:
+        """Wait until the projection has passed every write of this client, then collect the
+        outcomes of its open writes, in the order they were sent. Raises ``WriteRefusedError``
+        naming the refused ones (the others are applied, and none is reported twice),
+        ``ProjectionTimeoutError`` if the projection does not get there in time (the writes
+        stay open)."""
+        horizon = self.ledger.horizon()
+        if horizon:
+            self.wait(horizon, timeout_secs)
+        writes = self.ledger.take_passed()
+        if not writes:
+            return []
+        recorded = self._store.outcomes([e.event_id for w in writes for e in w.events])
+        outcomes = [w.outcome(recorded) for w in writes]
+        refused = [o for o in outcomes if not o.accepted]
+        if refused:
+            raise WriteRefusedError(refused, outcomes)
+        return outcomes
 
     def outcome(self, event: Event) -> Outcome:
         """The outcome the projector recorded for ``event``, which it has passed."""
-        outcome = self.store.outcome(event.event_id)
+        outcome = self._store.outcome(event.event_id)
         if outcome is None:
             # The projection passed the event's offset but recorded no outcome: the record was
             # rejected as undecodable, which our own encoder never produces.

@@ -32,7 +32,7 @@ from events import (
     UnregisterLayers,
 )
 from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name
-from projector import AssetScope, Dataset, DatasetKind, companion_id, schemas, views
+from projector import AssetScope, CatalogReader, Dataset, DatasetKind, companion_id, schemas, views
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _reader
 from sdk._connection import Connection
@@ -94,8 +94,8 @@ class DatasetEntry(Entry[Dataset]):
 
     _kind_name = "dataset"
 
-    def _lookup(self, entry_id: uuid.UUID) -> Dataset | None:
-        return self._internal.store.dataset(entry_id)
+    def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Dataset | None:
+        return store.dataset(entry_id)
 
     @property
     def kind(self) -> EntryKind:
@@ -224,10 +224,13 @@ class DatasetEntry(Entry[Dataset]):
         positions = self._internal.send(events)
         self._internal.defined(unknown)
         registered = len(unknown)
-        return RegistrationOperation(self._internal, [
-            RegisteredItem(r.uri, r.recording_id, event, position) for r, event, position in
-            zip(recordings, events[registered:], positions[registered:], strict=True)
-        ])
+        items = []
+        for recording, name, event, position in zip(recordings, layer_names, events[registered:],
+                                                    positions[registered:], strict=True):
+            what = f"registering {recording.uri} as layer {name!r} of segment {recording.recording_id!r}"
+            handle = self._internal.ledger.track(what, [event], [position])
+            items.append(RegisteredItem(recording.uri, recording.recording_id, event, position, handle))
+        return RegistrationOperation(self._internal, items)
 
     def unregister(
         self, *, segments_to_drop: str | Sequence[str] = (), layers_to_drop: str | Sequence[str] = ()

@@ -10,7 +10,7 @@ from enum import IntEnum
 from typing import Generic, Protocol, TypeVar
 
 from events import OnDuplicate, SetDefaultBlueprint
-from projector import Dataset, Table
+from projector import CatalogReader, Dataset, Table
 from sdk._connection import Connection
 from sdk._objects import ObjectStoreSettings
 from sdk._operations import Operation, RegistrationOperation
@@ -64,11 +64,14 @@ class Entry(Generic[Record]):
     def __hash__(self) -> int:
         return hash(self._id)
 
-    def _lookup(self, entry_id: uuid.UUID) -> Record | None:
+    def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Record | None:
         raise NotImplementedError
 
-    def _current(self) -> Record:
-        record = self._lookup(self._id)
+    def _current(self, *, settle: bool = True) -> Record:
+        """The entry as the store has it now, once it has passed this client's writes; without
+        ``settle``, as it is (for a write's checks)."""
+        store = self._internal.store if settle else self._internal.peek
+        record = self._lookup(store, self._id)
         if record is None or record.deleted:
             raise NotFoundError(f"{self._kind_name} {self._seen.name!r} ({self._id}) was deleted")
         self._seen = record

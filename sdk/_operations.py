@@ -1,5 +1,7 @@
 """Writes in flight, in the shape of rerun-sdk's registration handles: ``wait()`` blocks until
-the projection has passed the write's events and raises what the projector decided for them."""
+the projection has passed the write's events and raises what the projector decided for them.
+An operation never waited on is settled by the client's next read or ``flush()``, which raise
+its refusals instead (see ``sdk._writes``)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ class RegisteredItem:
     segment_id: str
     event: Event
     position: Position
+    handle: int
+    """The item's write in the client's ledger."""
 
 
 class RegistrationOperation:
@@ -48,6 +52,7 @@ class RegistrationOperation:
         from rerun.catalog import SegmentRegistrationResult
 
         self._internal.wait(self.positions, timeout_secs)
+        self._internal.ledger.claim([item.handle for item in self._items])
         for item in self._items:
             outcome = self._internal.outcome(item.event)
             error = None if outcome.status is Status.ACCEPTED else outcome.reason
@@ -77,23 +82,26 @@ class RegistrationOperation:
 class Operation:
     """One command in flight: ``wait()`` raises what its outcome was, if it was not accepted."""
 
-    def __init__(self, internal: Connection, event: Event, position: Position, what: str) -> None:
+    def __init__(self, internal: Connection, event: Event, position: Position, what: str,
+                 handle: int) -> None:
         self._internal = internal
         self.event = event
         self.position = position
         """Where the log put the command."""
         self._what = what
+        self._handle = handle
 
     @classmethod
     def submit(cls, internal: Connection, entry_id: uuid.UUID, command: Command, what: str) -> Operation:
         """Send ``command`` on the entry ``entry_id``; ``what`` names it in errors."""
         event = internal.event(entry_id, command)
-        [position] = internal.send([event])
-        return cls(internal, event, position, what)
+        handle, [position] = internal.submit(what, [event])
+        return cls(internal, event, position, what, handle)
 
     def wait(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> Outcome:
         """Block until the projection has applied the command; raise what it decided if it was
         refused (``AlreadyExistsError``, ``NotFoundError``, ``ValueError``), ``TimeoutError``
         (``ProjectionTimeoutError``) if it was not applied in time."""
         self._internal.wait([self.position], timeout_secs)
+        self._internal.ledger.claim([self._handle])
         return self._internal.accepted(self.event, self._what)

@@ -2,7 +2,8 @@
 
 Every write is a ``WriteTable`` command in the log. A write larger than one Kafka record is sent
 as parts of at most ``MAX_PART_BYTES`` of Arrow IPC each, sharing a write id; the projector
-applies it when the last part arrives, all of it or none of it, and the call waits for that.
+applies it when the last part arrives, all of it or none of it. A write returns once Kafka has
+acknowledged it; the client's next read waits until the projection has it (``sdk._writes``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ import pyarrow as pa
 
 from events import DeleteTable, RenameTable, TableWriteMode, WriteTable
 from events.names import check_table_name
-from projector import DatasetKind, Status, Table, table_rows
+from projector import CatalogReader, DatasetKind, Table, table_rows
 from sdk._dataset import DatasetEntry, companion_dataset
 from sdk._entry import Entry, EntryKind
 from sdk._operations import Operation
-from sdk._wait import DEFAULT_TIMEOUT_SECS
 
 MAX_PART_BYTES = 768 * 1024
 """Arrow IPC bytes per ``WriteTable`` event, well under Kafka's default 1 MB message limit."""
@@ -33,13 +33,15 @@ of them."""
 
 class TableEntry(Entry[Table]):
     """A table in the catalog: rows with a fixed Arrow schema, read with DataFusion, written with
-    ``append``, ``overwrite`` and ``upsert``. Read-your-writes: a write returns once the
-    projection has it."""
+    ``append``, ``overwrite`` and ``upsert``. A write returns once Kafka has acknowledged it, and
+    every later read through the same client sees it (read-your-writes); a write the catalog
+    refuses after that (the table deleted meanwhile) raises at the client's next read or
+    ``client.flush()``."""
 
     _kind_name = "table"
 
-    def _lookup(self, entry_id: uuid.UUID) -> Table | None:
-        return self._internal.store.table(entry_id)
+    def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Table | None:
+        return store.table(entry_id)
 
     @property
     def kind(self) -> EntryKind:
@@ -110,7 +112,7 @@ class TableEntry(Entry[Table]):
     def _write(self, batches: Batches | None, named_params: dict[str, Any], mode: TableWriteMode) -> None:
         if batches is not None and named_params:
             raise TypeError("Cannot pass both batches and named parameters. Use one or the other.")
-        table = self._current()
+        table = self._current(settle=False)
         if table.storage_url:
             raise ValueError(f"table {table.name!r} is the Lance table at {table.storage_url}, "
                              "registered to be read: strata writes only the tables it created")
@@ -129,12 +131,8 @@ class TableEntry(Entry[Table]):
         write_id = uuid.uuid4().hex if len(parts) > 1 else ""
         events = [self._internal.event(self._id, WriteTable(mode, part, write_id, n, len(parts)))
                   for n, part in enumerate(parts)]
-        positions = self._internal.send(events)
-        self._internal.wait(positions[-1:], DEFAULT_TIMEOUT_SECS)
-        outcomes = [self._internal.outcome(event) for event in events]
-        failed = next((o for o in outcomes if o.status is not Status.ACCEPTED), None)
-        if failed is not None:
-            raise ValueError(f"{mode} to table {table.name!r}: {failed.reason}")
+        rows_text = f"{rows.num_rows} row{'s' * (rows.num_rows != 1)}"
+        self._internal.submit(f"{mode} of {rows_text} to table {table.name!r}", events)
 
 
 def _from_batches(schema: pa.Schema, batches: Batches) -> pa.Table | None:

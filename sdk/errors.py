@@ -18,6 +18,9 @@
     │                           extra to install (pip install 'strata[postgres]', ...)
     ├── DeliveryError (ConnectionError, from producers)
     │                           Kafka did not acknowledge an event in time
+    ├── WriteRefusedError (ValueError)
+    │                           writes the catalog refused after they returned (a table
+    │                           deleted meanwhile): raised by the client's next read or flush()
     └── WorkerError (RuntimeError)
                                 a worker process of the client died while reading a segment
                                 or a file, twice (it is replaced; the call names what it read)
@@ -31,12 +34,18 @@ Rerun catches them as it is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from rerun_bindings import AlreadyExistsError as RerunAlreadyExistsError
 from rerun_bindings import NotFoundError as RerunNotFoundError
 
 from events import MissingExtraError, StrataError
 from producers import DeliveryError, Position
 from projector import StoreUnavailableError
+
+if TYPE_CHECKING:
+    from sdk._writes import WriteOutcome
 
 
 class AlreadyExistsError(StrataError, RerunAlreadyExistsError):
@@ -70,6 +79,21 @@ class ProjectionTimeoutError(StrataError, TimeoutError):
         self.reached = reached
 
 
+class WriteRefusedError(StrataError, ValueError):
+    """Writes of this client that Kafka acknowledged and the catalog then refused (a table or
+    dataset deleted meanwhile, rows the table no longer takes), raised by the client's next read
+    or ``flush()``: ``refused`` lists each write with its reason, ``outcomes`` every write the
+    read or flush settled, accepted ones too. The accepted writes are applied."""
+
+    def __init__(self, refused: Sequence[WriteOutcome], outcomes: Sequence[WriteOutcome]) -> None:
+        lines = "\n".join(f"- {outcome}" for outcome in refused)
+        count = f"{len(refused)} write{'s' * (len(refused) != 1)}"
+        super().__init__(f"the catalog refused {count} of this client, after Kafka had "
+                         f"acknowledged {'them' if len(refused) != 1 else 'it'}:\n{lines}")
+        self.refused = list(refused)
+        self.outcomes = list(outcomes)
+
+
 class WorkerError(StrataError, RuntimeError):
     """A worker process of the client died while reading a segment or a registration file, on
     the retry too. The message names what it was reading and the worker's exit; the client
@@ -87,4 +111,5 @@ __all__ = [
     "StoreUnavailableError",
     "StrataError",
     "WorkerError",
+    "WriteRefusedError",
 ]

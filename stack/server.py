@@ -55,7 +55,8 @@ class Server:
     (``postgresql://user@host/database``) that clients on other hosts can read. Each defaults to
     its ``STRATA_*`` environment variable (see ``settings``). The topics are created to keep every
     record forever; an existing topic that may delete records is refused (``ValueError``) unless
-    ``allow_finite_retention``.
+    ``allow_finite_retention``. ``max_offsets_per_trigger`` caps the records of one projector
+    micro-batch (default: the projector's, 20,000).
 
     Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
     ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark), ``ValueError``
@@ -75,6 +76,7 @@ class Server:
         kafka_options: Mapping[str, str] | None = None,
         store: str | Path | None = None,
         allow_finite_retention: bool = False,
+        max_offsets_per_trigger: int | None = None,
         startup_timeout_secs: float = 240.0,
     ) -> None:
         if host in ("0.0.0.0", "::"):  # noqa: S104 - refused, not bound
@@ -89,6 +91,7 @@ class Server:
         self.spark_master = spark_master or settings.spark_master()
         self.kafka_options = {**settings.kafka_options(), **(kafka_options or {})}
         self.allow_finite_retention = allow_finite_retention
+        self.max_offsets_per_trigger = max_offsets_per_trigger
         self.startup_timeout_secs = startup_timeout_secs
         external = bootstrap_servers or settings.bootstrap_servers()
         self.broker = None if external else EmbeddedBroker(self.data_dir / "kafka", port=port, host=host)
@@ -196,6 +199,8 @@ class Server:
                 "--bootstrap-servers", self.bootstrap_servers,
                 "--store", self.store, "--checkpoint", str(self.checkpoint_dir),
                 "--spark-master", self.spark_master, "--ready-file", str(ready)]
+        if self.max_offsets_per_trigger is not None:
+            args += ["--max-offsets-per-trigger", str(self.max_offsets_per_trigger)]
         # In the environment, not on the command line, where any user's ps would show passwords.
         env = {"PYSPARK_PYTHON": sys.executable,
                "STRATA_KAFKA_OPTIONS": json.dumps(self.kafka_options)}

@@ -462,6 +462,13 @@ class SqlStore:
         rows = self._query("select * from outcomes where event_id = ?", (str(event_id),))
         return _outcome(rows[0]) if rows else None
 
+    def outcomes(self, event_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Outcome]:
+        """The recorded outcomes of ``event_ids`` (those the projector has applied), by event id:
+        a few statements however many there are."""
+        rows = self._query_in("select * from outcomes where event_id in ({})", (),
+                              sorted({str(e) for e in event_ids}))
+        return {uuid.UUID(row["event_id"]): _outcome(row) for row in rows}
+
     def outcome_at(self, position: LogPosition) -> Outcome | None:
         """The outcome of the event at a log position, e.g. one a pipeline producer appended."""
         rows = self._query('select * from outcomes where topic = ? and partition = ? and "offset" = ?',

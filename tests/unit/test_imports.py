@@ -101,12 +101,12 @@ def test_the_public_names_are_pinned() -> None:
         "MissingExtraError", "NotFoundError", "ObjectStoreError", "OnDuplicate", "OnDuplicateSegmentLayer",
         "Operation", "ProjectionTimeoutError", "RecordingChangedError", "RegistrationOperation",
         "RegistrationResult", "SegmentRegistrationResult", "Server", "StoreUnavailableError",
-        "StrataError", "TableEntry", "VersionInfo", "WorkerError",
+        "StrataError", "TableEntry", "VersionInfo", "WorkerError", "WriteOutcome", "WriteRefusedError",
     ]
     assert sdk.errors.__all__ == [
         "AlreadyExistsError", "DeliveryError", "MissingExtraError", "NotFoundError", "ObjectStoreError",
         "ProjectionTimeoutError", "RecordingChangedError", "StoreUnavailableError", "StrataError",
-        "WorkerError",
+        "WorkerError", "WriteRefusedError",
     ]
     for name in sdk.__all__:
         assert getattr(sdk, name) is not None
