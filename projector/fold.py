@@ -623,7 +623,7 @@ def _write_table(state: _Overlay, record: LogRecord, event: Event, command: Writ
             raise ValueError(
                 f"part {command.part} of {command.parts} of write {command.write_id!r} follows parts "
                 f"{[p.part for p in earlier]}: a write's parts come in order, with one mode and count")
-        rows = table_rows.read_rows(schema, command.rows)
+        rows = decoded = table_rows.read_rows(schema, command.rows)
         if command.part < command.parts - 1:
             state.put_part(TablePart(table.id, command.write_id, command.part, command.parts,
                                      command.mode, command.rows))
@@ -641,7 +641,9 @@ def _write_table(state: _Overlay, record: LogRecord, event: Event, command: Writ
         raise InvalidCommand(f"{exc}{dropped}") from None
     for part in earlier:
         state.drop_part(part)
-    state.changes.table_writes.append(TableWrite(table.id, command.mode, rows, index))
+    as_sent = not earlier and rows is decoded and table_rows.storable(schema, command.rows)
+    state.changes.table_writes.append(
+        TableWrite(table.id, command.mode, rows, index, command.rows if as_sent else b""))
     _touch_table(state, table, event, revision=table.revision + 1)
     state.note(ChangeKind.TABLE_ROWS_WRITTEN, table.id, table.name,
                detail=f"{command.mode} {rows.num_rows} row{'s' * (rows.num_rows != 1)}")

@@ -199,6 +199,9 @@ class TableWrite:
     """In the table's schema. For an upsert, at most one row per index value."""
     index: str | None = None
     """The table's index column, if it has one: the store keeps which rows hold each value."""
+    ipc: bytes = b""
+    """``rows`` as the Arrow IPC stream the command carried, when the store may keep it as it is
+    (one part, the table's types, nothing dropped); empty otherwise."""
 
 
 class Status(StrEnum):

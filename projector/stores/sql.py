@@ -46,7 +46,7 @@ from projector.stores import sql_tables
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
@@ -97,7 +97,8 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
          "default_blueprint": str},
         ("id",),
     ),
-    "table_chunks": ({"table_id": str, "chunk": int, "num_rows": int, "rows": bytes}, ("table_id", "chunk")),
+    "table_chunks": ({"table_id": str, "chunk": int, "num_rows": int, "rows": bytes, "keyed": int},
+                     ("table_id", "chunk")),
     "table_keys": ({"table_id": str, "key": str, "chunk": int}, ("table_id", "key", "chunk")),
     "table_parts": (
         {"table_id": str, "write_id": str, "part": int, "parts": int, "mode": str, "rows": bytes},
@@ -390,7 +391,7 @@ class SqlStore:
                 if values:
                     self._upsert_many(table, values)
             self._rewrite_chunks(chunks)
-            for write in changes.table_writes:
+            for write in sql_tables.coalesce(changes.table_writes):
                 sql_tables.apply(statements, write)
 
     def _touched_chunks(self, changes: Changes) -> set[tuple[str, int]]:

@@ -3,6 +3,7 @@ writes above Kafka's message limit, SQL across the catalog, upsert races, Lance 
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 
@@ -154,7 +155,8 @@ def test_bad_writes_from_other_producers_are_refused_by_the_projector(server: Se
 def test_a_write_above_the_message_limit_is_sent_in_parts_and_applies_whole(server: Server, client) -> None:
     table = client.create_table(unique("big"), LABELS)
     start = end_offsets(server.bootstrap_servers)
-    labels = [f"{i:08d}" + "x" * 92 for i in range(40_000)]  # about 4.5 MB
+    # About 8 MB of random hex, which zstd compresses to about half.
+    labels = [f"{i:08d}" + os.urandom(96).hex() for i in range(40_000)]
     table.append(id=list(range(40_000)), label=labels)
     writes = [c for c in commands_since(server, start) if isinstance(c, WriteTable)]
     assert len(writes) > 4 and all(len(w.rows) <= MAX_PART_BYTES for w in writes)
