@@ -133,4 +133,5 @@ def _add(store: Statements, table_id: str, write: TableWrite) -> None:
     else:
         chunk = 0 if last is None else last[0] + 1
         store.execute("insert into table_chunks (table_id, chunk, num_rows, rows, keyed) "
-                      "values (?, ?, ?, ?, 0)", (table_id, chunk, rows.num_rows, write.ipc or table_rows.to_ipc(rows)))
+                      "values (?, ?, ?, ?, 0)",
+                      (table_id, chunk, rows.num_rows, write.ipc or table_rows.to_ipc(rows)))
