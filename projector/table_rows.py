@@ -77,7 +77,8 @@ def storable(schema: pa.Schema, data: bytes) -> bool:
     """Whether the IPC stream ``data`` (already read with ``read_rows``) can be kept as the
     table's rows as it is: its fields are the table's, nullability included (metadata aside)."""
     stream = pa.ipc.open_stream(pa.py_buffer(data)).schema
-    return stream.remove_metadata().equals(schema.remove_metadata())
+    same: bool = stream.remove_metadata().equals(schema.remove_metadata())
+    return same
 
 
 def check_rows(schema: pa.Schema, rows: pa.Table) -> pa.Table:

@@ -13,6 +13,7 @@ are (``coalesce``). Every function runs inside the store's commit transaction, t
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,10 +45,10 @@ def coalesce(writes: Sequence[TableWrite]) -> list[TableWrite]:
     once. Two upserts are one whose last row per index value wins, since either way a replaced
     row moves to the end."""
     merged: list[TableWrite] = []
-    last: dict[Any, int] = {}  # table id: its last write's place in ``merged``
+    last: dict[uuid.UUID, int] = {}  # table id: its last write's place in ``merged``
     for write in writes:
-        at = last.get(write.table_id)
-        previous = merged[at] if at is not None else None
+        at = last.get(write.table_id, -1)
+        previous = merged[at] if at >= 0 else None
         if (previous is not None and write.mode is previous.mode
                 and write.mode in (TableWriteMode.APPEND, TableWriteMode.UPSERT)
                 and previous.rows.num_rows + write.rows.num_rows <= SMALL_CHUNK_ROWS):
