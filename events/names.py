@@ -14,6 +14,7 @@ RECORDING_SUFFIXES = (".rrd",)
 ``datasets=`` register."""
 NAME_PUNCTUATION = "_-.: ()[]{}"
 _NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + NAME_PUNCTUATION)
+_IDENTIFIER_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_")
 
 
 def check_dataset_name(name: object) -> str:
@@ -31,9 +32,31 @@ def check_dataset_name(name: object) -> str:
 
 
 def check_table_name(name: object) -> str:
-    """Return ``name`` if it is a valid table name (the same rules as dataset names: entries of
-    both kinds share one namespace), else raise ``ValueError`` saying why."""
-    return _check_entry_name("table", name)
+    """Return ``name`` if it is a valid table name, else raise ``ValueError`` saying why.
+
+    A table is queried by name in SQL, so its name is an SQL identifier, as in Rerun: ASCII
+    letters, digits and ``_``, not starting with a digit, with up to two dots naming its
+    DataFusion catalog and schema (``my_catalog.my_schema.labels``).
+
+    >>> check_table_name("runs.labels")
+    'runs.labels'
+    >>> check_table_name("created-table")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: table name 'created-table' is not an SQL identifier (sql parser error: ...: -)...
+    """
+    checked = _check_entry_name("table", name)
+    parts = checked.split(".")
+    reasons = [f"Unexpected token in identifier: {c}" for part in parts for c in part
+               if c not in _IDENTIFIER_CHARACTERS]
+    reasons += [f"an identifier starts with a letter or _, not {part[:1] or 'nothing'}" for part in parts
+                if not part or part[0].isdigit()]
+    if len(parts) > 3:
+        reasons.append("at most catalog.schema.table")
+    if reasons:
+        raise ValueError(f"table name {checked!r} is not an SQL identifier (sql parser error: {reasons[0]}): "
+                         "use ASCII letters, digits and _, and dots only between a catalog, a schema "
+                         "and the table's own name ('my_catalog.my_schema.labels')")
+    return checked
 
 
 def _check_entry_name(kind: str, name: object) -> str:

@@ -85,6 +85,7 @@ class CatalogClient:
         self._internal = Connection(bootstrap_servers, store, kafka_config=kafka_config,
                                     producer_id=producer_id, delivery_timeout_secs=delivery_timeout_secs,
                                     object_store_config=object_store_config, workers=workers)
+        self._internal.catalog = self
 
     @classmethod
     def from_state_dir(cls, state_dir: str | Path | None = None, **kwargs: Any) -> CatalogClient:

@@ -25,6 +25,7 @@ from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store
 from projector.stores import describe, normalize
 from sdk._lance import lance_table
 from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, object_store
+from sdk._sql import CatalogTree
 from sdk._wait import DEFAULT_TIMEOUT_SECS, wait_for_positions
 from sdk._workers import WorkerPool
 from sdk._writes import Ledger, WriteOutcome
@@ -70,15 +71,15 @@ class Connection:
         self.location = normalize(store)
         self.producer_id = producer_id or f"strata-sdk@{os.uname().nodename}:{os.getpid()}"
         self._store: CatalogReader = open_store(self.location, read_only=True)
+        self.catalog: Any = None
+        """The ``CatalogClient`` this connection belongs to, as ``Entry.catalog`` returns it."""
         self.ledger = Ledger()
         """This client's written offsets and its writes whose outcome it has not reported."""
         self._producer = EventProducer(bootstrap_servers,
                                        config={**settings.kafka_options(), **(kafka_config or {})},
                                        delivery_timeout_secs=delivery_timeout_secs)
         self._ctx = datafusion.SessionContext()
-        self._ctx_tables: dict[str, tuple[uuid.UUID, int]] = {}
-        """The tables registered in ``ctx`` by name, with the revision registered."""
-        self._ctx_version: int | None = None
+        self._ctx.register_catalog_provider_list(CatalogTree(self))
         self._defined: set[str] = set()
         """Schema digests seen defined, in the store or by this connection's own events."""
 
@@ -226,25 +227,16 @@ class Connection:
 
     @property
     def ctx(self) -> datafusion.SessionContext:
-        """The DataFusion session, with every table registered by name as it is now."""
-        version = self.store.data_version()
-        if version != self._ctx_version:
-            self._ctx_version = version
-            current = {t.name: t for t in self.store.tables()}
-            for name, registered in list(self._ctx_tables.items()):
-                table = current.get(name)
-                if table is None or (table.id, table.revision) != registered:
-                    self._ctx.deregister_table(name)
-                    del self._ctx_tables[name]
-            for name, table in current.items():
-                if name not in self._ctx_tables:
-                    self._ctx.register_view(name, self.dataframe(self.table_data(table)))
-                    self._ctx_tables[name] = (table.id, table.revision)
+        """The DataFusion session, where every table is looked up live (``sdk._sql``)."""
         return self._ctx
 
     def dataframe(self, table: pa.Table) -> datafusion.DataFrame:
-        """``table`` as a DataFrame of this connection's session."""
-        return self._ctx.from_arrow(table)
+        """``table`` as a DataFrame of this connection's session (not registered in it by name:
+        each read's rows are freed with its DataFrame)."""
+        name = f"strata_{uuid.uuid4().hex}"
+        frame = self._ctx.from_arrow(table, name=name)
+        self._ctx.deregister_table(name)
+        return frame
 
     def table_data(self, table: Table) -> pa.Table:
         """A table's rows: from the projection, or a registered table's Lance version."""

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from enum import IntEnum
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from events import OnDuplicate, SetDefaultBlueprint
 from projector import CatalogReader, Dataset, Table
@@ -59,10 +59,24 @@ class Entry(Generic[Record]):
         return f"{type(self).__name__}(name={self._seen.name!r}, id={self.id})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and isinstance(other, Entry) and other.id == self.id
+        """As Rerun's: the same entry, or its id (a ``UUID``), or its name (a ``str``), so
+        ``"droid" in client.entries()`` and ``dataset.id in client.entries()`` work."""
+        match other:
+            case Entry():
+                return other.id == self.id
+            case str():
+                return self.name == other
+            case uuid.UUID():
+                return other == self.id
+            case _:
+                return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(self._id)
+    __hash__ = None  # type: ignore[assignment]  # a view of a changing entry, as Rerun's
+
+    @property
+    def catalog(self) -> Any:
+        """The ``CatalogClient`` this entry was handed out by."""
+        return self._internal.catalog
 
     def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Record | None:
         raise NotImplementedError

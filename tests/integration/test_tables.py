@@ -66,8 +66,8 @@ def test_table_lifecycle(client: sdk.CatalogClient) -> None:
     with pytest.raises(sdk.AlreadyExistsError, match="a dataset named"):
         table.set_name(dataset.name)
 
-    table.set_name(f"{name} renamed")
-    assert table.name == f"{name} renamed" and table.updated_at > created == table.created_at
+    table.set_name(f"{name}_renamed")
+    assert table.name == f"{name}_renamed" and table.updated_at > created == table.created_at
     with pytest.raises(LookupError):
         client.get_table(name)
     table.delete()
@@ -77,7 +77,7 @@ def test_table_lifecycle(client: sdk.CatalogClient) -> None:
         table.append(id=[1])
     with pytest.raises(sdk.NotFoundError):
         table.delete()
-    assert client.create_table(f"{name} renamed", LABELS).name == f"{name} renamed"  # the name is free
+    assert client.create_table(f"{name}_renamed", LABELS).name == f"{name}_renamed"  # the name is free
 
 
 def test_every_kind_of_write_and_its_read_back(client: sdk.CatalogClient) -> None:

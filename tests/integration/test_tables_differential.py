@@ -254,8 +254,42 @@ def test_where_strata_differs_on_purpose(pair: Pair, client, rerun_client, tmp_p
         client.get_table(old)
     assert rerun_client.get_table(old).name == pair.rerun.name
 
-    # Names: strata also takes spaces and punctuation; Rerun needs a SQL identifier.
-    spaced = f"labels {uuid.uuid4().hex[:8]} (v2)"
-    assert client.create_table(spaced, LABELS).name == spaced
-    with pytest.raises(ValueError, match="Invalid table name"):
-        rerun_client.create_table(spaced, LABELS)
+
+
+@pytest.mark.parametrize("bad", ["created-table", "labels (v2)", "2024_labels"])
+def test_table_names_are_sql_identifiers_on_both(client, rerun_client, bad: str) -> None:
+    name = f"{bad}_{uuid.uuid4().hex[:8]}" if bad[0].isdigit() else bad.replace("labels", unique("labels"))
+    for catalog in (client, rerun_client):
+        with pytest.raises(ValueError):
+            catalog.create_table(name, LABELS)
+    assert name not in client.table_names() and name not in rerun_client.table_names()
+
+
+def test_dotted_table_names_are_a_catalog_and_schema_in_sql_on_both(client, rerun_client) -> None:
+    name = f"lab_{uuid.uuid4().hex[:8]}.runs.labels"
+    found = []
+    for catalog in (client, rerun_client):
+        catalog.create_table(name, LABELS).append(batch([1, 2], ["a", "b"]))
+        lab, runs, labels = name.split(".")
+        provider = catalog.ctx.catalog(lab).schema(runs).table(labels)
+        assert provider.schema.remove_metadata() == LABELS.remove_metadata()
+        assert lab in catalog.ctx.catalog_names() and runs in catalog.ctx.catalog(lab).schema_names()
+        found.append(catalog.ctx.sql(f"SELECT id, label FROM {name} ORDER BY id").to_pylist())
+    assert found[0] == found[1] == [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]
+
+
+def test_the_session_sees_entries_as_they_are_now_and_lookups_create_nothing_on_both(
+        client, rerun_client) -> None:
+    for catalog in (client, rerun_client):
+        ctx = catalog.ctx  # taken before the table exists, used after each change
+        phantom = f"phantom_{uuid.uuid4().hex[:8]}"
+        ctx.catalog(phantom)
+        assert phantom not in ctx.catalog_names()
+        late = f"late_{uuid.uuid4().hex[:8]}"
+        table = catalog.create_table(f"{late}.runs.labels", LABELS)
+        assert ctx.sql(f"SELECT COUNT(*) AS n FROM {late}.runs.labels").to_pylist() == [{"n": 0}]
+        table.append(batch([1, 2, 3], ["a", "b", "c"]))
+        assert ctx.table(f"{late}.runs.labels").count() == 3
+        table.delete()
+        with pytest.raises(Exception, match="labels"):
+            ctx.sql(f"SELECT * FROM {late}.runs.labels").collect()

@@ -10,6 +10,7 @@ from events.names import (
     check_dataset_name,
     check_id,
     check_layer_name,
+    check_table_name,
 )
 
 
@@ -61,3 +62,18 @@ def test_ids_and_urls_up_to_the_limit():
         check_id("storage_url", "u" * (MAX_ID_LENGTH + 1))
     with pytest.raises(ValueError, match="blueprint_id must be a non-empty string"):
         check_id("blueprint_id", "")
+
+
+@pytest.mark.parametrize("name", ["labels", "_runs_2024", "runs.labels", "my_catalog.my_schema.labels"])
+def test_table_names_are_sql_identifiers_with_an_optional_catalog_and_schema(name):
+    assert check_table_name(name) == name
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("created-table", "Unexpected token in identifier: -"), ("a b", "Unexpected token in identifier:  "),
+    ("2024_runs", "starts with a letter or _, not 2"), ("runs..labels", "starts with a letter or _"),
+    ("a.b.c.d", "at most catalog.schema.table"), ("bad/name", "invalid character '/'")])
+def test_table_names_that_sql_cannot_name_say_why(name, words):
+    with pytest.raises(ValueError, match="sql parser error|invalid character") as info:
+        check_table_name(name)
+    assert words in str(info.value)
