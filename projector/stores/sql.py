@@ -97,9 +97,9 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
          "default_blueprint": str},
         ("id",),
     ),
-    "table_chunks": ({"table_id": str, "chunk": int, "num_rows": int, "rows": bytes, "keyed": int},
-                     ("table_id", "chunk")),
+    "table_chunks": ({"table_id": str, "chunk": int, "num_rows": int, "rows": bytes}, ("table_id", "chunk")),
     "table_keys": ({"table_id": str, "key": str, "chunk": int}, ("table_id", "key", "chunk")),
+    "table_keyed": ({"table_id": str}, ("table_id",)),
     "table_parts": (
         {"table_id": str, "write_id": str, "part": int, "parts": int, "mode": str, "rows": bytes},
         ("table_id", "write_id", "part"),
@@ -115,8 +115,9 @@ them, stamped with the commit's time.
 ``layer_chunks`` is derived: each dataset's layer table (see ``projector.layer_table``) in
 chunks of consecutive segment positions, rewritten with the rows they are made of.
 
-``table_chunks``, ``table_keys`` and ``table_parts`` hold the rows of created tables and the parts
-of writes still waiting for their last part (see ``projector.stores.sql_tables``)."""
+``table_chunks``, ``table_keys``, ``table_keyed`` and ``table_parts`` hold the rows of created
+tables, the index that upserts use, and the parts of writes still waiting for their last part
+(see ``projector.stores.sql_tables``)."""
 
 _CHUNK_LAYERS = (
     "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
@@ -373,8 +374,9 @@ class SqlStore:
             purged = [(str(dataset_id),) for dataset_id in changes.purged]
             for table in ("segments", "layers", "layer_chunks", "asset_scopes"):
                 self._executemany(f"delete from {table} where dataset_id = ?", purged)
+            tables = sql_tables.Writer(statements)
             for (entry_id,) in purged:
-                sql_tables.remove(statements, entry_id)
+                tables.remove(entry_id)
             self._executemany(
                 "delete from table_parts where table_id = ? and write_id = ? and part = ?",
                 [(str(t), w, n) for (t, w, n), part in changes.table_parts.items() if part is None])
@@ -391,8 +393,9 @@ class SqlStore:
                 if values:
                     self._upsert_many(table, values)
             self._rewrite_chunks(chunks)
-            for write in sql_tables.coalesce(changes.table_writes):
-                sql_tables.apply(statements, write)
+            for write in changes.table_writes:
+                tables.apply(write)
+            tables.finish()
 
     def _touched_chunks(self, changes: Changes) -> set[tuple[str, int]]:
         """The (dataset id, chunk) of every segment the batch adds, changes or removes: where it

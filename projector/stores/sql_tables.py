@@ -1,21 +1,21 @@
 """Table rows in the SQL store: how the fold's ``TableWrite``s are laid down and read back.
 
 A table's rows are Arrow IPC streams in ``table_chunks``, read in chunk order; a write's stream
-is kept as it was sent when it can be (``TableWrite.ipc``), so an append costs no work per row.
-``table_keys`` says which chunk holds each index value (as text), so an upsert rewrites only the
-chunks that hold the values it replaces. Keys are written lazily: a chunk an append adds is
-``keyed = 0`` until the table's next upsert writes its keys, so tables that are only appended to
-never pay for them. Rows are added to the last chunk while it is small, so many one-row writes do
-not leave one chunk each; consecutive writes of one batch to one table that can be applied as one
-are (``coalesce``). Every function runs inside the store's commit transaction, through the
+is kept as it was sent when it fills a chunk of its own (``TableWrite.ipc``), so a large append
+costs no work per row. Rows are added to the last chunk while it is small, so many one-row
+writes do not leave one chunk each: within one commit, a table's last chunk is kept in memory
+while writes add to it, and written once. ``table_keys`` says which chunk holds each index value
+(as text), so an upsert rewrites only the chunks that hold the values it replaces; a table's keys
+are written from its first upsert on (``table_keyed`` lists those tables), so tables that are only
+appended to never pay for them. Writes are applied one by one in log order, so where a batch ends
+never changes what is stored. Everything runs inside the store's commit transaction, through the
 ``Statements`` the store hands it.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -39,44 +39,106 @@ class Statements:
     """A subquery of one text column ``value`` holding the keys, and its one parameter."""
 
 
-def coalesce(writes: Sequence[TableWrite]) -> list[TableWrite]:
-    """``writes`` (in log order) with runs of small appends, or of small upserts, to one table as
-    one write of at most ``SMALL_CHUNK_ROWS`` rows: the same rows in the same places, written
-    once. Two upserts are one whose last row per index value wins, since either way a replaced
-    row moves to the end."""
-    merged: list[TableWrite] = []
-    last: dict[uuid.UUID, int] = {}  # table id: its last write's place in ``merged``
-    for write in writes:
-        at = last.get(write.table_id, -1)
-        previous = merged[at] if at >= 0 else None
-        if (previous is not None and write.mode is previous.mode
-                and write.mode in (TableWriteMode.APPEND, TableWriteMode.UPSERT)
-                and previous.rows.num_rows + write.rows.num_rows <= SMALL_CHUNK_ROWS):
-            rows = pa.concat_tables([previous.rows, write.rows])
-            if write.mode is TableWriteMode.UPSERT and write.index is not None:
-                rows = table_rows.last_per_index(rows, write.index)
-            merged[at] = replace(previous, rows=rows, ipc=b"")
-            continue
-        last[write.table_id] = len(merged)
-        merged.append(write)
-    return merged
+@dataclass
+class _LastChunk:
+    """A table's last chunk while a commit adds to it."""
+
+    chunk: int
+    parts: list[pa.Table]
+    num_rows: int
+    stored: bool
+    """Whether the chunk is in the store (to update) or new (to insert)."""
+    ipc: bytes = b""
+    """The chunk as stored, or as its one write sent it; empty once rows were added."""
+    changed: bool = False
 
 
-def apply(store: Statements, write: TableWrite) -> None:
-    table_id = str(write.table_id)
-    if write.mode is TableWriteMode.OVERWRITE:
-        store.execute("delete from table_chunks where table_id = ?", (table_id,))
-        store.execute("delete from table_keys where table_id = ?", (table_id,))
-    elif write.mode is TableWriteMode.UPSERT and write.index is not None:  # the fold refuses it else
-        _key_chunks(store, table_id, write.rows.schema, write.index)
-        _remove_keys(store, table_id, write.rows, write.index)
-    if write.rows.num_rows:
-        _add(store, table_id, write)
+@dataclass
+class Writer:
+    """The table writes of one commit, applied in log order (``apply``), then ``finish``."""
 
+    store: Statements
+    _last: dict[str, _LastChunk | None] = field(default_factory=dict)
+    _keyed: dict[str, bool] = field(default_factory=dict)
 
-def remove(store: Statements, table_id: str) -> None:
-    for name in ("table_chunks", "table_keys", "table_parts"):
-        store.execute(f"delete from {name} where table_id = ?", (table_id,))
+    def apply(self, write: TableWrite) -> None:
+        table_id = str(write.table_id)
+        if write.mode is TableWriteMode.OVERWRITE:
+            self._last[table_id] = None
+            self.store.execute("delete from table_chunks where table_id = ?", (table_id,))
+            self.store.execute("delete from table_keys where table_id = ?", (table_id,))
+        elif write.mode is TableWriteMode.UPSERT and write.index is not None:  # the fold refuses it else
+            self._write_last(table_id)
+            self._last.pop(table_id, None)  # the rewrite below may change it: read it again
+            if not self._is_keyed(table_id):
+                self._key_chunks(table_id, write.rows.schema, write.index)
+            _remove_keys(self.store, table_id, write.rows, write.index)
+        if write.rows.num_rows:
+            self._add(table_id, write)
+
+    def finish(self) -> None:
+        """Write the last chunks the commit changed."""
+        for table_id in list(self._last):
+            self._write_last(table_id)
+        self._last.clear()
+
+    def remove(self, table_id: str) -> None:
+        """Forget a deleted table's rows, keys and parts."""
+        self._last[table_id] = None
+        self._keyed[table_id] = False
+        for name in ("table_chunks", "table_keys", "table_parts", "table_keyed"):
+            self.store.execute(f"delete from {name} where table_id = ?", (table_id,))
+
+    def _is_keyed(self, table_id: str) -> bool:
+        if table_id not in self._keyed:
+            self._keyed[table_id] = self.store.execute(
+                "select 1 from table_keyed where table_id = ?", (table_id,)).fetchone() is not None
+        return self._keyed[table_id]
+
+    def _key_chunks(self, table_id: str, schema: pa.Schema, index: str) -> None:
+        """A table's first upsert: write the keys of every chunk, and of every later write."""
+        for chunk, blob in self.store.execute("select chunk, rows from table_chunks where table_id = ?",
+                                              (table_id,)).fetchall():
+            _insert_keys(self.store, table_id, chunk, table_rows.from_ipc([blob], schema), index)
+        self.store.execute("insert into table_keyed (table_id) values (?)", (table_id,))
+        self._keyed[table_id] = True
+
+    def _load_last(self, table_id: str, schema: pa.Schema) -> _LastChunk | None:
+        if table_id not in self._last:
+            row = self.store.execute("select chunk, num_rows, rows from table_chunks where table_id = ? "
+                                     "order by chunk desc limit 1", (table_id,)).fetchone()
+            self._last[table_id] = None if row is None else _LastChunk(
+                row[0], [table_rows.from_ipc([row[2]], schema)], row[1], stored=True, ipc=row[2])
+        return self._last[table_id]
+
+    def _add(self, table_id: str, write: TableWrite) -> None:
+        rows = write.rows
+        last = self._load_last(table_id, rows.schema)
+        if last is not None and last.num_rows < SMALL_CHUNK_ROWS:
+            last.parts.append(rows)
+            last.num_rows += rows.num_rows
+            last.ipc = b""
+            last.changed = True
+        else:
+            self._write_last(table_id)
+            last = _LastChunk(0 if last is None else last.chunk + 1, [rows], rows.num_rows, stored=False,
+                              ipc=write.ipc, changed=True)
+            self._last[table_id] = last
+        if write.index is not None and self._is_keyed(table_id):
+            _insert_keys(self.store, table_id, last.chunk, rows, write.index)
+
+    def _write_last(self, table_id: str) -> None:
+        last = self._last.get(table_id)
+        if last is None or not last.changed:
+            return
+        blob = last.ipc or table_rows.to_ipc(pa.concat_tables(last.parts))
+        if last.stored:
+            self.store.execute("update table_chunks set num_rows = ?, rows = ? where table_id = ? "
+                               "and chunk = ?", (last.num_rows, blob, table_id, last.chunk))
+        else:
+            self.store.execute("insert into table_chunks (table_id, chunk, num_rows, rows) "
+                               "values (?, ?, ?, ?)", (table_id, last.chunk, last.num_rows, blob))
+        last.stored, last.ipc, last.changed = True, blob, False
 
 
 def _insert_keys(store: Statements, table_id: str, chunk: int, rows: pa.Table, index: str) -> None:
@@ -84,16 +146,6 @@ def _insert_keys(store: Statements, table_id: str, chunk: int, rows: pa.Table, i
     store.execute("insert into table_keys (table_id, key, chunk) "
                   f"select ?, value, ? from ({listed}) as k where true on conflict do nothing",
                   (table_id, chunk, param))
-
-
-def _key_chunks(store: Statements, table_id: str, schema: pa.Schema, index: str) -> None:
-    """Writes the keys of the table's chunks that have none yet."""
-    unkeyed = store.execute("select chunk, rows from table_chunks where table_id = ? and keyed = 0",
-                            (table_id,)).fetchall()
-    for chunk, blob in unkeyed:
-        _insert_keys(store, table_id, chunk, table_rows.from_ipc([blob], schema), index)
-    if unkeyed:
-        store.execute("update table_chunks set keyed = 1 where table_id = ? and keyed = 0", (table_id,))
 
 
 def _remove_keys(store: Statements, table_id: str, rows: pa.Table, index: str) -> None:
@@ -116,23 +168,3 @@ def _remove_keys(store: Statements, table_id: str, rows: pa.Table, index: str) -
                           (kept.num_rows, table_rows.to_ipc(kept), table_id, chunk))
         else:
             store.execute("delete from table_chunks where table_id = ? and chunk = ?", (table_id, chunk))
-
-
-def _add(store: Statements, table_id: str, write: TableWrite) -> None:
-    """Adds the write's rows: into the last chunk while it is small (keying them if it is
-    keyed), else as a new chunk, unkeyed."""
-    rows = write.rows
-    last = store.execute("select chunk, num_rows, rows, keyed from table_chunks where table_id = ? "
-                         "order by chunk desc limit 1", (table_id,)).fetchone()
-    if last is not None and last[1] < SMALL_CHUNK_ROWS:
-        chunk, _, blob, keyed = last
-        merged = pa.concat_tables([table_rows.from_ipc([blob], rows.schema), rows])
-        store.execute("update table_chunks set num_rows = ?, rows = ? where table_id = ? and chunk = ?",
-                      (merged.num_rows, table_rows.to_ipc(merged), table_id, chunk))
-        if keyed and write.index is not None:
-            _insert_keys(store, table_id, chunk, rows, write.index)
-    else:
-        chunk = 0 if last is None else last[0] + 1
-        store.execute("insert into table_chunks (table_id, chunk, num_rows, rows, keyed) "
-                      "values (?, ?, ?, ?, 0)",
-                      (table_id, chunk, rows.num_rows, write.ipc or table_rows.to_ipc(rows)))

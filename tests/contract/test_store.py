@@ -592,15 +592,15 @@ def test_following_from_now_yields_only_later_changes(store, open_named):
     assert later == [c for c in store.changes(limit=10_000) if c.position.offset >= 6]
 
 
-def test_appends_leave_keys_to_the_first_upsert_and_small_writes_of_a_batch_share_a_chunk(store):
+def test_appends_leave_keys_to_the_first_upsert_and_small_writes_share_a_chunk(store):
     table_id = uuid.uuid4()
     log = Log()
     log.append(create_table(table_id, "labels"))
     for start in range(0, 30, 10):
         log.append(write(table_id, "append", [{"id": i, "label": f"a{i}"} for i in range(start, start + 10)]))
     apply_batch(store, log.records)
-    assert [(chunk, rows, keyed) for _, chunk, rows, _, keyed in store.rows("table_chunks")] == [(0, 30, 0)]
-    assert store.rows("table_keys") == []  # nothing upserted yet: no keys written
+    assert [(chunk, rows) for _, chunk, rows, _ in store.rows("table_chunks")] == [(0, 30)]
+    assert store.rows("table_keys") == [] and store.rows("table_keyed") == []  # no upsert yet: no keys
 
     applied = len(log.records)
     log.append(write(table_id, "upsert", [{"id": 5, "label": "x"}]))
@@ -614,4 +614,5 @@ def test_appends_leave_keys_to_the_first_upsert_and_small_writes_of_a_batch_shar
     assert stored.equals(memory.rows[table_id])
     assert [r["id"] for r in stored.to_pylist()] == [*range(5), *range(6, 30), 5, 40, 41]
     assert stored.column("label").to_pylist()[-3:] == ["y", "new", "appended"]
+    assert store.rows("table_keyed") == [(str(table_id),)]
     assert sorted(int(key) for _, key, _ in store.rows("table_keys")) == sorted([*range(30), 40, 41])
