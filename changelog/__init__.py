@@ -1,5 +1,6 @@
 """The changelog: the change feed published to a compacted Kafka topic for Kafka-native
-subscribers (``strata.catalog.changes``).
+subscribers (``strata.catalog.changes``); and beside it the Lance copies of tables created with a
+``url`` (``changelog.lance_mirror``), which follow the store the same way.
 
 A relay follows the store's feed (it reads the store like any client) and publishes, for each
 dataset, segment, layer, table and rejection a change touched, its state as the store now holds

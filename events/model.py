@@ -161,12 +161,16 @@ class ScopeAsset:
 
 @dataclass(frozen=True)
 class CreateTable:
-    """A new, empty table entry; its rows are kept in the projection."""
+    """A new, empty table entry; its rows are kept in the projection (and, with a
+    ``storage_url``, copied to a Lance dataset there)."""
 
     name: str
     arrow_schema: bytes
     """An Arrow IPC schema message. A field whose metadata has ``rerun:is_table_index = true`` is
     the key ``upsert`` matches rows by."""
+    storage_url: str = ""
+    """Where the projector also keeps the table's rows as a Lance dataset (Rerun's ``url``); empty
+    for none. The rows themselves are in the log and the projection either way."""
 
 
 @dataclass(frozen=True)

@@ -557,12 +557,14 @@ def _touch_table(state: _Overlay, table: Table, event: Event, **fields: Any) -> 
 def _create_table(state: _Overlay, record: LogRecord, event: Event, command: CreateTable) -> None:
     name = _checked(check_table_name, command.name)
     _checked(table_rows.table_schema, command.arrow_schema)
+    if command.storage_url:
+        _checked(check_id, "storage_url", command.storage_url)
     _new_entry(state, event, "table")
     _name_free(state, name, event.dataset_id)
     _companions_free(state, event.dataset_id, _TABLE_COMPANIONS)
     state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
-                          command.arrow_schema))
-    state.note(ChangeKind.TABLE_CREATED, event.dataset_id, name)
+                          command.arrow_schema, storage_url=command.storage_url))
+    state.note(ChangeKind.TABLE_CREATED, event.dataset_id, name, detail=command.storage_url)
     _create_companions(state, event, _TABLE_COMPANIONS)
 
 
@@ -604,7 +606,7 @@ def _write_table(state: _Overlay, record: LogRecord, event: Event, command: Writ
     the write. An upsert's rows replace the rows with their index values, the last of a write's
     rows with one value winning; the store applies writes in log order."""
     table = _live_table(state, event)
-    if table.storage_url:
+    if table.registered:
         raise InvalidCommand(f"table {table.name!r} is the Lance table at {table.storage_url}, "
                              "registered to be read: strata writes only the tables it created")
     schema = table_rows.table_schema(table.arrow_schema)

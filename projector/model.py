@@ -157,8 +157,9 @@ class AssetScope:
 
 @dataclass(frozen=True)
 class Table:
-    """A table entry. Created tables keep their rows in the projection; a registered one is a
-    Lance table read at ``lance_version``, whose rows stay where they are."""
+    """A table entry. Created tables keep their rows in the projection (and a copy at
+    ``storage_url`` if they have one); a registered one is a Lance table read at
+    ``lance_version``, whose rows stay where they are."""
 
     id: uuid.UUID
     name: str
@@ -167,13 +168,21 @@ class Table:
     arrow_schema: bytes
     """Its Arrow schema, an IPC schema message, with the field metadata it was created with."""
     storage_url: str = ""
-    """The Lance table's URL; empty for a table created in strata."""
+    """A registered table's Lance URL; for a created table, where the projector keeps a Lance copy
+    of its rows (empty: none)."""
     lance_version: int | None = None
+    """The version a registered table is read at; None for a created table."""
     deleted: bool = False
     """Deleted tables stay as tombstones so their id is never reused; their name is free again."""
     revision: int = 0
     """How many writes changed its rows: readers holding an older revision read again."""
     default_blueprint: str | None = None
+
+    @property
+    def registered(self) -> bool:
+        """A Lance table registered to be read, whose rows stay in Lance; else created in strata,
+        its rows in the log and the projection."""
+        return self.lance_version is not None
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ from projector import Change, feed, table_rows
 from sdk._connection import Connection
 from sdk._dataset import DatasetEntry
 from sdk._lance import lance_table
-from sdk._objects import ObjectStoreConfig, ObjectStoreSettings
+from sdk._objects import ObjectStoreConfig, ObjectStoreSettings, is_object_url
 from sdk._operations import Operation
+from sdk._recordings import local_path
 from sdk._table_entry import TableEntry
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk._writes import WriteOutcome
@@ -248,23 +249,23 @@ class CatalogClient:
         """Create an empty table with ``schema`` and wait until the catalog has it. A field with
         metadata ``rerun:is_table_index = true`` is the index ``upsert`` matches rows by.
 
-        Its rows are kept in strata's log and projection, so ``url`` (where Rerun's server would
-        put a Lance table) must be None. ``AlreadyExistsError`` if an entry has the name,
-        ``ValueError`` for an invalid name or schema (nothing is sent).
+        Its rows are kept in strata's log and projection. With ``url`` (a local path, ``file://``
+        or ``s3://`` URL, as Rerun's), the projector also keeps a Lance dataset there equal to the
+        table, one Lance version per change it sees, so tools that read Lance see the table; it
+        is its ``storage_url``. ``AlreadyExistsError`` if an entry has the name, ``ValueError``
+        for an invalid name or schema, or a ``url`` that already holds a Lance dataset (nothing
+        is sent).
 
         >>> client.create_table("labels", pa.schema([("id", pa.int64())]))  # doctest: +SKIP
         TableEntry(name='labels', id=...)
         """
         check_table_name(name)
-        if url is not None:
-            raise ValueError(f"create_table(url={url!r}): strata keeps a created table's rows in its "
-                             "log, not at a URL; leave url out, or write a Lance table there and "
-                             "register_table() it to read it")
         if not isinstance(schema, pa.Schema):
             raise ValueError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
         table_rows.check_schema(schema)
+        storage_url = "" if url is None else _lance_copy_url(url)
         operation = Operation.submit(self._internal, uuid.uuid4(),
-                                     CreateTable(name, schema.serialize().to_pybytes()),
+                                     CreateTable(name, schema.serialize().to_pybytes(), storage_url),
                                      f"creating table {name!r}")
         operation.wait()
         return self.get_table(id=operation.event.dataset_id)
@@ -283,3 +284,17 @@ class CatalogClient:
         operation = Operation.submit(self._internal, uuid.uuid4(), command, f"registering table {name!r}")
         operation.wait()
         return self.get_table(id=operation.event.dataset_id)
+
+
+def _lance_copy_url(url: str) -> str:
+    """``url`` checked as where a created table's Lance copy may go: a URL, or a local path made
+    absolute; a local directory that holds a Lance dataset already is a ``ValueError``."""
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"url must be a non-empty string (a path, file:// or s3:// URL), got {url!r}")
+    if is_object_url(url):
+        return url
+    path = local_path(url) if url.startswith("file:") else Path(url).absolute()
+    if (path / "_versions").is_dir():
+        raise ValueError(f"{url} already holds a Lance dataset: register_table() it to read it, or "
+                         "give create_table() an empty place for the new table's copy")
+    return path.as_uri()

@@ -240,7 +240,7 @@ class Connection:
 
     def table_data(self, table: Table) -> pa.Table:
         """A table's rows: from the projection, or a registered table's Lance version."""
-        if not table.storage_url:
+        if not table.registered:
             return self.store.table_data(table)
         return lance_table(table.storage_url).checkout_version(table.lance_version).to_table()
 

@@ -49,8 +49,9 @@ class TableEntry(Entry[Table]):
 
     @property
     def storage_url(self) -> str:
-        """A registered table's Lance URL; for a created table, ``strata://tables/<id>``: its rows
-        are in strata's log and projection."""
+        """A registered table's Lance URL; a created table's ``url``, where the projector keeps a
+        Lance copy of its rows, or without one ``strata://tables/<id>``: the rows themselves are
+        in strata's log and projection."""
         return self._seen.storage_url or f"strata://tables/{self._id}"
 
     def blueprint_dataset(self) -> DatasetEntry:
@@ -113,7 +114,7 @@ class TableEntry(Entry[Table]):
         if batches is not None and named_params:
             raise TypeError("Cannot pass both batches and named parameters. Use one or the other.")
         table = self._current(settle=False)
-        if table.storage_url:
+        if table.registered:
             raise ValueError(f"table {table.name!r} is the Lance table at {table.storage_url}, "
                              "registered to be read: strata writes only the tables it created")
         schema = table_rows.table_schema(table.arrow_schema)

@@ -7,6 +7,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.errors import StreamingQueryException
@@ -97,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         relay = ChangelogRelay(open_store(args.store, read_only=True), args.bootstrap_servers,
                                config=kafka_options)
         relay.start()
+    mirror = _lance_mirror(args.store, log)
     log.info(
         "projector running: %s -> %s (checkpoint %s, master %s)",
         args.bootstrap_servers, store.location, args.checkpoint, args.spark_master)
@@ -119,9 +121,10 @@ def run(args: argparse.Namespace) -> int:
         log.info("the Spark JVM stopped with the interrupt")
         error = None
     finally:
-        if relay is not None:
-            relay.stop()
-            relay.store.close()
+        for follower in (relay, mirror):
+            if follower is not None:
+                follower.stop()
+                follower.store.close()
         store.close()
     if job.store_fault is not None:
         # The batch's Python traceback is in Spark's log above; this is what the operator needs.
@@ -133,6 +136,22 @@ def run(args: argparse.Namespace) -> int:
         return 1
     log.info("projector stopped")
     return 0
+
+
+def _lance_mirror(location: str, log: logging.Logger) -> Any:
+    """The thread that keeps the Lance copies of tables created with a ``url``; None (said once)
+    without ``strata[lance]``, whose tables then have no copy."""
+    try:
+        import lance  # noqa: F401
+    except ImportError:
+        log.warning("pylance is not installed (pip install 'strata[lance]'): tables created with a "
+                    "url get no Lance copy there")
+        return None
+    from changelog.lance_mirror import LanceMirror
+
+    mirror = LanceMirror(open_store(location, read_only=True))
+    mirror.start()
+    return mirror
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 import sdk
+from stack_tools import wait_until
 
 INDEX = {b"rerun:is_table_index": b"true"}
 LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata=INDEX),
@@ -29,7 +30,6 @@ def batch(ids: list[int], labels: list[str], scores: list[float] | None = None) 
 
 
 def unique(prefix: str) -> str:
-    # Rerun's table names must be SQL identifiers; strata's also allow spaces and punctuation.
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
@@ -293,3 +293,37 @@ def test_the_session_sees_entries_as_they_are_now_and_lookups_create_nothing_on_
         table.delete()
         with pytest.raises(Exception, match="labels"):
             ctx.sql(f"SELECT * FROM {late}.runs.labels").collect()
+
+
+def lance_rows(url: str) -> list[tuple]:
+    table = lance.dataset(url).to_table()
+    return sorted((r["id"], r["label"], r["score"]) for r in table.to_pylist())
+
+
+def test_a_table_created_with_a_url_is_also_a_lance_table_there_on_both(client, rerun_client,
+                                                                          tmp_path: Path) -> None:
+    urls = {}
+    for catalog in (client, rerun_client):
+        url = (tmp_path / type(catalog).__module__.split(".")[0]).as_uri()
+        table = catalog.create_table(unique("copied"), LABELS, url)
+        # strata keeps the copy at the url; Rerun's server in a directory under it named by the id.
+        assert (table.storage_url == url) if catalog is client else table.storage_url.startswith(f"{url}/")
+        table.append(batch([1, 2, 3], ["a", "b", "c"]))
+        table.upsert(batch([2], ["B"], [9.0]))
+        urls[catalog] = table.storage_url
+        assert [r[:2] for r in rows(table)] == [(1, "a"), (2, "B"), (3, "c")]
+    client.flush()
+    expected = [(1, "a", 1.0), (2, "B", 9.0), (3, "c", 3.0)]
+    wait_until(lambda: lance_rows(urls[client]) == expected, 60, "the Lance copy to have the rows")
+    assert lance_rows(urls[rerun_client]) == expected
+    copy = lance.dataset(urls[client])
+    assert copy.schema.field("id").metadata == INDEX  # the index marker is kept
+
+
+def test_create_table_refuses_a_url_that_holds_a_lance_dataset_and_sends_nothing(
+        client, tmp_path: Path) -> None:
+    lance.write_dataset(pa.table({"id": pa.array([1], pa.int64())}), tmp_path / "taken")
+    name = unique("taken")
+    with pytest.raises(ValueError, match="already holds a Lance dataset: register_table"):
+        client.create_table(name, LABELS, (tmp_path / "taken").as_uri())
+    assert name not in client.table_names()

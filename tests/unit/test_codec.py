@@ -245,6 +245,7 @@ ASSET_COMMANDS = [
     ScopeAsset("urdf", AssetScopeEdit.UNAPPLY, segments=("ep-2",)),
 ]
 NEW_COMMANDS += ASSET_COMMANDS
+NEW_COMMANDS.append(CreateTable("labels", b"schema", storage_url="s3://bucket/labels.lance"))
 
 
 @pytest.mark.parametrize("command", NEW_COMMANDS, ids=repr)
@@ -439,3 +440,10 @@ def test_event_id_that_is_not_a_uuid():
     record = envelope("CreateDataset", {"name": "d"}) | {"event_id": "not-a-uuid"}
     data = single_object(raw_schema(SCHEMA_VERSION), record)
     assert_decode_error(data)
+
+
+def test_a_created_table_s_lance_url_needs_version_8():
+    command = CreateTable("labels", b"schema", "file:///data/labels.lance")
+    event = Event(uuid.uuid4(), command, produced_at=WHEN)
+    assert decode(encode(event, schema_version=8)) == event
+    assert decode(encode(event, schema_version=7)).command == CreateTable("labels", b"schema")

@@ -1,0 +1,116 @@
+"""The Lance copies of created tables: what ``create_table(name, schema, url)`` asks for.
+
+A table's rows live in the log and the projection like every table's; so that tools that read
+Lance see it too, the mirror keeps a Lance dataset at the table's ``storage_url`` equal to the
+table. It follows the store like any client: after each commit, every such table whose revision
+differs from the one its Lance dataset was last written at gets one new Lance version holding its
+rows as the store has them, tagged with the table id and revision in the version's transaction
+properties. A mirror that starts (after a crash, or a ``strata replay --swap``, whose revisions
+are the same) compares those tags and writes only what differs, so a removed or stale copy is
+written again and an equal one is left alone. Lance's own engine (``pylance``) does the writing;
+an ``s3://`` URL uses the projector's AWS environment.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from projector import CatalogReader, Table
+
+log = logging.getLogger("strata.lance")
+
+TABLE_KEY = "strata.table_id"
+REVISION_KEY = "strata.revision"
+"""The transaction properties of each version the mirror writes."""
+
+
+def mirrored_revision(url: str, table_id: uuid.UUID) -> int | None:
+    """The revision of ``table_id`` the Lance dataset at ``url`` was last written at by a mirror;
+    None if there is no dataset there, or its last version is not one of this table's."""
+    import lance
+
+    try:
+        dataset = lance.dataset(url)
+    except (ValueError, OSError):  # nothing there yet
+        return None
+    properties = dataset.read_transaction(dataset.version).transaction_properties or {}
+    if properties.get(TABLE_KEY) != str(table_id) or REVISION_KEY not in properties:
+        return None
+    return int(properties[REVISION_KEY])
+
+
+class LanceMirror:
+    """Copies the tables of ``store`` that have a ``storage_url`` to Lance, until ``stop()``.
+
+    >>> mirror = LanceMirror(SqliteStore(path, read_only=True))  # doctest: +SKIP
+    >>> mirror.start()  # a daemon thread
+    """
+
+    def __init__(self, store: CatalogReader) -> None:
+        self.store = store
+        self.versions_written = 0
+        self._written: dict[uuid.UUID, int] = {}
+        """The revision each table's copy is known to hold."""
+        self._failing: dict[uuid.UUID, str] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="strata-lance", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_secs: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_secs)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            version = self.store.data_version()
+            self.sync()
+            self.store.wait_for_commit(version, 0.5)
+
+    def sync(self) -> int:
+        """Write a new version of every copy that is behind its table; returns how many."""
+        written = 0
+        for table in self.store.tables():
+            if table.registered or not table.storage_url or self._written.get(table.id) == table.revision:
+                continue
+            try:
+                if mirrored_revision(table.storage_url, table.id) != table.revision:
+                    self._write(table)
+                    written += 1
+            except Exception as exc:  # noqa: BLE001 - any storage fault: said once, tried at the next commit
+                reason = f"{type(exc).__name__}: {exc}"
+                if self._failing.get(table.id) != reason:
+                    log.warning("cannot write the Lance copy of table %r at %s (%s); trying again at "
+                                "the next commit", table.name, table.storage_url, reason)
+                self._failing[table.id] = reason
+                continue
+            self._failing.pop(table.id, None)
+            self._written[table.id] = table.revision
+        self.versions_written += written
+        return written
+
+    def _write(self, table: Table) -> None:
+        import lance
+
+        rows = self.store.table_data(table)
+        properties: dict[str, Any] = {TABLE_KEY: str(table.id), REVISION_KEY: str(table.revision)}
+        mode = "overwrite" if _has_dataset(table.storage_url) else "create"
+        lance.write_dataset(rows, table.storage_url, mode=mode, transaction_properties=properties)
+        log.info("table %r: Lance copy at %s written at revision %d (%d rows)", table.name,
+                 table.storage_url, table.revision, rows.num_rows)
+
+
+def _has_dataset(url: str) -> bool:
+    import lance
+
+    try:
+        lance.dataset(url)
+    except (ValueError, OSError):
+        return False
+    return True
