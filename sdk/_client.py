@@ -100,6 +100,12 @@ class CatalogClient:
         return cls(info["bootstrap_servers"], info["store"], **kwargs)
 
     @property
+    def url(self) -> str:
+        """Rerun's ``CatalogClient.url``: the one string that reaches this catalog again,
+        ``strata://HOST:PORT?store=...`` (as ``Server.url()`` gives it)."""
+        return settings.stack_url(self._internal.bootstrap_servers, self._internal.location)
+
+    @property
     def bootstrap_servers(self) -> str:
         return self._internal.bootstrap_servers
 

@@ -27,6 +27,7 @@ def _lifecycle(server, dataset: str, table: str) -> dict:
     client = server.client()
     # Rerun's other way to connect: a client of the server's URL.
     by_url = type(client)(server.url())
+    assert client.url.split("?")[0] == server.url().split("?")[0]  # the catalog's URL (query aside)
     assert sorted(by_url.get_dataset(name=dataset).segment_ids()) == sorted(
         client.get_dataset(name=dataset).segment_ids())
     if isinstance(by_url, sdk.CatalogClient):  # Rerun's client has nothing to close
