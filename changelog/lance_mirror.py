@@ -14,10 +14,10 @@ an ``s3://`` URL uses the projector's AWS environment.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from typing import Any
 
+from changelog.follower import Follower
 from projector import CatalogReader, Table
 
 log = logging.getLogger("strata.lance")
@@ -42,30 +42,21 @@ def mirrored_revision(url: str, table_id: uuid.UUID) -> int | None:
     return int(properties[REVISION_KEY])
 
 
-class LanceMirror:
+class LanceMirror(Follower):
     """Copies the tables of ``store`` that have a ``storage_url`` to Lance, until ``stop()``.
 
     >>> mirror = LanceMirror(SqliteStore(path, read_only=True))  # doctest: +SKIP
     >>> mirror.start()  # a daemon thread
     """
 
+    thread_name = "strata-lance"
+
     def __init__(self, store: CatalogReader) -> None:
-        self.store = store
+        super().__init__(store)
         self.versions_written = 0
         self._written: dict[uuid.UUID, int] = {}
         """The revision each table's copy is known to hold."""
         self._failing: dict[uuid.UUID, str] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="strata-lance", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_secs: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_secs)
 
     def _run(self) -> None:
         while not self._stop.is_set():

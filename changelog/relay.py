@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -12,6 +11,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from changelog.follower import Follower
 from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, Key, key_of, records_of
 from producers._logging import LOGGER
 from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
@@ -26,7 +26,7 @@ RETRY_SECS = 5.0
 COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
 
 
-class ChangelogRelay:
+class ChangelogRelay(Follower):
     """Publishes the feed of ``store`` to ``CHANGES_TOPIC`` on ``bootstrap_servers``, from where the
     topic's last record left off, until ``stop()``.
 
@@ -34,26 +34,17 @@ class ChangelogRelay:
     >>> relay.start()  # a daemon thread
     """
 
+    thread_name = "strata-changelog"
+
     def __init__(self, store: CatalogReader, bootstrap_servers: str, *,
                  config: Mapping[str, Any] | None = None) -> None:
-        self.store = store
+        super().__init__(store)
         self.bootstrap_servers = bootstrap_servers
         self.config = {**librdkafka_config(config), "bootstrap.servers": bootstrap_servers,
                        "logger": LOGGER}
         self.published = 0
         """Records produced so far (tombstones included), for progress lines."""
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._failure: str | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="strata-changelog", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_secs: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_secs)
 
     def _run(self) -> None:
         while not self._stop.is_set():
