@@ -159,10 +159,12 @@ class CatalogClient:
         """
         return self._internal.settle(timeout_secs)
 
-    def close(self) -> None:
+    def close(self, *, flush: bool = True) -> None:
         """Flush (``flush``: its refusals are raised), then stop the client's workers and close
-        its producer and store connection."""
-        self._internal.close()
+        its producer and store connection. ``flush=False`` closes without waiting for the
+        projection (no projector runs, say): the writes are in the log all the same, but a
+        refusal among them is not reported."""
+        self._internal.close(flush=flush)
 
     def __enter__(self) -> CatalogClient:
         return self

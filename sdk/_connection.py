@@ -86,11 +86,11 @@ class Connection:
     def __repr__(self) -> str:
         return f"bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.location)!r}"
 
-    def close(self) -> None:
-        """Settle this client's writes (``settle``), then release the workers, the producer and
-        the store."""
+    def close(self, *, flush: bool = True) -> None:
+        """Settle this client's writes (``settle``) unless told not to, then release the
+        workers, the producer and the store."""
         try:
-            if not self.ledger.settled:
+            if flush and not self.ledger.settled:
                 self.settle(DEFAULT_TIMEOUT_SECS)
         finally:
             self.workers.close()

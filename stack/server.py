@@ -246,16 +246,25 @@ class Server:
         self.close()
 
     def close(self) -> None:
-        """Stop the projector, then the broker. Safe to call twice."""
+        """Close its clients (each flushes its writes while the projector runs), stop the
+        projector, then the broker; then raise the first error a client's flush raised (a
+        ``WriteRefusedError``, say). Safe to call twice."""
         self._running = False
         _RUNNING.discard(self)
+        projecting = self._projector is not None and self._projector.poll() is None
+        failures: list[Exception] = []
         for client in self._clients:
-            client.close()
+            try:
+                client.close(flush=projecting)
+            except Exception as exc:  # noqa: BLE001 - raised below, once everything is stopped
+                failures.append(exc)
         self._clients.clear()
         self.stop_projector()
         if self.broker:
             self.broker.stop()
         (self.data_dir / settings.SERVER_FILE).unlink(missing_ok=True)
+        if failures:
+            raise failures[0]
 
     def __enter__(self) -> Server:
         return self.start()

@@ -169,6 +169,11 @@ class PostgresStore(SqlStore):
     def _key_rows(self, keys: list[str]) -> tuple[str, Any]:
         return "select unnest(?::text[]) as value", keys
 
+    def _key_in(self, keys: list[str]) -> tuple[str, Any]:
+        # An index condition, whatever the statistics say: as a semi-join with the unnested array,
+        # a planner that thought table_keys small once took 105 s for 20,000 keys of an upsert.
+        return "key = any(?::text[])", keys
+
     # -- waking readers on commits ------------------------------------------------------------
 
     def data_version(self) -> int:

@@ -182,6 +182,11 @@ class SqlStore:
         """A subquery of one text column ``value`` holding ``keys``, and its one parameter."""
         raise NotImplementedError
 
+    def _key_in(self, keys: list[str]) -> tuple[str, Any]:
+        """A condition that column ``key`` is one of ``keys``, and its one parameter."""
+        subquery, param = self._key_rows(keys)
+        return f"key in ({subquery})", param
+
     def data_version(self) -> int:
         """A number that changes whenever another connection commits to the store: a cheap check
         (no table is read) of whether anything needs reading again."""
@@ -363,7 +368,7 @@ class SqlStore:
         }
         # The connection's context rolls the transaction back on any error, so a batch that
         # cannot be written (read-only or full disk) leaves the store exactly as it was.
-        statements = sql_tables.Statements(self._execute, self._key_rows)
+        statements = sql_tables.Statements(self._execute, self._key_rows, self._key_in)
         with self._write_transaction():
             stored = {(t, p): o for t, p, o in
                       self._execute("select topic, partition, next_offset from offsets")}

@@ -37,6 +37,8 @@ class Statements:
     """Runs one statement (``?`` parameters) and returns its cursor."""
     key_rows: Callable[[list[str]], tuple[str, Any]]
     """A subquery of one text column ``value`` holding the keys, and its one parameter."""
+    key_in: Callable[[list[str]], tuple[str, Any]]
+    """A condition that column ``key`` is one of the keys, and its one parameter."""
 
 
 @dataclass
@@ -151,10 +153,10 @@ def _insert_keys(store: Statements, table_id: str, chunk: int, rows: pa.Table, i
 def _remove_keys(store: Statements, table_id: str, rows: pa.Table, index: str) -> None:
     """Drops the rows whose index values ``rows`` has, rewriting only the chunks holding them."""
     keys = table_rows.key_texts(rows, index).to_pylist()
-    listed, param = store.key_rows(keys)  # one statement, one parameter, for all the keys
+    among, param = store.key_in(keys)  # one statement, one parameter, for all the keys
     chunks = {c for (c,) in store.execute(
-        f"select distinct chunk from table_keys where table_id = ? and key in ({listed})", (table_id, param))}
-    store.execute(f"delete from table_keys where table_id = ? and key in ({listed})", (table_id, param))
+        f"select distinct chunk from table_keys where table_id = ? and {among}", (table_id, param))}
+    store.execute(f"delete from table_keys where table_id = ? and {among}", (table_id, param))
     if not chunks:
         return
     replaced = pa.array(keys, pa.string())

@@ -22,7 +22,7 @@ import sdk
 from producers import end_offsets
 from projector import Status
 from stack import Server
-from stack_tools import kill_projector, wait_caught_up, wait_until
+from stack_tools import kill_projector, returns_within, wait_caught_up, wait_until
 from stores import assert_applied_exactly_once, store_offsets
 
 INDEX = {b"rerun:is_table_index": b"true"}
@@ -179,3 +179,14 @@ def test_a_client_killed_after_its_acks_loses_nothing(server: Server, client: sd
     assert done.stdout.strip() == "acknowledged" and done.returncode == -9, done.stderr[-2000:]
     wait_caught_up(server.store, server.bootstrap_servers)
     assert sorted(table.reader().to_arrow_table().column("id").to_pylist()) == list(range(500))
+
+
+def test_a_server_whose_projector_died_closes_its_clients_without_waiting(tmp_path: Path, new_store) -> None:
+    stack = Server(tmp_path / "stack", store=new_store())
+    try:
+        table = stack.client().create_table("unseen", KEYED)
+        kill_projector(stack)
+        table.append(id=[1], value=[1])  # acknowledged, never projected
+    finally:
+        returns_within(30, stack.close)  # not the 60 s a flush would wait
+    assert not stack.is_running()
