@@ -27,19 +27,19 @@ REVISION_KEY = "strata.revision"
 """The transaction properties of each version the mirror writes."""
 
 
-def mirrored_revision(url: str, table_id: uuid.UUID) -> int | None:
-    """The revision of ``table_id`` the Lance dataset at ``url`` was last written at by a mirror;
-    None if there is no dataset there, or its last version is not one of this table's."""
+def copy_state(url: str, table_id: uuid.UUID) -> tuple[bool, int | None]:
+    """Whether a Lance dataset is at ``url``, and the revision of ``table_id`` a mirror last wrote
+    it at (None if its last version is not one of this table's)."""
     import lance
 
     try:
         dataset = lance.dataset(url)
     except (ValueError, OSError):  # nothing there yet
-        return None
+        return False, None
     properties = dataset.read_transaction(dataset.version).transaction_properties or {}
     if properties.get(TABLE_KEY) != str(table_id) or REVISION_KEY not in properties:
-        return None
-    return int(properties[REVISION_KEY])
+        return True, None
+    return True, int(properties[REVISION_KEY])
 
 
 class LanceMirror(Follower):
@@ -71,8 +71,9 @@ class LanceMirror(Follower):
             if table.registered or not table.storage_url or self._written.get(table.id) == table.revision:
                 continue
             try:
-                if mirrored_revision(table.storage_url, table.id) != table.revision:
-                    self._write(table)
+                exists, revision = copy_state(table.storage_url, table.id)
+                if revision != table.revision:
+                    self._write(table, exists)
                     written += 1
             except Exception as exc:  # noqa: BLE001 - any storage fault: said once, tried at the next commit
                 reason = f"{type(exc).__name__}: {exc}"
@@ -86,22 +87,13 @@ class LanceMirror(Follower):
         self.versions_written += written
         return written
 
-    def _write(self, table: Table) -> None:
+    def _write(self, table: Table, exists: bool) -> None:
         import lance
 
         rows = self.store.table_data(table)
         properties: dict[str, Any] = {TABLE_KEY: str(table.id), REVISION_KEY: str(table.revision)}
-        mode = "overwrite" if _has_dataset(table.storage_url) else "create"
-        lance.write_dataset(rows, table.storage_url, mode=mode, transaction_properties=properties)
+        lance.write_dataset(rows, table.storage_url, mode="overwrite" if exists else "create",
+                            transaction_properties=properties)
         log.info("table %r: Lance copy at %s written at revision %d (%d rows)", table.name,
                  table.storage_url, table.revision, rows.num_rows)
 
-
-def _has_dataset(url: str) -> bool:
-    import lance
-
-    try:
-        lance.dataset(url)
-    except (ValueError, OSError):
-        return False
-    return True
