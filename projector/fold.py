@@ -38,6 +38,7 @@ from events import (
 from events.names import MAX_NAME_LENGTH, check_dataset_name, check_id, check_layer_name, check_table_name
 from projector import schemas, table_rows
 from projector.model import (
+    ENTRIES_TABLE_NAME,
     AssetScope,
     Change,
     ChangeKind,
@@ -198,7 +199,9 @@ def _new_entry(state: _Overlay, event: Event, kind: str) -> None:
 
 
 def _name_free(state: _Overlay, name: str, entry_id: uuid.UUID) -> None:
-    """Entry names are unique across datasets and tables."""
+    """Entry names are unique across datasets and tables, and the system table's is taken."""
+    if name == ENTRIES_TABLE_NAME:
+        raise Refused(Status.ALREADY_EXISTS, f"already exists: {name!r} is the catalog's system table")
     dataset = state.dataset_by_name(name)
     if dataset is not None and dataset.id != entry_id:
         raise Refused(Status.ALREADY_EXISTS, f"already exists: a dataset named {name!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
 import pyarrow as pa
@@ -60,6 +60,28 @@ class DatasetKind(StrEnum):
     """Static recordings shared by the owner's segments."""
 
 
+ENTRIES_TABLE_NAME = "__entries"
+"""The name of the system table listing every entry, as in Rerun: no entry may take it."""
+
+
+class EntryKind(IntEnum):
+    """What an entry is, with rerun-sdk's values for the kinds strata has."""
+
+    DATASET = 1
+    TABLE = 3
+    BLUEPRINT_DATASET = 5
+    """A dataset's or a table's blueprints, one segment each: hidden."""
+    ASSET_DATASET = 6
+    """Static recordings shared by a dataset's segments: hidden."""
+
+    def __repr__(self) -> str:
+        return f"EntryKind.{self.name}"  # as rerun-sdk prints its kinds
+
+    __str__ = __repr__
+
+
+_ENTRY_KINDS = {DatasetKind.DATASET: EntryKind.DATASET, DatasetKind.BLUEPRINT: EntryKind.BLUEPRINT_DATASET,
+                DatasetKind.ASSET: EntryKind.ASSET_DATASET}
 _COMPANION_PREFIXES = {DatasetKind.BLUEPRINT: "__bp_", DatasetKind.ASSET: "__as_"}
 
 
@@ -99,6 +121,10 @@ class Dataset:
     def hidden(self) -> bool:
         """A blueprint or asset dataset: listed only when asked for (``include_hidden``)."""
         return self.kind is not DatasetKind.DATASET
+
+    @property
+    def entry_kind(self) -> EntryKind:
+        return _ENTRY_KINDS[self.kind]
 
 
 @dataclass(frozen=True)
@@ -177,6 +203,9 @@ class Table:
     revision: int = 0
     """How many writes changed its rows: readers holding an older revision read again."""
     default_blueprint: str | None = None
+    system: bool = False
+    """The catalog's own ``__entries`` table (``views.ENTRIES_TABLE``): read-only, its rows made
+    from the entries at each read, never stored."""
 
     @property
     def registered(self) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc
 
 from projector import merge, schemas
+from projector.model import ENTRIES_TABLE_NAME, EntryKind, Table
 from projector.ports import CatalogReader
 
 TIMESTAMP = pa.timestamp("ns", tz=None)
@@ -208,3 +210,32 @@ def datasets_table(store: CatalogReader) -> pa.Table:
                      "layers": layers.num_rows, "size_bytes": pc.sum(layers["size_bytes"]).as_py() or 0,
                      "updated_at": dataset.updated_at})
     return pa.Table.from_pylist(rows, schema=DATASETS_SCHEMA)
+
+
+ENTRIES_SCHEMA = pa.schema(
+    [pa.field("id", pa.binary(16), nullable=False), pa.field("name", pa.string(), nullable=False),
+     pa.field("entry_kind", pa.uint8(), nullable=False,
+              metadata={"rerun:component_type": "rerun.components.EntryKind"}),
+     pa.field("created_at", TIMESTAMP, nullable=False), pa.field("updated_at", TIMESTAMP, nullable=False)])
+"""Rerun's ``__entries`` columns: the id's 16 bytes, the name, the ``EntryKind`` value and the
+times."""
+
+_EPOCH = datetime.fromtimestamp(0, UTC)
+ENTRIES_TABLE = Table(uuid.UUID(int=0), ENTRIES_TABLE_NAME, _EPOCH, _EPOCH,
+                      ENTRIES_SCHEMA.serialize().to_pybytes(), system=True)
+"""The system table listing every entry, hidden ones included: the nil id and the epoch, as
+Rerun's server has it."""
+
+
+def entries_table(store: CatalogReader) -> pa.Table:
+    """``ENTRIES_TABLE``'s rows: every live dataset (hidden ones too), table and the system
+    table itself, oldest first."""
+    entries = [(d.id, d.name, d.entry_kind, d.created_at, d.updated_at) for d in store.datasets()]
+    entries += [(t.id, t.name, EntryKind.TABLE, t.created_at, t.updated_at)
+                for t in [ENTRIES_TABLE, *store.tables()]]
+    entries.sort(key=lambda e: (e[3], str(e[0])))
+    columns = list(zip(*entries, strict=True))
+    return pa.Table.from_arrays(
+        [pa.array([i.bytes for i in columns[0]], pa.binary(16)), pa.array(columns[1], pa.string()),
+         pa.array([int(k) for k in columns[2]], pa.uint8()), pa.array(columns[3], TIMESTAMP),
+         pa.array(columns[4], TIMESTAMP)], schema=ENTRIES_SCHEMA)

@@ -17,10 +17,9 @@ beside ``rerun.catalog`` the same way).
 from typing import Any
 
 from events import OnDuplicate
-from projector import Change, ChangeKind
+from projector import Change, ChangeKind, EntryKind
 from sdk._client import CatalogClient, VersionInfo
 from sdk._dataset import DatasetEntry, DatasetInfo, LayerInfo
-from sdk._entry import EntryKind
 from sdk._operations import Operation, RegistrationOperation
 from sdk._selection import DatasetSelection
 from sdk._table_entry import TableEntry

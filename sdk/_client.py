@@ -24,7 +24,7 @@ from sdk._lance import lance_table
 from sdk._objects import ObjectStoreConfig, ObjectStoreSettings, is_object_url
 from sdk._operations import Operation
 from sdk._recordings import local_path
-from sdk._table_entry import TableEntry
+from sdk._table_entry import TableEntry, table_entry
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk._writes import WriteOutcome
 from sdk.errors import AlreadyExistsError
@@ -208,21 +208,21 @@ class CatalogClient:
                 if include_hidden or not d.hidden]
 
     def tables(self, *, include_hidden: bool = False) -> list[TableEntry]:
-        """All tables, oldest first. strata has no hidden tables: ``include_hidden`` changes
-        nothing (Rerun's server lists its ``__entries`` table)."""
-        return [TableEntry(self._internal, t) for t in self._internal.store.tables()]
+        """All tables, oldest first; with ``include_hidden``, first the system table
+        ``__entries``, which lists every entry (``get_table(name="__entries")`` reads it too)."""
+        return [table_entry(self._internal, t) for t in self._internal.tables(include_hidden=include_hidden)]
 
     def entries(self, *, include_hidden: bool = False) -> list[DatasetEntry | TableEntry]:
         """Every dataset and table, oldest first; ``entry.kind`` says which."""
         entries: list[DatasetEntry | TableEntry] = [*self.datasets(include_hidden=include_hidden),
-                                                    *self.tables()]
+                                                    *self.tables(include_hidden=include_hidden)]
         return sorted(entries, key=lambda e: (e.created_at, str(e.id)))
 
     def dataset_names(self, *, include_hidden: bool = False) -> list[str]:
         return [d.name for d in self.datasets(include_hidden=include_hidden)]
 
     def table_names(self, *, include_hidden: bool = False) -> list[str]:
-        return [t.name for t in self._internal.store.tables()]
+        return [t.name for t in self._internal.tables(include_hidden=include_hidden)]
 
     def entry_names(self, *, include_hidden: bool = False) -> list[str]:
         return [e.name for e in self.entries(include_hidden=include_hidden)]
@@ -251,7 +251,7 @@ class CatalogClient:
 
     def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
         """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
-        return TableEntry(self._internal, self._internal.find_table(name, id))
+        return table_entry(self._internal, self._internal.find_table(name, id))
 
     def create_table(self, name: str, schema: pa.Schema, url: str | None = None) -> TableEntry:
         """Create an empty table with ``schema`` and wait until the catalog has it. A field with

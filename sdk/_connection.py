@@ -21,7 +21,7 @@ import pyarrow as pa
 import settings
 from events import Command, Event
 from producers import EventProducer, Position
-from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store
+from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store, views
 from projector.stores import describe, normalize
 from sdk._lance import lance_table
 from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, object_store
@@ -195,8 +195,16 @@ class Connection:
         return self._find("dataset", name, id, self.store.dataset_by_name, self.store.dataset)
 
     def find_table(self, name: str | None, id: uuid.UUID | str | None) -> Table:
-        """The live table named ``name`` or with id ``id`` (see ``_find``)."""
-        return self._find("table", name, id, self.store.table_by_name, self.store.table)
+        """The live table named ``name`` (the system table's name too) or with id ``id`` (see
+        ``_find``)."""
+        def by_name(table_name: str) -> Table | None:
+            system = table_name == views.ENTRIES_TABLE.name
+            return views.ENTRIES_TABLE if system else self.store.table_by_name(table_name)
+        return self._find("table", name, id, by_name, self.store.table)
+
+    def tables(self, *, include_hidden: bool = False) -> list[Table]:
+        """The live tables, oldest first, after the system table with ``include_hidden``."""
+        return [views.ENTRIES_TABLE] * include_hidden + self.store.tables()
 
     def _find(self, kind: str, name: str | None, id: uuid.UUID | str | None,
               by_name: Callable[[str], Found | None], by_id: Callable[[uuid.UUID], Found | None]) -> Found:
@@ -239,7 +247,10 @@ class Connection:
         return frame
 
     def table_data(self, table: Table) -> pa.Table:
-        """A table's rows: from the projection, or a registered table's Lance version."""
+        """A table's rows: from the projection, a registered table's Lance version, or for the
+        system table the entries as they are now."""
+        if table.system:
+            return views.entries_table(self.store)
         if not table.registered:
             return self.store.table_data(table)
         return lance_table(table.storage_url).checkout_version(table.lance_version).to_table()

@@ -32,12 +32,12 @@ from events import (
     UnregisterLayers,
 )
 from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name
-from projector import AssetScope, CatalogReader, Dataset, DatasetKind, companion_id, schemas, views
+from projector import AssetScope, CatalogReader, Dataset, DatasetKind, EntryKind, companion_id, schemas, views
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _reader
 from sdk._connection import Connection
 from sdk._contents import Contents
-from sdk._entry import Entry, EntryKind
+from sdk._entry import Entry
 from sdk._objects import ObjectStore, ObjectStoreSettings, is_object_url
 from sdk._operations import Operation, RegisteredItem, RegistrationOperation
 from sdk._recordings import Recording, local_path, read_recording, with_properties
@@ -82,8 +82,6 @@ class DatasetInfo:
         return "\n".join(lines)
 
 
-_ENTRY_KINDS = {DatasetKind.DATASET: EntryKind.DATASET, DatasetKind.BLUEPRINT: EntryKind.BLUEPRINT_DATASET,
-                DatasetKind.ASSET: EntryKind.ASSET_DATASET}
 
 
 class DatasetEntry(Entry[Dataset]):
@@ -100,7 +98,7 @@ class DatasetEntry(Entry[Dataset]):
     @property
     def kind(self) -> EntryKind:
         """``DATASET``, or for a hidden one ``BLUEPRINT_DATASET`` or ``ASSET_DATASET``."""
-        return _ENTRY_KINDS[self._seen.kind]
+        return self._seen.entry_kind
 
     # -- entry lifecycle ----------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from enum import IntEnum
 from typing import Any, Generic, Protocol, TypeVar
 
 from events import OnDuplicate, SetDefaultBlueprint
@@ -18,22 +17,6 @@ from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk.errors import NotFoundError
 
 Record = TypeVar("Record", Dataset, Table)
-
-
-class EntryKind(IntEnum):
-    """What an entry is, with rerun-sdk's values for the kinds strata has."""
-
-    DATASET = 1
-    TABLE = 3
-    BLUEPRINT_DATASET = 5
-    """A dataset's or a table's blueprints, one segment each: hidden."""
-    ASSET_DATASET = 6
-    """Static recordings shared by a dataset's segments: hidden."""
-
-    def __repr__(self) -> str:
-        return f"EntryKind.{self.name}"  # as rerun-sdk prints its kinds
-
-    __str__ = __repr__
 
 
 class BlueprintDataset(Protocol):
@@ -128,7 +111,7 @@ class Entry(Generic[Record]):
         blueprints = self.blueprint_dataset()
         if blueprints is None:
             raise LookupError(f"a blueprint dataset is not configured for {self._seen.name!r}: "
-                              "hidden datasets have none")
+                              "hidden datasets and the system table have none")
         registration = blueprints.register([uri], on_duplicate=OnDuplicate.REPLACE,
                                            object_store_config=object_store_config)
         [blueprint_id] = registration.wait(timeout_secs).segment_ids

@@ -5,7 +5,8 @@ name in DataFusion's default catalog and schema (``datafusion.public``), a dotte
 virtual hierarchy, as in Rerun (``runs.labels`` is schema ``runs`` of the default catalog,
 ``lab.runs.labels`` catalog ``lab``). DataFusion asks the providers below each time it plans a
 query, so tables created, renamed, written or deleted after the client connected are seen as
-they are then, after the client's own writes (reads go through ``Connection.store``). A lookup of
+they are then, after the client's own writes (reads go through ``Connection.tables``), the system
+table ``__entries`` among them. A lookup of
 a name that is not there creates nothing a listing would show. What a user registers in the
 session (``register_view``, ``register_record_batches``...) is kept beside the entries.
 """
@@ -20,7 +21,6 @@ import pyarrow as pa
 import pyarrow.dataset
 from datafusion.catalog import CatalogProvider, CatalogProviderList, SchemaProvider, Table
 
-from projector import CatalogReader
 from projector import Table as TableRecord
 
 DEFAULT_CATALOG = "datafusion"
@@ -32,8 +32,7 @@ Path = tuple[str, str, str]
 class Connection(Protocol):
     """What the providers read through (``sdk._connection.Connection``)."""
 
-    @property
-    def store(self) -> CatalogReader: ...
+    def tables(self, *, include_hidden: bool = False) -> list[TableRecord]: ...
 
     def table_data(self, table: TableRecord) -> pa.Table: ...
 
@@ -59,14 +58,15 @@ class _Entries:
         self._rows: dict[uuid.UUID, tuple[int, Table]] = {}
 
     def paths(self) -> set[Path]:
-        return {sql_path(t.name) for t in self._internal.store.tables()}
+        return {sql_path(t.name) for t in self._internal.tables(include_hidden=True)}
 
     def table(self, path: Path) -> Table | None:
-        found = next((t for t in self._internal.store.tables() if sql_path(t.name) == path), None)
+        tables = self._internal.tables(include_hidden=True)
+        found = next((t for t in tables if sql_path(t.name) == path), None)
         if found is None:
             return None
         kept = self._rows.get(found.id)
-        if kept is None or kept[0] != found.revision:
+        if kept is None or kept[0] != found.revision or found.system:
             # A pyarrow dataset, not a DataFrame: DataFusion calls this while it plans, where
             # making a DataFrame would start its runtime a second time.
             kept = (found.revision, Table(pyarrow.dataset.dataset(self._internal.table_data(found))))

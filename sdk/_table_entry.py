@@ -17,9 +17,10 @@ import pyarrow as pa
 
 from events import DeleteTable, RenameTable, TableWriteMode, WriteTable
 from events.names import check_table_name
-from projector import CatalogReader, DatasetKind, Table, table_rows
+from projector import CatalogReader, DatasetKind, EntryKind, Table, table_rows, views
+from sdk._connection import Connection
 from sdk._dataset import DatasetEntry, companion_dataset
-from sdk._entry import Entry, EntryKind
+from sdk._entry import Entry
 from sdk._operations import Operation
 
 MAX_PART_BYTES = 768 * 1024
@@ -217,3 +218,37 @@ def _parts(rows: pa.Table) -> list[bytes]:
     count = min(rows.num_rows, -(-len(data) * 11 // (MAX_PART_BYTES * 10)))  # 10% to spare
     step = -(-rows.num_rows // count)
     return [part for start in range(0, rows.num_rows, step) for part in _parts(rows.slice(start, step))]
+
+
+class SystemTableEntry(TableEntry):
+    """The catalog's ``__entries`` table, as in Rerun: one row per live entry, hidden ones
+    included (id, name, ``entry_kind``, times), read at each read; it cannot be written, renamed
+    or deleted."""
+
+    def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Table:
+        return views.ENTRIES_TABLE
+
+    @property
+    def storage_url(self) -> str:
+        return ""
+
+    def blueprint_dataset(self) -> None:  # type: ignore[override]  # it has none
+        return None
+
+    def set_name(self, name: str) -> None:
+        self._refuse(f"renamed to {name!r}")
+
+    def delete(self) -> None:
+        self._refuse("deleted")
+
+    def _write(self, batches: Batches | None, named_params: dict[str, Any], mode: TableWriteMode) -> None:
+        self._refuse(f"written ({mode})")
+
+    def _refuse(self, what: str) -> None:
+        raise ValueError(f"{self._seen.name!r} is the catalog's system table, listing its entries: it "
+                         f"cannot be {what}")
+
+
+def table_entry(internal: Connection, record: Table) -> TableEntry:
+    """The entry of a table record: the system table's own kind, or a ``TableEntry``."""
+    return SystemTableEntry(internal, record) if record.system else TableEntry(internal, record)

@@ -161,6 +161,8 @@ def test_taken_and_unknown_names_raise_the_same_errors(pair: Pair, client, rerun
         lambda c, t: c.create_table(dataset, LABELS),
         lambda c, t: c.create_dataset(t.name),
         lambda c, t: t.set_name(dataset),
+        lambda c, t: c.create_table("__entries", LABELS),  # the system table's name
+        lambda c, t: c.create_dataset("__entries"),
     ]
     for call in taken:
         errors = []
@@ -183,6 +185,38 @@ def test_taken_and_unknown_names_raise_the_same_errors(pair: Pair, client, rerun
                 call(catalog, table)
             assert type(info.value).__name__ == "NotFoundError"
         assert catalog.get_table(table.name).id == table.id == catalog.get_table(id=table.id).id
+
+
+def test_the_system_table_lists_every_entry_on_both(pair: Pair, client, rerun_client) -> None:
+    dataset = unique("dataset")
+    listed = []
+    for catalog in (client, rerun_client):
+        assert "__entries" in catalog.table_names(include_hidden=True)
+        assert "__entries" not in catalog.table_names() and "__entries" not in catalog.entry_names()
+        assert "__entries" in [t.name for t in catalog.tables(include_hidden=True)]
+        entries = catalog.get_table(name="__entries")
+        assert entries.kind == sdk.EntryKind.TABLE
+        before = entries.reader().to_arrow_table()
+        created = catalog.create_dataset(dataset)  # seen by the next read, as the table is live
+        after = entries.reader().to_arrow_table()
+        kinds = dict(zip(after["name"].to_pylist(), after["entry_kind"].to_pylist(), strict=True))
+        assert after.num_rows == before.num_rows + 3  # the dataset, its blueprint and asset datasets
+        ids = dict(zip(after["name"].to_pylist(), after["id"].to_pylist(), strict=True))
+        assert ids[dataset] == uuid.UUID(str(created.id)).bytes
+        hex_id = uuid.UUID(str(created.id)).hex  # companions are named __bp_<id>, __as_<id>
+        companions = sorted(kind for name, kind in kinds.items() if name[5:].lower() == hex_id)
+        listed.append((fields(entries.arrow_schema()),
+                       {kinds[n] for n in ("__entries", pair.strata.name, dataset)}, companions))
+        sql = catalog.ctx.sql(f"select entry_kind from __entries where name = '{dataset}'")
+        assert sql.to_arrow_table()["entry_kind"].to_pylist() == [1]
+    assert listed[0] == listed[1]
+    assert listed[0][1] == {1, 3}
+    # On purpose: Rerun's server takes an append to __entries and then lists those rows twice.
+    entries = client.get_table(name="__entries")
+    before = entries.reader().to_arrow_table()
+    with pytest.raises(ValueError, match="system table"):
+        entries.append(before.to_batches())
+    assert entries.reader().to_arrow_table().equals(before)
 
 
 def test_rename_and_delete(pair: Pair, client, rerun_client) -> None:

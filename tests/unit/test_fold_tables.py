@@ -8,7 +8,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from events import DeleteTable, Event, RegisterTable, RenameTable
+from events import DeleteTable, Event, RegisterTable, RenameDataset, RenameTable
 from projector import Status
 
 from .conftest import Log, MemoryCatalog, at, create, create_table, fold_into, rows_ipc, write
@@ -39,6 +39,15 @@ def test_entry_names_are_shared_by_datasets_and_tables_and_ids_are_never_reused(
                         Status.INVALID, Status.ACCEPTED, Status.ACCEPTED, Status.INVALID]
     assert "a dataset named 'droid'" in reasons[1] and "a table named 'labels'" in reasons[3]
     assert "never reused" in reasons[4] and "never reused" in reasons[7]
+
+
+def test_the_system_tables_name_is_taken_for_every_entry():
+    d, t = uuid.uuid4(), uuid.uuid4()
+    catalog, statuses, reasons = run(create(d, "__entries"), create_table(t, "__entries"), create(d, "droid"),
+                                     Event(d, RenameDataset("__entries")))
+    assert statuses == [Status.ALREADY_EXISTS, Status.ALREADY_EXISTS, Status.ACCEPTED, Status.ALREADY_EXISTS]
+    assert "system table" in reasons[0]
+    assert catalog.dataset(d).name == "droid" and catalog.table(t) is None
 
 
 def test_rename_checks_names_of_both_kinds():
