@@ -19,6 +19,9 @@ Scenarios (--only, comma-separated; default all):
               1 and 2 worker processes: rows/s, registrations/s, peak RSS of client and workers
   tables      a 10-column table: append in calls of many rows, single-row upserts, and
               reader() of the whole table to Arrow (rows/s; per call p50, p99)
+  history     strata only, in process, no Spark or Kafka: segment_table() and manifest() now and
+              as of a point in the middle of many layer replacements, and the store's size with and
+              without its history
   stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
               Python stages (decode, batch_view, fold, commit) on DROID-like register events,
               and the floors of Avro decoding and SQLite inserts alone
@@ -47,20 +50,22 @@ from bench.systems import RerunSystem, StrataSystem
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 SCENARIOS = ("startup", "latency", "throughput", "queries", "reads", "workers", "tables", "replay",
-             "stages")
+             "stages", "history")
 SCALES = {
     "small": {"latency_calls": 50, "warmup": 5, "sdk_datasets": 2, "sdk_count": 250, "sdk_batch": 250,
               "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
               "query_repeats": 3, "replay_caps": "20000,5000",
               "stage_events": 30_000, "stage_batch": 10_000, "read_sizes": "20", "read_calls": 20,
               "spark_segments": 100, "scaling_segments": 50, "scaling_files": 250, "table_rows": 100_000,
-              "table_batch": 10_000, "table_upserts": 200},
+              "table_batch": 10_000, "table_upserts": 200, "history_segments": 10_000,
+              "history_replacements": 30_000},
     "full": {"latency_calls": 300, "warmup": 20, "sdk_datasets": 8, "sdk_count": 1_000, "sdk_batch": 1_000,
              "producer_count": 200_000, "query_sizes": "1000,10000,100000",
              "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "20000,50000",
              "stage_events": 300_000, "stage_batch": 100_000, "read_sizes": "20,200", "read_calls": 50,
              "spark_segments": 1_000, "scaling_segments": 200, "scaling_files": 1_000,
-             "table_rows": 1_000_000, "table_batch": 10_000, "table_upserts": 1_000},
+             "table_rows": 1_000_000, "table_batch": 10_000, "table_upserts": 1_000,
+             "history_segments": 100_000, "history_replacements": 300_000},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -104,6 +109,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--table-rows", type=int, help="rows appended to the table (full: 1000000)")
     parser.add_argument("--table-batch", type=int, help="rows per append() call (full: 10000)")
     parser.add_argument("--table-upserts", type=int, help="single-row upsert() calls (full: 10000)")
+    parser.add_argument("--history-segments", type=int,
+                        help="DROID-like segments of 3 layers in the history scenario (full: 100000)")
+    parser.add_argument("--history-replacements", type=int,
+                        help="layer replacements after them in the history scenario (full: 300000)")
     parser.add_argument("--label", help="names the results <date>-<label> (default: the scale); "
                                          "use one when overriding sizes")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
@@ -198,6 +207,9 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
         if "stages" in args.only:  # first, while nothing else runs
             results["stages"] = timed(timings, "strata stages", scenarios.stages, pool, work / "stages",
                                       events=args.stage_events, batch=args.stage_batch)
+        if "history" in args.only:
+            results["history"] = timed(timings, "strata history", scenarios.history, pool, work / "history",
+                                       segments=args.history_segments, replacements=args.history_replacements)
         run_common(args, system, pool, timings, results, query_sizes=args.query_sizes, producers=True)
         if "workers" in args.only:
             results["workers"] = timed(timings, "strata workers", scenarios.worker_scaling, system, pool,
@@ -390,6 +402,25 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                         "floor: SQLite inserts of a layer, segment, outcome (CPU us per event)", "lower",
                         floors["sqlite_rows"], NOT_APPLICABLE,
                         note="one executemany per table and batch, the store's tables and indexes"))
+    if "history" in strata:
+        kept = strata["history"]
+        note = (f"{kept['segments']:,} segments x 3 layers, then {kept['replacements']:,} replacements; "
+                "in process, SQLite")
+        for read in ("segment_table", "manifest"):
+            now, then, before = (kept[k][f"{read}_ms"] for k in ("now", "as_of_middle", "without_history"))
+            rows.append(Row("history", f"{read}() now (ms)", "lower", now, NOT_APPLICABLE, note=note))
+            rows.append(Row("history", f"{read}() as of the middle of the replacements (ms)", "lower", then,
+                            NOT_APPLICABLE, note=f"{kept['as_of_middle'][f'{read}_rows']:,} rows"))
+            rows.append(Row("history", f"{read}() as of / now", "lower", round(then / now, 2), NOT_APPLICABLE,
+                            target=2))
+            rows.append(Row("history", f"{read}() now / the same store without history", "lower",
+                            round(now / before, 2), NOT_APPLICABLE, target=1.1))
+        rows.append(Row("history", "store size with history / without (MB: "
+                        f"{kept['store_mb']:,} / {kept['store_without_history_mb']:,})", "lower",
+                        round(kept["store_mb"] / kept["store_without_history_mb"], 2), NOT_APPLICABLE,
+                        target=2))
+        rows.append(Row("history", "fold and commit, in process (events/s)", "higher",
+                        kept["fold_commit_events_per_s"], NOT_APPLICABLE, note=f"{kept['events']:,} events"))
     if both is False:
         for row in rows:
             if row.rerun is None:

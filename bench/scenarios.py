@@ -3,6 +3,7 @@ progress; none asserts anything."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import sqlite3
@@ -24,6 +25,7 @@ from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest, sc
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
 from projector import CatalogReader, LogRecord, fold, open_store
+from projector.stores import sql_history
 from projector.stores.sql import TABLES
 from projector.stores.sqlite import SqliteStore
 from sdk._wait import wait_for_positions
@@ -534,3 +536,96 @@ def tables(system, *, rows: int, batch: int, upserts: int, round_trips: int = 50
             "read_rows": read.num_rows, "read_s": round(scan_s, 3),
             "read_rows_per_s": round(read.num_rows / scan_s, 1),
             "write_then_read": percentiles(trips)}
+
+
+HISTORY_LAYERS = ("base", "quality", "derived")
+
+
+def history(pool: RecordingPool, directory: Path, *, segments: int, replacements: int,
+            batch: int = 10_000, repeats: int = 3) -> dict:
+    """What keeping the catalog's past costs, in process (no Spark or Kafka): a dataset of
+    ``segments`` DROID-like segments of 3 layers, then ``replacements`` re-registrations of
+    random layers (``on_duplicate="replace"``), folded and committed into SQLite in batches of
+    ``batch``. Then ``segment_table()`` and ``manifest()`` as the SDK builds them (median of
+    ``repeats``), now and as of the offset halfway through the replacements; and the store's size
+    with its history and without (the history tables emptied, then ``VACUUM``: the store as it was
+    before history was kept), with the current reads timed on that copy too."""
+    import random
+    import shutil
+
+    from events import OnDuplicate
+    from projector import apply_batch, views
+
+    definitions, templates = layer_templates({"base": pool.episodes(1)[0]})
+    dataset_id = uuid.uuid4()
+    events = [Event(dataset_id, CreateDataset("history")),
+              *(schema_event(dataset_id, d) for d in definitions)]
+    for i in range(segments):
+        for layer in HISTORY_LAYERS:
+            event = layer_event(dataset_id, templates["base"], i, f"file:///history/{i}/{layer}.rrd")
+            command = dataclasses.replace(event.command, layer_name=layer)
+            events.append(dataclasses.replace(event, command=command))
+    middle = len(events) + replacements // 2
+    draw = random.Random(0)
+    for n in range(replacements):
+        i, layer = draw.randrange(segments), HISTORY_LAYERS[n % len(HISTORY_LAYERS)]
+        event = layer_event(dataset_id, templates["base"], i, f"file:///history/{i}/{layer}-v{n}.rrd")
+        events.append(dataclasses.replace(event, command=dataclasses.replace(
+            event.command, layer_name=layer, on_duplicate=OnDuplicate.REPLACE)))
+    records = [LogRecord.from_kafka(CATALOG_TOPIC, 0, offset, encode(event))
+               for offset, event in enumerate(events)]
+    directory.mkdir(parents=True)
+    path = directory / "store.db"
+    store = SqliteStore(path)
+    began = time.process_time()
+    with paused_gc():
+        for start in range(0, len(records), batch):
+            apply_batch(store, records[start:start + batch])
+            if (start // batch) % 10 == 9:
+                print(f"  history: {start + batch:,}/{len(records):,} events folded", flush=True)
+    fold_s = time.process_time() - began
+
+    def reads(reader: CatalogReader) -> dict[str, float]:
+        def segment_table() -> int:
+            return views.dataset_segment_table(reader, dataset_id).num_rows
+
+        def manifest_rows() -> int:
+            layers = reader.layer_table(dataset_id)
+            return views.manifest_table(layers, views.property_schemas(reader, layers)).num_rows
+
+        timings = {}
+        for name, read in (("segment_table", segment_table), ("manifest", manifest_rows)):
+            seconds = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                rows = read()
+                seconds.append(time.perf_counter() - started)
+            timings[f"{name}_ms"] = round(statistics.median(seconds) * 1000, 1)
+            timings[f"{name}_rows"] = rows
+        return timings
+
+    now, then = reads(store), reads(store.at(middle))
+    store.close()
+    size_with = _sqlite_size(path)
+    bare = directory / "without-history.db"
+    shutil.copy(path, bare)
+    connection = sqlite3.connect(bare)
+    for table in sql_history.TABLES:
+        connection.execute(f"delete from {table}")
+    connection.commit()
+    connection.execute("vacuum")
+    connection.close()
+    bare_store = SqliteStore(bare)
+    before = reads(bare_store)
+    bare_store.close()
+    result = {"segments": segments, "layers": segments * len(HISTORY_LAYERS), "replacements": replacements,
+              "events": len(records), "fold_commit_events_per_s": round(len(records) / fold_s, 1),
+              "now": now, "as_of_middle": then, "without_history": before,
+              "store_mb": round(size_with / 2**20, 1),
+              "store_without_history_mb": round(_sqlite_size(bare) / 2**20, 1)}
+    print(f"  strata: {result}", flush=True)
+    return result
+
+
+def _sqlite_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())

@@ -5,9 +5,9 @@ id), which returns the (topic, partition, offset) of every event from its delive
 creation; and reading the log back (end offsets, a range of records). Imports no Spark or store code.
 """
 
-from producers.log_reader import end_offsets, read_range
+from producers.log_reader import end_offsets, offset_after, read_range
 from producers.producer import DeliveryError, EventProducer, Position
 from producers.topics import ensure_topics, wait_for_topics
 
-__all__ = ["DeliveryError", "EventProducer", "Position", "end_offsets", "ensure_topics", "read_range",
-           "wait_for_topics"]
+__all__ = ["DeliveryError", "EventProducer", "Position", "end_offsets", "ensure_topics", "offset_after",
+           "read_range", "wait_for_topics"]

@@ -1,15 +1,17 @@
-"""Reading strata's topic back with a plain Kafka consumer: its end offsets, and a range of it."""
+"""Reading strata's topic back with a plain Kafka consumer: its end offsets, the offset of a time,
+and a range of it."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from events import TOPICS
+from events import CATALOG_TOPIC, TOPICS
 from producers.kafka_config import RefusalWatch, client_config, cluster_metadata
 
 
@@ -38,6 +40,29 @@ def end_offsets(bootstrap_servers: str, *, config: Mapping[str, Any] | None = No
         return offsets
     except KafkaException as exc:
         raise ConnectionError(f"could not read offsets from Kafka at {bootstrap_servers}: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def offset_after(bootstrap_servers: str, when: datetime, *, config: Mapping[str, Any] | None = None,
+                 timeout_secs: float = 30.0) -> int:
+    """The offset of the first record of the catalog topic produced after ``when`` (Kafka's
+    record timestamps, in milliseconds), or the end of the log if none was: the records before it
+    make the catalog as of ``when``."""
+    refusal = RefusalWatch()
+    consumer = _consumer(bootstrap_servers, config, refusal)
+    after_ms = int(when.timestamp() * 1000) + 1
+    try:
+        cluster_metadata(consumer, bootstrap_servers, refusal, timeout_secs)
+        [found] = consumer.offsets_for_times([TopicPartition(CATALOG_TOPIC, 0, after_ms)],
+                                             timeout=timeout_secs)
+        if found.offset >= 0:
+            return int(found.offset)
+        _, high = consumer.get_watermark_offsets(TopicPartition(CATALOG_TOPIC, 0), timeout=timeout_secs)
+        return int(high)
+    except KafkaException as exc:
+        raise ConnectionError(f"could not look up offsets by time in Kafka at {bootstrap_servers}: "
+                              f"{exc}") from exc
     finally:
         consumer.close()
 

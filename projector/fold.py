@@ -55,6 +55,8 @@ from projector.model import (
     Table,
     TablePart,
     TableWrite,
+    Version,
+    Versioned,
     companion_id,
     companion_name,
 )
@@ -426,7 +428,7 @@ def _unregister_layers(
         if not state.matching_layers(dataset.id, frozenset([segment_id]), frozenset()):
             state.drop_segment(segment)
             if dataset.kind is DatasetKind.ASSET:  # an asset's scope goes with it
-                state.changes.asset_scopes[(dataset.id, segment_id)] = None
+                state.put_scope((dataset.id, segment_id), None)
             state.note(ChangeKind.SEGMENT_REMOVED, dataset.id, dataset.name, segment_id)
         else:
             state.put_segment(replace(segment, updated_at=max(segment.updated_at, event.produced_at)))
@@ -536,7 +538,7 @@ def _scope_asset(state: _Overlay, record: LogRecord, event: Event, command: Scop
         scope = replace(current, segments=tuple(s for s in current.segments if s not in set(named)))
     if scope == stored:
         return
-    state.changes.asset_scopes[(dataset.id, command.segment_id)] = scope
+    state.put_scope((dataset.id, command.segment_id), scope)
     _touch(state, dataset, event)
     state.note(ChangeKind.ASSET_SCOPED, dataset.id, dataset.name, command.segment_id,
                detail=f"{scope.mode} {','.join(scope.segments)}".rstrip())
@@ -771,6 +773,7 @@ class _Overlay:
         if previous is not None and not previous.deleted:
             self._table_names[previous.name] = None
         self.changes.tables[table.id] = table
+        self._version(Versioned.TABLE, (table.id,), table)
         if not table.deleted:
             self._table_names[table.name] = table.id
 
@@ -785,12 +788,14 @@ class _Overlay:
         if previous is not None and not previous.deleted:
             self._names[previous.name] = None
         self.changes.datasets[dataset.id] = dataset
+        self._version(Versioned.DATASET, (dataset.id,), dataset)
         if not dataset.deleted:
             self._names[dataset.name] = dataset.id
 
     def purge(self, dataset_id: uuid.UUID) -> None:
         """Everything of a deleted entry (dataset or table) goes."""
         self.changes.purged.add(dataset_id)
+        self._version(Versioned.PURGE, (dataset_id,), None)
         self.changes.table_writes = [w for w in self.changes.table_writes if w.table_id != dataset_id]
         _drop_entry(self.changes.segments, dataset_id)
         _drop_entry(self.changes.layers, dataset_id)
@@ -799,10 +804,20 @@ class _Overlay:
         _drop_entry(self._changed_layers, dataset_id)
 
     def put_segment(self, segment: Segment) -> None:
-        self.changes.segments[(segment.dataset_id, segment.segment_id)] = segment
+        self._set_segment(segment, segment)
 
     def drop_segment(self, segment: Segment) -> None:
-        self.changes.segments[(segment.dataset_id, segment.segment_id)] = None
+        self._set_segment(segment, None)
+
+    def _set_segment(self, segment: Segment, value: Segment | None) -> None:
+        key = (segment.dataset_id, segment.segment_id)
+        self.changes.segments[key] = value
+        self._version(Versioned.SEGMENT, key, value)
+
+    def put_scope(self, key: tuple[uuid.UUID, str], scope: AssetScope | None) -> None:
+        """An asset's scope (None: dropped, with its segment)."""
+        self.changes.asset_scopes[key] = scope
+        self._version(Versioned.ASSET_SCOPE, key, scope)
 
     def put_layer(self, layer: Layer) -> None:
         self._set_layer(layer, layer)
@@ -811,8 +826,14 @@ class _Overlay:
         self._set_layer(layer, None)
 
     def _set_layer(self, layer: Layer, value: Layer | None) -> None:
-        self.changes.layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = value
+        key = (layer.dataset_id, layer.segment_id, layer.layer_name)
+        self.changes.layers[key] = value
         self._changed_layers.setdefault((layer.dataset_id, layer.segment_id), set()).add(layer.layer_name)
+        self._version(Versioned.LAYER, key, value)
+
+    def _version(self, kind: Versioned, key: tuple[Any, ...], row: Any) -> None:
+        assert self._record is not None, "a change before begin()"
+        self.changes.history.append(Version(self._record.position.offset, kind, key, row))
 
 
 _Key = TypeVar("_Key", bound=tuple[Any, ...])

@@ -27,6 +27,7 @@ LAYER_COLUMNS = pa.schema([
     ("index_ranges", pa.list_(pa.struct([("timeline", pa.string()), ("kind", pa.string()),
                                          ("start", pa.int64()), ("end", pa.int64())]))),
     ("properties_schema_sha256", pa.string()), ("properties_batch", pa.binary()),
+    ("registered_offset", pa.int64()), ("position", pa.int64()),
 ])
 """One row per layer: segments in registration order, each segment's layers in registration order.
 ``registered_at`` is in microseconds since the epoch (UTC); ``schema_sha256`` is null when the
@@ -34,19 +35,28 @@ layer's schema is unknown; ``num_chunks`` is null and ``index_ranges`` empty for
 before envelope v4. A layer's properties are either ``properties``, a one-row Arrow IPC stream
 (registered before envelope v5), or ``properties_batch``, the row's record batch message
 zlib-compressed, in the schema named by ``properties_schema_sha256`` (see
-``projector.schemas.read_properties``); the other is empty, and both are when it has none."""
+``projector.schemas.read_properties``); the other is empty, and both are when it has none.
+``registered_offset`` is the log offset of the layer's registration, ``position`` its segment's:
+what a reader of the catalog at an earlier point filters and orders by."""
+
+HISTORY_COLUMNS = pa.schema([*LAYER_COLUMNS, ("valid_to", pa.int64()), ("event_id", pa.string()),
+                             ("registered_topic", pa.string()), ("registered_partition", pa.int64())])
+"""A replaced or removed layer as the store keeps it (``projector.stores.sql_history``): its row
+of the layer table, the offset of the record that replaced or removed it, and the rest of its
+``Layer``."""
 
 
-def from_rows(rows: Sequence[tuple[Any, ...]]) -> pa.Table:
-    """The layer table of ``rows`` in ``LAYER_COLUMNS`` order, ``schema_sha256`` as hex text
-    (empty when unknown), ``index_ranges`` as ``ranges_text``."""
-    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in LAYER_COLUMNS]
-    digests = LAYER_COLUMNS.get_field_index("schema_sha256")
+def from_rows(rows: Sequence[tuple[Any, ...]], schema: pa.Schema = LAYER_COLUMNS) -> pa.Table:
+    """The layer table of ``rows`` in ``schema``'s order (``LAYER_COLUMNS`` or
+    ``HISTORY_COLUMNS``), ``schema_sha256`` as hex text (empty when unknown), ``index_ranges``
+    as ``ranges_text``."""
+    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in schema]
+    digests = schema.get_field_index("schema_sha256")
     columns[digests] = [bytes.fromhex(d) if d else None for d in columns[digests]]
-    ranges = LAYER_COLUMNS.get_field_index("index_ranges")
+    ranges = schema.get_field_index("index_ranges")
     columns[ranges] = [[dict(zip(("timeline", "kind", "start", "end"), r, strict=True))
                         for r in json.loads(text or "[]")] for text in columns[ranges]]
-    return pa.table(columns, schema=LAYER_COLUMNS)
+    return pa.table(columns, schema=schema)
 
 
 def ranges_text(ranges: Sequence[IndexRange]) -> str:
@@ -77,7 +87,7 @@ def to_ipc(table: pa.Table) -> bytes:
     return data
 
 
-def from_ipc(blobs: Iterable[bytes]) -> pa.Table:
+def from_ipc(blobs: Iterable[bytes], schema: pa.Schema = LAYER_COLUMNS) -> pa.Table:
     """The chunks' tables, concatenated in order."""
     tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
-    return pa.concat_tables(tables) if tables else LAYER_COLUMNS.empty_table()
+    return pa.concat_tables(tables) if tables else schema.empty_table()

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum, StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -336,6 +336,28 @@ class Change:
         return self.position.offset, self.seq
 
 
+class Versioned(StrEnum):
+    """The projection's rows whose past is kept: ``Version.key`` is the row's key in its kind."""
+
+    DATASET = "dataset"
+    SEGMENT = "segment"
+    LAYER = "layer"
+    ASSET_SCOPE = "asset_scope"
+    TABLE = "table"
+    PURGE = "purge"
+    """Every segment, layer and asset scope of the entry ``key[0]`` goes (a deleted dataset)."""
+
+
+class Version(NamedTuple):
+    """A row as one record of the log left it: from ``offset`` on, the row of ``key`` is ``row``
+    (None: there is none), until a later version of the same key."""
+
+    offset: int
+    kind: Versioned
+    key: tuple[Any, ...]
+    row: Any
+
+
 @dataclass
 class Changes:
     """Everything one batch changes, committed by the store in one transaction."""
@@ -356,6 +378,9 @@ class Changes:
     """Parts of writes still waiting for their last part; None: the part is no longer kept."""
     purged: set[uuid.UUID] = field(default_factory=set)
     """Deleted datasets: every segment and layer of theirs goes, before the rest."""
+    history: list[Version] = field(default_factory=list)
+    """Every change of a versioned row, in log order, the batch's intermediate states included:
+    what the store keeps to answer "as of" an offset."""
     outcomes: dict[uuid.UUID, Outcome] = field(default_factory=dict)
     rejections: list[Rejection] = field(default_factory=list)
     feed: list[Change] = field(default_factory=list)

@@ -124,6 +124,11 @@ class CatalogReader(Protocol):
         seq)), in feed order; only those of one dataset or table if ``entry_id`` is given."""
         ...
 
+    def at(self, offset: int) -> CatalogReader:
+        """The catalog as of the log prefix ``[0, offset)``, read from the store's history: what a
+        store rebuilt from those records would answer. Its ``next_offsets`` is the point."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import importlib.metadata
 import uuid
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,25 @@ class CatalogClient:
         projection (no projector runs, say): the writes are in the log all the same, but a
         refusal among them is not reported."""
         self._internal.close(flush=flush)
+
+    def as_of(self, point: int | datetime) -> CatalogClient:
+        """The catalog as it was at ``point``: a log offset (the catalog the records before it
+        make) or a timezone-aware ``datetime`` (the records produced up to then). Its entries
+        are those of that point (a dataset deleted later is there, one created later is not),
+        each read as of the point; it shares this client's connection, and a write through it is a
+        ``ValueError``. ``ValueError`` for an offset past the end of the log.
+
+        >>> client.as_of(datetime(2026, 3, 3, tzinfo=timezone.utc)).dataset_names()  # doctest: +SKIP
+        """
+        view = object.__new__(CatalogClient)
+        view._internal = self._internal.at(point)
+        view._internal.catalog = view
+        return view
+
+    @property
+    def point(self) -> int | None:
+        """The log offset this client shows the catalog as of (``as_of``); None: as it is now."""
+        return self._internal.point
 
     def __enter__(self) -> CatalogClient:
         return self

@@ -8,10 +8,12 @@ Every other module of the SDK talks to Kafka and the store through this object's
 
 from __future__ import annotations
 
+import copy
 import os
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,8 +21,8 @@ import datafusion
 import pyarrow as pa
 
 import settings
-from events import Command, Event
-from producers import EventProducer, Position
+from events import CATALOG_TOPIC, Command, Event
+from producers import EventProducer, Position, end_offsets, offset_after
 from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store, views
 from projector.stores import describe, normalize
 from sdk._lance import lance_table
@@ -75,20 +77,54 @@ class Connection:
         """The ``CatalogClient`` this connection belongs to, as ``Entry.catalog`` returns it."""
         self.ledger = Ledger()
         """This client's written offsets and its writes whose outcome it has not reported."""
-        self._producer = EventProducer(bootstrap_servers,
-                                       config={**settings.kafka_options(), **(kafka_config or {})},
+        self._kafka_config = {**settings.kafka_options(), **(kafka_config or {})}
+        self._producer = EventProducer(bootstrap_servers, config=self._kafka_config,
                                        delivery_timeout_secs=delivery_timeout_secs)
         self._ctx = datafusion.SessionContext()
         self._ctx.register_catalog_provider_list(CatalogTree(self))
         self._defined: set[str] = set()
         """Schema digests seen defined, in the store or by this connection's own events."""
 
+    point: int | None = None
+    """The log offset this connection reads the catalog as of (``at``); None: as it is now."""
+
     def __repr__(self) -> str:
         return f"bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.location)!r}"
 
+    def at(self, point: int | datetime) -> Connection:
+        """This connection reading the catalog as of ``point``: a log offset (the catalog the
+        records before it make) or a timezone-aware ``datetime`` (the records produced up to
+        then). Read-only: a write through it is a ``ValueError``. Raises ``ValueError`` for an
+        offset past the end of the log or a naive ``datetime``."""
+        if isinstance(point, datetime):
+            if point.tzinfo is None:
+                raise ValueError(f"as_of({point!r}): give a timezone-aware datetime, such as "
+                                 "datetime.now(timezone.utc): a naive one depends on this machine's zone")
+            offset = offset_after(self.bootstrap_servers, point, config=self._kafka_config)
+        elif isinstance(point, int) and not isinstance(point, bool):
+            offset = point
+            end = end_offsets(self.bootstrap_servers, config=self._kafka_config).get((CATALOG_TOPIC, 0), 0)
+            if not 0 <= offset <= end:
+                raise ValueError(f"as_of({point}): the log has offsets 0 to {end} (the catalog as of "
+                                 f"{end} is the catalog now); give one of them, or a datetime")
+        else:
+            raise TypeError(f"as_of() takes a log offset (int) or a datetime, got {type(point).__name__}")
+        view = copy.copy(self)
+        view.point = offset
+        return view
+
+    def writable(self) -> None:
+        """Raises ``ValueError`` if this connection reads the catalog as of a point."""
+        if self.point is not None:
+            raise ValueError(f"this is the catalog as of log offset {self.point}, which is read-only: "
+                             "write through the client or entry itself")
+
     def close(self, *, flush: bool = True) -> None:
         """Settle this client's writes (``settle``) unless told not to, then release the
-        workers, the producer and the store."""
+        workers, the producer and the store (not for a view ``at`` a point: they are its
+        client's)."""
+        if self.point is not None:
+            return
         try:
             if flush and not self.ledger.settled:
                 self.settle(DEFAULT_TIMEOUT_SECS)
@@ -104,12 +140,18 @@ class Connection:
         ones (see ``settle``)."""
         if not self.ledger.settled:
             self.settle(DEFAULT_TIMEOUT_SECS)
-        return self._store
+        if self.point is None:
+            return self._store
+        if self.point:  # the projection must have folded every record before the point
+            last = Position(CATALOG_TOPIC, 0, self.point - 1)
+            wait_for_positions(self._store, [last], DEFAULT_TIMEOUT_SECS)
+        return self._store.at(self.point)
 
     @property
     def peek(self) -> CatalogReader:
         """The projection as it is, without waiting for this client's writes: for the checks a
         write makes before it is sent, which must not wait for the writes before it."""
+        self.writable()
         return self._store
 
     # -- writes -------------------------------------------------------------------------------
@@ -122,6 +164,7 @@ class Connection:
         """Append ``events`` to the log in order; their positions once Kafka has them all, which
         the client's later reads wait for. Raises ``DeliveryError`` if Kafka does not
         acknowledge them in time."""
+        self.writable()
         positions = self._producer.send(list(events))
         self.ledger.wrote(positions)
         return positions

@@ -15,6 +15,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import datafusion
@@ -100,6 +101,26 @@ class DatasetEntry(Entry[Dataset]):
         """``DATASET``, or for a hidden one ``BLUEPRINT_DATASET`` or ``ASSET_DATASET``."""
         return self._seen.entry_kind
 
+    def as_of(self, point: int | datetime) -> DatasetEntry:
+        """The dataset as the catalog had it at ``point``: a log offset (the catalog the records
+        before it make) or a timezone-aware ``datetime`` (the records produced up to then). Its
+        reads (``segment_table``, ``manifest``, ``segment_ids``, ``schema``, ``filter_segments``,
+        ``filter_contents``, ``reader``, ``get_index_ranges``) show the segments and layers of
+        that point, reading the files those layers name; a write through it is a ``ValueError``.
+        ``NotFoundError`` if the dataset did not exist then, ``ValueError`` for an offset past
+        the end of the log.
+
+        >>> before = dataset.as_of(1200)  # doctest: +SKIP
+        >>> before.segment_table().to_arrow_table()  # doctest: +SKIP
+        """
+        view = self._internal.at(point)
+        record = view.store.dataset(self._id)
+        if record is None or record.deleted:
+            what = "did not exist yet" if record is None else "was deleted"
+            raise NotFoundError(f"dataset {self._seen.name!r} ({self._id}) {what} as of log offset "
+                                f"{view.point}")
+        return DatasetEntry(view, record)
+
     # -- entry lifecycle ----------------------------------------------------------------------
 
     def set_name(self, name: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
@@ -143,6 +164,7 @@ class DatasetEntry(Entry[Dataset]):
         >>> dataset.register(["file:///data/a.rrd"], layer_name="quality").wait()  # doctest: +SKIP
         RegistrationResult(segment_ids=['ILIAD_50aee79f_2023_07_12_20h_55m_08s'])
         """
+        self._internal.writable()
         uri_list = [uris] if isinstance(uris, str) else list(uris)
         if not uri_list:
             raise ValueError("no data sources to register: register() needs at least one URI")
@@ -172,6 +194,7 @@ class DatasetEntry(Entry[Dataset]):
         Prints progress to stderr while reading a large prefix. ``ValueError`` if the prefix
         holds no recording, ``NotFoundError`` if it (or its bucket) does not exist.
         """
+        self._internal.writable()
         objects = self._internal.objects(object_store_config)
         if is_object_url(recordings_prefix):
             uris = objects.list(recordings_prefix, RECORDING_SUFFIXES)

@@ -39,7 +39,13 @@ class Entry(Generic[Record]):
         self._seen: Record = record
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self._seen.name!r}, id={self.id})"
+        point = "" if self._internal.point is None else f", as_of={self._internal.point}"
+        return f"{type(self).__name__}(name={self._seen.name!r}, id={self.id}{point})"
+
+    @property
+    def point(self) -> int | None:
+        """The log offset this entry shows the catalog as of (``as_of``); None: as it is now."""
+        return self._internal.point
 
     def __eq__(self, other: object) -> bool:
         """As Rerun's: the same entry, or its id (a ``UUID``), or its name (a ``str``), so

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,3 +85,18 @@ def store_offsets(location: str | Path) -> Offsets:
     """The store's next offset per (topic, partition)."""
     with _read_only(location) as store:
         return store.next_offsets()
+
+
+def catalog_reads(reader, entry_ids: list[uuid.UUID]) -> dict:
+    """Everything a client reads of the catalog through ``reader`` (a store, or a store ``at``
+    an offset): the entries, and of each of ``entry_ids`` its dataset, segments, layers, layer
+    table and asset scopes, and its table."""
+    entries = reader.datasets() + reader.tables()
+    found: dict = {"datasets": reader.datasets(), "tables": reader.tables(),
+                   "by_name": [(reader.dataset_by_name(e.name), reader.table_by_name(e.name))
+                               for e in entries]}
+    for entry_id in entry_ids:
+        found[entry_id] = (reader.dataset(entry_id), reader.segments(entry_id), reader.layers(entry_id),
+                           reader.layer_table(entry_id).to_pylist(), reader.asset_scopes(entry_id),
+                           reader.table(entry_id))
+    return found

@@ -21,7 +21,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from projector.ports import StoreUnavailableError
-from projector.stores.sql import FORMAT_VERSION, TABLES, SqlStore, names, upsert
+from projector.stores.sql import FORMAT_VERSION, INDEXES, TABLES, SqlStore, names, upsert
 
 CHANNEL = "strata_commits"
 """The channel each commit notifies."""
@@ -29,9 +29,6 @@ CONNECT_TIMEOUT_SECS = 10
 """How long opening a connection may take, unless the URL says (``connect_timeout``)."""
 _TYPES = {str: 'text collate "C"', int: "bigint", bytes: "bytea"}
 """Text compares by code point, as in SQLite, so both backends list rows in the same order."""
-_INDEXES = (("datasets", ("name",)), ("outcomes", ("topic", "partition", "offset")),
-            ("segments", ("dataset_id", "position")), ("layers", ("dataset_id", "layer_name")),
-            ("tables", ("name",)), ("feed", ("offset", "seq")), ("feed", ("entry_id", "offset", "seq")))
 _COPY_ROWS = 1000
 """From this many rows, an upsert goes through COPY (a replay's batches), below it row by row
 (the live projector's small batches)."""
@@ -108,7 +105,7 @@ class PostgresStore(SqlStore):
                 definitions = [f"{names([c])} {_TYPES[t]}" for c, t in columns.items()]
                 self._conn.execute(f"create table if not exists {name} "
                                    f"({', '.join(definitions)}, primary key ({names(key)}))")
-            for name, indexed in _INDEXES:
+            for name, indexed in INDEXES:
                 self._conn.execute(f"create index if not exists {name}_{'_'.join(indexed)} on {name} "
                                    f"({names(indexed)})")
             if stored is None:

@@ -13,15 +13,24 @@ import functools
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from events import AssetMode, DefineSchema, RegisterLayer, TableWriteMode
+from events import (
+    CATALOG_TOPIC,
+    AssetMode,
+    DefineSchema,
+    IndexKind,
+    IndexRange,
+    RegisterLayer,
+    TableWriteMode,
+)
 from projector import layer_table as _layer_table
-from projector import table_rows
+from projector import schemas, table_rows
 from projector.fold import CatalogView
 from projector.model import (
     AssetScope,
@@ -40,13 +49,15 @@ from projector.model import (
     Status,
     Table,
     TablePart,
+    Version,
+    Versioned,
 )
 from projector.ports import StaleBatchError
-from projector.stores import sql_tables
+from projector.stores import sql_history, sql_tables
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
@@ -104,6 +115,7 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
         {"table_id": str, "write_id": str, "part": int, "parts": int, "mode": str, "rows": bytes},
         ("table_id", "write_id", "part"),
     ),
+    **sql_history.TABLES,
 }
 """``batches`` records how the projection was applied, not what it holds: per committed batch and
 partition, the offsets it folded (``first_offset`` up to ``next_offset``) and how many records.
@@ -119,10 +131,25 @@ chunks of consecutive segment positions, rewritten with the rows they are made o
 tables, the index that upserts use, and the parts of writes still waiting for their last part
 (see ``projector.stores.sql_tables``)."""
 
-_CHUNK_LAYERS = (
-    "select l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
+INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("datasets", ("name",)), ("outcomes", ("topic", "partition", "offset")),
+    ("segments", ("dataset_id", "position")), ("layers", ("dataset_id", "layer_name")),
+    ("tables", ("name",)), ("feed", ("offset", "seq")), ("feed", ("entry_id", "offset", "seq")))
+"""Secondary indexes, besides each table's primary key."""
+
+_LAYER_TABLE_COLUMNS = (
+    "l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
     "coalesce(l.properties, ?), l.num_chunks, l.index_ranges, coalesce(l.properties_schema_sha256, ''), "
-    "coalesce(l.properties_batch, ?) "
+    "coalesce(l.properties_batch, ?), l.registered_offset, s.position")
+"""A layer's columns in ``projector.layer_table`` order, of ``layers l`` joined with ``segments
+s``; their parameters: the empty bytes, twice."""
+_HISTORY_LAYERS = (
+    f"select {_LAYER_TABLE_COLUMNS}, ?, l.event_id, l.registered_topic, l.registered_partition "
+    "from layers l join segments s using (dataset_id, segment_id) where l.dataset_id = ?")
+"""Stored layers as rows of ``layer_table.HISTORY_COLUMNS``; parameters: the empty bytes twice,
+the closing offset, the dataset id."""
+_CHUNK_LAYERS = (
+    f"select {_LAYER_TABLE_COLUMNS} "
     "from segments s join layers l using (dataset_id, segment_id) "
     "where s.dataset_id = ? and s.position >= ? and s.position < ? "
     "order by s.position, l.registered_topic, l.registered_partition, l.registered_offset")
@@ -353,8 +380,7 @@ class SqlStore:
             "datasets": [_dataset_values(d) for d in changes.datasets.values()],
             "segments": [_segment_values(s) for s in changes.segments.values() if s is not None],
             "layers": [_layer_values(x) for x in changes.layers.values() if x is not None],
-            "asset_scopes": [(str(a.dataset_id), a.segment_id, str(a.mode), json.dumps(a.segments))
-                             for a in changes.asset_scopes.values() if a is not None],
+            "asset_scopes": [_scope_values(a) for a in changes.asset_scopes.values() if a is not None],
             "schemas": list(changes.schemas.items()),
             "tables": [_table_values(t) for t in changes.tables.values()],
             "table_parts": [(str(p.table_id), p.write_id, p.part, p.parts, str(p.mode), p.rows)
@@ -376,6 +402,7 @@ class SqlStore:
                 raise StaleBatchError(
                     f"store offsets moved from {expected_offsets} to {stored} during the batch")
             chunks = self._touched_chunks(changes)
+            self._keep_history(changes.history)
             purged = [(str(dataset_id),) for dataset_id in changes.purged]
             for table in ("segments", "layers", "layer_chunks", "asset_scopes"):
                 self._executemany(f"delete from {table} where dataset_id = ?", purged)
@@ -401,6 +428,133 @@ class SqlStore:
             for write in changes.table_writes:
                 tables.apply(write)
             tables.finish()
+
+    def _keep_history(self, history: list[Version]) -> None:
+        """Lay down the batch's versions (``projector.stores.sql_history``): end the versions the
+        store held where the batch first changed their rows or purged their entry, then add the
+        batch's own. Runs inside ``commit``'s transaction, before the current tables change."""
+        found = sql_history.spans(history)
+        closing: dict[Versioned, list[tuple[Any, ...]]] = {}
+        for kind, key, offset in found.first_touches:
+            closing.setdefault(kind, []).append((offset, *map(_key_text, key)))
+        closed_layers = self._close_stored_layers(closing.pop(Versioned.LAYER, []), found.purges)
+        for kind, rows in closing.items():
+            kept = sql_history.KEPT[kind]
+            where = " and ".join(f"{names([c])} = ?" for c in kept.key)
+            self._executemany(f"update {kept.table} set valid_to = ? where {where} and valid_to is null",
+                              rows)
+        for entry_id, offset in found.purges:
+            for kind in (Versioned.SEGMENT, Versioned.ASSET_SCOPE):
+                self._execute(f"update {sql_history.KEPT[kind].table} set valid_to = ? "
+                              "where dataset_id = ? and valid_to is null", (offset, str(entry_id)))
+        merged_schemas: dict[bytes, str] = {}
+        added: dict[str, list[tuple[Any, ...]]] = {}
+        for span in found.spans:
+            if span.kind is Versioned.LAYER:
+                continue
+            if span.kind is Versioned.DATASET:
+                values = _dataset_history_values(span.row, merged_schemas)
+            else:
+                values = _HISTORY_VALUES[span.kind](span.row)
+            added.setdefault(sql_history.KEPT[span.kind].table, []).append(
+                (*values, span.valid_from, span.valid_to))
+        if merged_schemas:
+            self._upsert_many("schemas", [(digest, merged) for merged, digest in merged_schemas.items()])
+        for table, rows in added.items():
+            self._executemany(insert(table), rows)
+        self._add_closed_layers(closed_layers, found.spans)
+
+    def _close_stored_layers(self, first_touches: list[tuple[Any, ...]], purges: list[tuple[Any, int]]
+                             ) -> dict[str, list[tuple[Any, ...]]]:
+        """The stored layers the batch replaces or removes (``first_touches``: (offset, dataset,
+        segment, layer)) or purges, as rows of ``HISTORY_COLUMNS`` by dataset, closed at that
+        offset; the replaced and removed ones are deleted from ``layers`` here."""
+        closed: dict[str, list[tuple[Any, ...]]] = {}
+        wanted: dict[str, dict[tuple[str, str], int]] = {}
+        for offset, dataset, segment_id, layer_name in first_touches:
+            wanted.setdefault(dataset, {})[(segment_id, layer_name)] = offset
+        for dataset, keys in wanted.items():
+            for statement, params in self._statements_in(
+                    _HISTORY_LAYERS + " and l.segment_id in ({})", (b"", b"", 0, dataset),
+                    sorted({segment_id for segment_id, _ in keys})):
+                for row in self._execute(statement, params).fetchall():
+                    offset = keys.get((row[0], row[1]))
+                    if offset is not None:
+                        closed.setdefault(dataset, []).append((*row[:13], offset, *row[14:]))
+        self._executemany("delete from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
+                          [r[1:] for r in first_touches])
+        for entry_id, offset in purges:
+            rows = self._execute(_HISTORY_LAYERS, (b"", b"", offset, str(entry_id))).fetchall()
+            if rows:
+                closed.setdefault(str(entry_id), []).extend(rows)
+        return closed
+
+    def _add_closed_layers(self, closed: dict[str, list[tuple[Any, ...]]], spans: list[sql_history.Span]
+                           ) -> None:
+        """Add the closed layers (``closed``, and the layer versions of ``spans`` that the batch
+        both opened and closed) to ``layer_history``, each chunk they fall in rewritten once."""
+        positions = self._positions(spans)
+        for span in spans:
+            if span.kind is Versioned.LAYER and span.valid_to is not None:
+                layer = span.row
+                position = positions[(_id_text(layer.dataset_id), layer.segment_id, span.valid_from)]
+                closed.setdefault(_id_text(layer.dataset_id), []).append(
+                    (layer.segment_id, layer.layer_name, layer.storage_url, layer.size_bytes,
+                     _micros(layer.registered_at), layer.schema_sha256, layer.properties, layer.num_chunks,
+                     _layer_table.ranges_text(layer.index_ranges), layer.properties_schema_sha256,
+                     layer.properties_batch, layer.registered_by.offset, position, span.valid_to,
+                     str(layer.event_id), layer.registered_by.topic, layer.registered_by.partition))
+        size = sql_history.HISTORY_CHUNK_OFFSETS
+        for dataset, rows in closed.items():
+            by_chunk: dict[int, list[tuple[Any, ...]]] = {}
+            for row in rows:
+                by_chunk.setdefault(row[13] // size, []).append(row)
+            for chunk, chunk_rows in by_chunk.items():
+                blobs = self._blobs("select layers from layer_history where dataset_id = ? and chunk = ?",
+                                    (dataset, chunk))
+                table = pa.concat_tables([_layer_table.from_ipc(blobs, _layer_table.HISTORY_COLUMNS),
+                                          _layer_table.from_rows(chunk_rows, _layer_table.HISTORY_COLUMNS)])
+                table = table.sort_by([("valid_to", "ascending"), ("segment_id", "ascending"),
+                                       ("layer_name", "ascending")])
+                self._execute(upsert("layer_history"), (dataset, chunk, _layer_table.to_ipc(table)))
+
+    def _positions(self, spans: list[sql_history.Span]) -> dict[tuple[str, str, int], int]:
+        """The segment position of each layer version of ``spans`` that the batch closed, by
+        (dataset, segment, the offset it was opened at): from the batch's segment versions, else
+        from the store's segment (read before the batch changes it)."""
+        segments: dict[tuple[str, str], list[sql_history.Span]] = {}
+        for span in spans:
+            if span.kind is Versioned.SEGMENT:
+                segments.setdefault((_id_text(span.key[0]), span.key[1]), []).append(span)
+        found: dict[tuple[str, str, int], int] = {}
+        missing: dict[str, set[str]] = {}
+        for span in spans:
+            if span.kind is not Versioned.LAYER or span.valid_to is None:
+                continue
+            key = (_id_text(span.key[0]), span.key[1])
+            opened = span.valid_from
+            position = next((s.row.position for s in segments.get(key, ())
+                             if s.valid_from <= opened and (s.valid_to is None or s.valid_to > opened)), None)
+            if position is None:
+                missing.setdefault(key[0], set()).add(key[1])
+            else:
+                found[(*key, opened)] = position
+        stored: dict[tuple[str, str], int] = {}
+        for dataset, segment_ids in missing.items():
+            for statement, params in self._statements_in(
+                    "select segment_id, position from segments where dataset_id = ? and segment_id in ({})",
+                    (dataset,), sorted(segment_ids)):
+                stored.update({(dataset, s): p for s, p in self._execute(statement, params)})
+        for span in spans:
+            if span.kind is Versioned.LAYER and span.valid_to is not None:
+                key = (_id_text(span.key[0]), span.key[1])
+                if (*key, span.valid_from) not in found:
+                    found[(*key, span.valid_from)] = stored[key]
+        return found
+
+    def at(self, offset: int) -> PointReader:
+        """The catalog as of the log prefix ``[0, offset)`` (see ``PointReader``)."""
+        return PointReader(self, offset)
 
     def _touched_chunks(self, changes: Changes) -> set[tuple[str, int]]:
         """The (dataset id, chunk) of every segment the batch adds, changes or removes: where it
@@ -547,6 +701,152 @@ class SqlStore:
 _IN_CHUNK = 500
 
 
+class PointReader:
+    """The catalog as of the log prefix ``[0, offset)``, read from the store's history
+    (``projector.stores.sql_history``): the entries, segments, layers and asset scopes the store
+    held after folding exactly those records, equal to what a store rebuilt from that prefix
+    answers now. Read-only, as every client's reader."""
+
+    def __init__(self, store: SqlStore, offset: int) -> None:
+        self._store = store
+        self.offset = offset
+        self.location = store.location
+
+    def __repr__(self) -> str:
+        return f"PointReader({self.location!r}, offset={self.offset})"
+
+    def _versions(self, table: str, condition: str, params: tuple[Any, ...],
+                  order: str) -> list[dict[str, Any]]:
+        return self._store._query(f"select * from {table} where {condition} and {sql_history.visible()} "
+                                  f"order by {order}", (*params, self.offset, self.offset))
+
+    def _dataset(self, row: dict[str, Any]) -> Dataset:
+        digest = row["schema_digest"]
+        return _dataset({**row, "schema": self._store.schema(digest) if digest else b""})
+
+    def datasets(self) -> list[Dataset]:
+        rows = self._versions("dataset_history", "deleted = 0", (), "created_at, id")
+        return [self._dataset(r) for r in rows]
+
+    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
+        rows = self._versions("dataset_history", "id = ?", (str(dataset_id),), "id")
+        return self._dataset(rows[0]) if rows else None
+
+    def dataset_by_name(self, name: str) -> Dataset | None:
+        rows = self._versions("dataset_history", "name = ? and deleted = 0", (name,), "id")
+        return self._dataset(rows[0]) if rows else None
+
+    def segments(self, dataset_id: uuid.UUID) -> list[Segment]:
+        return [_segment(r) for r in self._versions("segment_history", "dataset_id = ?", (str(dataset_id),),
+                                                    "created_topic, created_partition, created_offset")]
+
+    def _closed_layers(self, dataset_id: uuid.UUID) -> pa.Table:
+        """The dataset's replaced and removed layers that were its layers at the point."""
+        with self._store._lock, self._store._faults():
+            blobs = self._store._blobs(
+                "select layers from layer_history where dataset_id = ? and chunk >= ? order by chunk",
+                (str(dataset_id), self.offset // sql_history.HISTORY_CHUNK_OFFSETS))
+        closed = _layer_table.from_ipc(blobs, _layer_table.HISTORY_COLUMNS)
+        return closed.filter(pc.and_(pc.less(closed["registered_offset"], self.offset),
+                                     pc.greater_equal(closed["valid_to"], self.offset)))
+
+    def layer_table(self, dataset_id: uuid.UUID) -> pa.Table:
+        current = self._store.layer_table(dataset_id)
+        current = current.filter(pc.less(current["registered_offset"], self.offset))
+        closed = self._closed_layers(dataset_id).select(_layer_table.LAYER_COLUMNS.names)
+        if not closed.num_rows:
+            return current
+        return pa.concat_tables([current, closed]).sort_by(
+            [("position", "ascending"), ("registered_offset", "ascending")])
+
+    def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
+        """``layer_table``'s rows as ``Layer`` values, in its order."""
+        now = {(x.segment_id, x.layer_name, x.registered_by.offset): x
+               for x in self._store.layers(dataset_id)}
+        closed = {(r["segment_id"], r["layer_name"], r["registered_offset"]): r
+                  for r in self._closed_layers(dataset_id).to_pylist()}
+        keys = self.layer_table(dataset_id).select(["segment_id", "layer_name", "registered_offset"])
+        return [now.get(key) or _closed_layer(dataset_id, closed[key])
+                for key in zip(*(keys[name].to_pylist() for name in keys.column_names), strict=True)]
+
+    def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None:
+        rows = self._versions("asset_scope_history", "dataset_id = ? and segment_id = ?",
+                              (str(dataset_id), segment_id), "segment_id")
+        return _asset_scope(rows[0]) if rows else None
+
+    def asset_scopes(self, dataset_id: uuid.UUID) -> list[AssetScope]:
+        return [_asset_scope(r) for r in self._versions("asset_scope_history", "dataset_id = ?",
+                                                        (str(dataset_id),), "segment_id")]
+
+    def schema(self, digest: str) -> bytes | None:
+        return self._store.schema(digest)
+
+    def schemas(self, digests: Sequence[str]) -> dict[str, bytes]:
+        return self._store.schemas(digests)
+
+    def table(self, table_id: uuid.UUID) -> Table | None:
+        rows = self._versions("table_history", "id = ?", (str(table_id),), "id")
+        return _table(rows[0]) if rows else None
+
+    def table_by_name(self, name: str) -> Table | None:
+        rows = self._versions("table_history", "name = ? and deleted = 0", (name,), "id")
+        return _table(rows[0]) if rows else None
+
+    def tables(self) -> list[Table]:
+        return [_table(r) for r in self._versions("table_history", "deleted = 0", (), "created_at, id")]
+
+    def table_data(self, table: Table) -> pa.Table:
+        if table.revision == (self._store.table(table.id) or table).revision:
+            return self._store.table_data(table)  # not written since the point
+        raise LookupError(f"the rows of table {table.name!r} as of offset {self.offset} are not kept: the "
+                          "store keeps a table's rows as they are now")
+
+    def segments_with_layers(self, wanted: Mapping[uuid.UUID, Iterable[str]]
+                             ) -> tuple[dict[tuple[uuid.UUID, str], Segment],
+                                        dict[tuple[uuid.UUID, str, str], Layer]]:
+        segments, layers = {}, {}
+        for dataset_id, segment_ids in wanted.items():
+            ids = set(segment_ids)
+            segments.update({(dataset_id, s.segment_id): s for s in self.segments(dataset_id)
+                             if s.segment_id in ids})
+            layers.update({(dataset_id, x.segment_id, x.layer_name): x for x in self.layers(dataset_id)
+                           if x.segment_id in ids})
+        return segments, layers
+
+    def next_offsets(self) -> dict[tuple[str, int], int]:
+        return {(CATALOG_TOPIC, 0): self.offset}
+
+    def data_version(self) -> int:
+        return self._store.data_version()
+
+    def wait_for_commit(self, version: int, timeout_secs: float) -> int:
+        return self._store.wait_for_commit(version, timeout_secs)
+
+    def outcome(self, event_id: uuid.UUID) -> Outcome | None:
+        found = self._store.outcome(event_id)
+        return found if found is not None and found.position.offset < self.offset else None
+
+    def outcomes(self, event_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Outcome]:
+        return {e: o for e, o in self._store.outcomes(event_ids).items() if o.position.offset < self.offset}
+
+    def outcome_at(self, position: LogPosition) -> Outcome | None:
+        return self._store.outcome_at(position) if position.offset < self.offset else None
+
+    def rejections(self) -> list[Rejection]:
+        return [r for r in self._store.rejections() if r.position.offset < self.offset]
+
+    def changes(self, after: tuple[int, int] = (-1, 0), *, entry_id: uuid.UUID | None = None,
+                limit: int = 1000) -> list[Change]:
+        return [c for c in self._store.changes(after, entry_id=entry_id, limit=limit)
+                if c.position.offset < self.offset]
+
+    def at(self, offset: int) -> PointReader:
+        return PointReader(self._store, offset)
+
+    def close(self) -> None:
+        """Nothing to release: the store is its owner's."""
+
+
 def names(columns: Iterable[str]) -> str:
     """Column names, quoted (``offset`` is a keyword in PostgreSQL), comma-separated."""
     return ", ".join(f'"{c}"' for c in columns)
@@ -635,6 +935,24 @@ def _dataset(r: dict[str, Any]) -> Dataset:
                    schemaless_layers=r["schemaless_layers"])
 
 
+def _dataset_history_values(d: Dataset, merged_schemas: dict[bytes, str]) -> tuple[Any, ...]:
+    """A dataset version as ``dataset_history`` keeps it: its merged schema by digest, the
+    schema itself added to ``merged_schemas`` (schema: digest)."""
+    digest = ""
+    if d.schema:
+        digest = merged_schemas.get(d.schema) or merged_schemas.setdefault(d.schema, schemas.digest(d.schema))
+    values = _dataset_values(d)
+    return (*values[:5], digest, *values[6:])
+
+
+def _scope_values(a: AssetScope) -> tuple[Any, ...]:
+    return (str(a.dataset_id), a.segment_id, str(a.mode), json.dumps(a.segments))
+
+
+def _key_text(part: Any) -> Any:
+    return _id_text(part) if isinstance(part, uuid.UUID) else part
+
+
 def _asset_scope(r: dict[str, Any]) -> AssetScope:
     return AssetScope(uuid.UUID(r["dataset_id"]), r["segment_id"], AssetMode(r["mode"]),
                       tuple(json.loads(r["segments"])))
@@ -671,6 +989,22 @@ def _layer(r: dict[str, Any]) -> Layer:
         properties_schema_sha256=r["properties_schema_sha256"] or "",
         properties_batch=r["properties_batch"] or b"",
     )
+
+
+def _closed_layer(dataset_id: uuid.UUID, row: dict[str, Any]) -> Layer:
+    """A row of ``layer_table.HISTORY_COLUMNS`` as the ``Layer`` it was."""
+    digest = row["schema_sha256"]
+    return Layer(
+        dataset_id=dataset_id, segment_id=row["segment_id"], layer_name=row["layer_name"],
+        storage_url=row["storage_url"], size_bytes=row["size_bytes"],
+        schema_sha256=digest.hex() if digest else "",
+        properties=row["properties"], registered_at=_datetime(row["registered_at"]),
+        registered_by=LogPosition(row["registered_topic"], row["registered_partition"],
+                                  row["registered_offset"]),
+        event_id=uuid.UUID(row["event_id"]), num_chunks=row["num_chunks"],
+        index_ranges=tuple(IndexRange(r["timeline"], IndexKind(r["kind"]), r["start"], r["end"])
+                           for r in row["index_ranges"]),
+        properties_schema_sha256=row["properties_schema_sha256"], properties_batch=row["properties_batch"])
 
 
 def _table_values(t: Table) -> tuple[Any, ...]:
@@ -710,3 +1044,8 @@ def _change(r: dict[str, Any]) -> Change:
 def _rejection_values(r: Rejection) -> tuple[Any, ...]:
     return (r.position.topic, r.position.partition, r.position.offset, r.raw, r.reason,
             str(r.event_id) if r.event_id else None)
+
+
+_HISTORY_VALUES: dict[Versioned, Callable[[Any], tuple[Any, ...]]] = {
+    Versioned.SEGMENT: _segment_values, Versioned.ASSET_SCOPE: _scope_values, Versioned.TABLE: _table_values}
+"""The ``*_history`` values of the versions kept whole (datasets: ``_dataset_history_values``)."""

@@ -17,7 +17,8 @@ from typing import Any
 
 from events import import_extra
 from projector.ports import StoreUnavailableError
-from projector.stores.sql import FORMAT_VERSION, TABLES, SqlStore
+from projector.stores.sql import FORMAT_VERSION, INDEXES, TABLES, SqlStore
+from projector.stores.sql_history import SMALL_ROWS
 
 POLL_SECS = 0.001
 """How often a waiting reader checks the file's data version: about 1 ms added to a wait, a few
@@ -70,14 +71,16 @@ class SqliteStore(SqlStore):
                 f"{self.path} is a store of format {version}, this version of strata writes format "
                 f"{FORMAT_VERSION}: rebuild it from the log with 'strata replay --swap'")
         for name, (columns, pk) in TABLES.items():
-            db[name].create(columns, pk=pk, if_not_exists=True)
-        db["datasets"].create_index(["name"], if_not_exists=True)
-        db["outcomes"].create_index(["topic", "partition", "offset"], if_not_exists=True)
-        db["segments"].create_index(["dataset_id", "position"], if_not_exists=True)
-        db["layers"].create_index(["dataset_id", "layer_name"], if_not_exists=True)
-        db["tables"].create_index(["name"], if_not_exists=True)
-        db["feed"].create_index(["offset", "seq"], if_not_exists=True)
-        db["feed"].create_index(["entry_id", "offset", "seq"], if_not_exists=True)
+            if name in SMALL_ROWS:
+                types = {str: "TEXT", int: "INTEGER", bytes: "BLOB"}
+                definitions = ", ".join(f'"{c}" {types[t]}' for c, t in columns.items())
+                key = ", ".join(f'"{c}"' for c in pk)
+                self._conn.execute(f"create table if not exists {name} ({definitions}, "
+                                   f"primary key ({key})) without rowid")
+            else:
+                db[name].create(columns, pk=pk, if_not_exists=True)
+        for name, indexed in INDEXES:
+            db[name].create_index(list(indexed), if_not_exists=True)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     @contextlib.contextmanager

@@ -29,7 +29,7 @@ from projector import (
 )
 from projector.stores import sql as sql_store
 from projector.stores.sqlite import SqliteStore
-from stores import PROJECTION_TABLES, applied_batches, assert_applied_exactly_once, dump
+from stores import PROJECTION_TABLES, applied_batches, assert_applied_exactly_once, catalog_reads, dump
 from unit.conftest import (
     Log,
     MemoryCatalog,
@@ -449,6 +449,23 @@ def test_delete_purges_the_dataset_from_every_table_but_keeps_a_tombstone(store)
     # The other dataset and the content-addressed schemas are untouched.
     assert [x.segment_id for x in store.layers(store.dataset_by_name("other").id)] == ["o1"]
     assert store.schema(schemas.digest(SCHEMA_X)) == SCHEMA_X
+
+
+def test_the_catalog_as_of_an_offset_is_the_log_prefix_rebuilt(open_named):
+    droid, records = history()
+    records.append(log_record(delete(droid, when=at(20)), len(records)))
+    store = open_named("store")
+    for start in range(0, len(records), 4):
+        apply_batch(store, records[start:start + 4])
+    entry_ids = [droid, *(companion_id(droid, kind) for kind in DatasetKind), *(t.id for t in store.tables())]
+    for k in (0, 1, 5, 9, 13, 17, 22, len(records) - 1, len(records)):
+        prefix = open_named(f"prefix{k}")
+        apply_batch(prefix, records[:k])
+        assert catalog_reads(store.at(k), entry_ids) == catalog_reads(prefix, entry_ids), f"as of {k}"
+    before, after = store.at(len(records) - 1), store.at(len(records))
+    assert not before.dataset(droid).deleted and after.dataset(droid).deleted
+    assert {x.storage_url for x in before.layers(droid) if x.segment_id == "seg1"} >= {"file:///v2.rrd"}
+    assert after.layers(droid) == [] and store.layers(droid) == []
 
 
 def test_a_deleted_name_can_be_taken_again(store):

@@ -8,7 +8,9 @@ metadata) and the same rows, after sorting; errors are compared the same way.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import datafusion
@@ -302,3 +304,56 @@ def test_a_schemaless_layer_whose_file_conflicts_is_named(client: sdk.CatalogCli
                                          r"a schema.*schema conflict in column"):
         dataset.reader(index=None)
     assert dataset.segment_ids() == ["alpha", "beta"]  # nothing registered is lost
+
+
+def test_a_dataset_as_of_a_point_reads_like_rerun_loaded_with_what_was_there(
+        reading_client: sdk.CatalogClient, rerun_client, files: dict[str, list[str]]) -> None:
+    name = f"as-of-{os.urandom(4).hex()}"
+    strata = reading_client.create_dataset(name)
+    strata.register(files["base"], layer_name="base").wait()
+    strata.register(files["derived"], layer_name="derived").wait()
+    time.sleep(0.01)  # Kafka's record times are in milliseconds
+    point = datetime.now(UTC)
+    time.sleep(0.01)
+    strata.unregister(segments_to_drop=["alpha"], layers_to_drop=["derived"]).wait()
+    strata.register(files["replacement"], layer_name="derived", on_duplicate="replace").wait()
+    strata.register(files["quality"], layer_name="quality").wait()
+    rerun = rerun_client.create_dataset(name)
+    rerun.register(files["base"], layer_name="base").wait()
+    rerun.register(files["derived"], layer_name="derived").wait()
+
+    then = strata.as_of(point)
+    assert then.point is not None and f"as_of={then.point}" in repr(then)
+    assert then.segment_ids() == sorted(rerun.segment_ids()) == ["alpha", "beta", "gamma"]
+    stable = ["rerun_segment_id", "rerun_layer_names", "rerun_storage_urls", "rerun_num_chunks"]
+    assert _rows(_table(then.segment_table()).select(stable)) == _rows(
+        _table(rerun.segment_table()).select(stable))
+    for read in (lambda d: d.reader(index="real_time"), lambda d: d.reader(index="frame"),
+                 lambda d: d.filter_contents("/derived/**").reader(index="real_time"),
+                 lambda d: d.filter_segments(["alpha", "gamma"]).reader(index="real_time")):
+        assert_same(_table(read(then)), _table(read(rerun)))
+    assert _rows(_table(then.get_index_ranges())) == _rows(_table(rerun.get_index_ranges()))
+    assert then.arrow_schema() == strata.as_of(then.point).arrow_schema()
+    # Now is another catalog: alpha lost its derived layer, gamma's was replaced, a layer was added.
+    now = _table(strata.segment_table())
+    assert sorted(now["rerun_layer_names"].to_pylist()) != sorted(
+        _table(then.segment_table())["rerun_layer_names"].to_pylist())
+    with pytest.raises(ValueError, match=f"as of log offset {then.point}, which is read-only"):
+        then.register(files["quality"], layer_name="quality")
+    with pytest.raises(ValueError, match="read-only"):
+        then.unregister(segments_to_drop=["beta"])
+    assert strata.as_of(point).segment_ids() == ["alpha", "beta", "gamma"]  # nothing was sent
+    assert "beta" in strata.segment_ids()
+
+
+def test_as_of_refuses_points_that_name_nothing(client: sdk.CatalogClient, dataset) -> None:
+    with pytest.raises(ValueError, match="the log has offsets 0 to"):
+        dataset.as_of(10**12)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        dataset.as_of(datetime(2026, 1, 1))
+    with pytest.raises(TypeError, match="log offset"):
+        dataset.as_of(1.5)
+    with pytest.raises(sdk.NotFoundError, match="did not exist yet as of log offset 0"):
+        dataset.as_of(0)
+    before = client.as_of(0)
+    assert dataset.name not in before.dataset_names() and dataset.name in client.dataset_names()

@@ -372,11 +372,16 @@ def log() -> Log:
     return Log()
 
 
-def table_of(layers: list[Layer]) -> pa.Table:
-    """``Layer`` values, in this order, as the layer table ``SqliteStore.layer_table`` gives."""
+def table_of(layers: list[Layer], positions: dict[str, int] | None = None) -> pa.Table:
+    """``Layer`` values, in this order, as the layer table ``SqliteStore.layer_table`` gives, their
+    segments at ``positions`` (segment id: position; by default in order of first appearance)."""
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    if positions is None:
+        first_seen = dict.fromkeys(x.segment_id for x in layers)
+        positions = {segment_id: n for n, segment_id in enumerate(first_seen)}
     return layer_table.from_rows([(x.segment_id, x.layer_name, x.storage_url, x.size_bytes,
                                    (x.registered_at - epoch) // timedelta(microseconds=1),
                                    x.schema_sha256, x.properties, x.num_chunks,
                                    layer_table.ranges_text(x.index_ranges), x.properties_schema_sha256,
-                                   x.properties_batch) for x in layers])
+                                   x.properties_batch, x.registered_by.offset, positions[x.segment_id])
+                                  for x in layers])

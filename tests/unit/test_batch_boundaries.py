@@ -259,7 +259,8 @@ def check_batch_boundaries(directory, records: list[LogRecord], batches: list[tu
             assert from_store == from_memory
         # The layer chunks hold exactly the layer rows.
         for dataset_id in DATASET_IDS:
-            assert in_batches.layer_table(dataset_id) == table_of(in_batches.layers(dataset_id))
+            positions = {s.segment_id: s.position for s in in_batches.segments(dataset_id)}
+            assert in_batches.layer_table(dataset_id) == table_of(in_batches.layers(dataset_id), positions)
         # The chunks hold each table's rows as the writes, applied one by one, leave them.
         for table in in_batches.tables():
             expected_rows = memory.rows.get(table.id)

@@ -19,9 +19,9 @@ def test_layers_registered_before_v4_get_their_ranges_from_the_manifest(tmp_path
     write_episode(path, "old", 0, steps=10)
     recording = read_recording(path.as_uri())
     assert recording.num_chunks and recording.index_ranges[0].kind is IndexKind.TIMESTAMP
-    rows = [("old", "base", path.as_uri(), recording.size_bytes, 0, "", b"", None, "[]", "", b""),
+    rows = [("old", "base", path.as_uri(), recording.size_bytes, 0, "", b"", None, "[]", "", b"", 0, 0),
             ("new", "base", "file:///elsewhere/new.rrd", 1, 0, "", b"", 3, '[["frame","sequence",1,2]]',
-             "", b"")]
+             "", b"", 1, 1)]
     filled = with_manifest_ranges(layer_table.from_rows(rows))
     assert filled.column("num_chunks").to_pylist() == [recording.num_chunks, 3]
     assert filled.column("index_ranges").to_pylist() == [

@@ -1,0 +1,143 @@
+"""The projection's past in the SQL store: every version of the rows the catalog's reads are made
+of, with the log offsets between which it was the row, so that the catalog "as of" an offset is
+one predicate away.
+
+A version opened by the record at offset ``valid_from`` and replaced or removed by the record at
+``valid_to`` (null while it is the row) is part of the catalog as of ``k`` (the log prefix
+``[0, k)``) when ``valid_from < k`` and ``valid_to`` is null or ``>= k``.
+
+- Datasets, segments, asset scopes and table entries are small rows: ``*_history`` holds every
+  version, the current one included, and the current tables stay as they are for today's reads.
+  A dataset's merged Arrow schema is kept once per distinct value in ``schemas`` and named by its
+  digest, so the version every registration makes does not copy it.
+- Layers are the bulk of a catalog: the current ones stay in ``layers`` and the layer table's
+  chunks (opened at their ``registered_offset``), and ``layer_history`` holds only the closed
+  ones, as Arrow chunks of ``projector.layer_table.HISTORY_COLUMNS`` by the offset that closed
+  them (``HISTORY_CHUNK_OFFSETS`` offsets per chunk, rows by offset, segment and layer). A reader
+  at ``k`` takes the current layers registered before ``k`` and the closed ones of the chunks from
+  ``k`` on, so the past costs one compressed row per replaced or removed layer, and a read near
+  the present reads little of it.
+
+Of several versions of one row made by one record, only the last is kept (the others were never
+seen between records). The fold lists every version in log order (``Changes.history``); where a
+batch ends never changes what is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from projector.model import Version, Versioned
+
+_DATASET = {"id": str, "name": str, "created_at": int, "updated_at": int, "deleted": int,
+            "schema_digest": str, "schema_refs": str, "default_blueprint": str, "segments_created": int,
+            "kind": str, "default_segment_table_blueprint": str, "schemaless_layers": int}
+_SEGMENT = {"dataset_id": str, "segment_id": str, "created_topic": str, "created_partition": int,
+            "created_offset": int, "updated_at": int, "position": int}
+_LAYER = {"dataset_id": str, "segment_id": str, "layer_name": str, "storage_url": str,
+          "size_bytes": int, "schema_sha256": str, "properties": bytes, "registered_at": int,
+          "registered_topic": str, "registered_partition": int, "registered_offset": int,
+          "event_id": str, "num_chunks": int, "index_ranges": str, "properties_schema_sha256": str,
+          "properties_batch": bytes}
+_SCOPE = {"dataset_id": str, "segment_id": str, "mode": str, "segments": str}
+_TABLE = {"id": str, "name": str, "created_at": int, "updated_at": int, "arrow_schema": bytes,
+          "storage_url": str, "lance_version": int, "deleted": int, "revision": int,
+          "default_blueprint": str}
+_SPAN = {"valid_from": int, "valid_to": int}
+
+
+class Kept(NamedTuple):
+    """Where the versions of one kind of row go."""
+
+    table: str
+    key: tuple[str, ...]
+    """The row's key columns (``Version.key``, as text)."""
+    every_version: bool
+    """``table`` holds every version; else only the closed ones, the current in ``current``."""
+    current: str
+
+
+KEPT = {
+    Versioned.DATASET: Kept("dataset_history", ("id",), True, "datasets"),
+    Versioned.SEGMENT: Kept("segment_history", ("dataset_id", "segment_id"), True, "segments"),
+    Versioned.ASSET_SCOPE: Kept("asset_scope_history", ("dataset_id", "segment_id"), True, "asset_scopes"),
+    Versioned.TABLE: Kept("table_history", ("id",), True, "tables"),
+    Versioned.LAYER: Kept("layer_history", ("dataset_id", "segment_id", "layer_name"), False, "layers"),
+}
+PURGED = (Versioned.SEGMENT, Versioned.LAYER, Versioned.ASSET_SCOPE)
+"""What a purge (a deleted dataset) removes: its rows of these kinds."""
+
+TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
+    "dataset_history": ({**_DATASET, **_SPAN}, ("id", "valid_from")),
+    "segment_history": ({**_SEGMENT, **_SPAN}, ("dataset_id", "segment_id", "valid_from")),
+    "asset_scope_history": ({**_SCOPE, **_SPAN}, ("dataset_id", "segment_id", "valid_from")),
+    "table_history": ({**_TABLE, **_SPAN}, ("id", "valid_from")),
+    "layer_history": ({"dataset_id": str, "chunk": int, "layers": bytes}, ("dataset_id", "chunk")),
+}
+SMALL_ROWS = ("dataset_history", "segment_history", "asset_scope_history", "table_history")
+"""Tables of rows a few hundred bytes long, read by their primary key: SQLite keeps them in it
+(``WITHOUT ROWID``), without a second copy of the key."""
+
+HISTORY_CHUNK_OFFSETS = 4096
+"""Closing offsets per chunk of ``layer_history``."""
+
+LAYER_COLUMNS = tuple(_LAYER)
+"""``layers``' columns."""
+
+
+class Span(NamedTuple):
+    """A version with its interval: ``valid_to`` None while it is the row."""
+
+    kind: Versioned
+    key: tuple[Any, ...]
+    row: Any
+    valid_from: int
+    valid_to: int | None
+
+
+class Spans(NamedTuple):
+    """What one batch's versions make of the history."""
+
+    spans: list[Span]
+    """Every version the batch opened, closed or not (in no particular order)."""
+    first_touches: list[tuple[Versioned, tuple[Any, ...], int]]
+    """Each row the batch changed, with the offset of its first change: where the version the
+    store held before the batch ends."""
+    purges: list[tuple[Any, int]]
+    """(entry id, offset) of each purge: the store's versions of the entry's rows end there."""
+
+
+def spans(history: Sequence[Version]) -> Spans:
+    """The intervals of a batch's versions (``Changes.history``, in log order)."""
+    last = {(v.kind, v.key, v.offset): i for i, v in enumerate(history)}
+    opened: dict[tuple[Versioned, tuple[Any, ...]], tuple[Any, int]] = {}
+    first: dict[tuple[Versioned, tuple[Any, ...]], int] = {}
+    result: list[Span] = []
+    purges: list[tuple[Any, int]] = []
+    for i, version in enumerate(history):
+        if version.kind is Versioned.PURGE:
+            entry_id = version.key[0]
+            for kind, key in [k for k in opened if k[0] in PURGED and k[1][0] == entry_id]:
+                row, start = opened.pop((kind, key))
+                result.append(Span(kind, key, row, start, version.offset))
+            purges.append((entry_id, version.offset))
+            continue
+        if last[(version.kind, version.key, version.offset)] != i:
+            continue  # the same record changed the row again
+        at = (version.kind, version.key)
+        first.setdefault(at, version.offset)
+        if at in opened:
+            row, start = opened.pop(at)
+            result.append(Span(version.kind, version.key, row, start, version.offset))
+        if version.row is not None:
+            opened[at] = (version.row, version.offset)
+    result += [Span(kind, key, row, start, None) for (kind, key), (row, start) in opened.items()]
+    return Spans(result, [(kind, key, offset) for (kind, key), offset in first.items()], purges)
+
+
+def visible(alias: str = "") -> str:
+    """The condition that a version of a ``*_history`` table is part of the catalog as of the
+    offset given twice as parameters."""
+    prefix = f"{alias}." if alias else ""
+    return f"{prefix}valid_from < ? and ({prefix}valid_to is null or {prefix}valid_to >= ?)"

@@ -1,0 +1,65 @@
+"""DESIGN invariant 7, as a property: the catalog the store answers "as of" an offset ``k`` is the
+catalog a store rebuilt from the log prefix ``[0, k)`` answers now, for random histories applied
+in random batches (with replayed overlaps, as after a crash)."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events import OnDuplicate
+from projector import DatasetKind, apply_batch, companion_id, layer_table
+from projector.stores.sqlite import SqliteStore
+from stores import catalog_reads
+
+from .conftest import at, create, register, unregister
+from .test_batch_boundaries import DATASET_IDS, TABLE_IDS, build_log, histories_and_batches
+
+HIDDEN = (DatasetKind.BLUEPRINT, DatasetKind.ASSET)
+ENTRY_IDS = [*DATASET_IDS, *TABLE_IDS[:2], *(companion_id(d, kind) for d in DATASET_IDS for kind in HIDDEN)]
+
+
+def check_points(directory, records, batches, points: list[int]) -> None:
+    store = SqliteStore(directory / "all.db")
+    try:
+        for replay_from, _, end in batches:
+            apply_batch(store, records[replay_from:end])
+        for k in points:
+            prefix = SqliteStore(directory / f"prefix-{k}.db")
+            try:
+                apply_batch(prefix, records[:k])
+                expected = catalog_reads(prefix, ENTRY_IDS)
+                assert catalog_reads(store.at(k), ENTRY_IDS) == expected, f"as of offset {k}"
+            finally:
+                prefix.close()
+        assert catalog_reads(store.at(len(records)), ENTRY_IDS) == catalog_reads(store, ENTRY_IDS)
+    finally:
+        store.close()
+
+
+@settings(max_examples=40, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(case=histories_and_batches(), data=st.data())
+def test_the_catalog_as_of_any_offset_is_the_log_prefix_rebuilt(tmp_path_factory, case, data):
+    records, batches = case
+    points = data.draw(st.lists(st.integers(0, len(records)), min_size=1, max_size=3, unique=True))
+    with mock.patch.object(layer_table, "CHUNK_SEGMENTS", 2):
+        check_points(tmp_path_factory.mktemp("history"), records, batches, points)
+
+
+def test_a_replaced_and_a_removed_layer_are_seen_where_they_were(tmp_path):
+    d = DATASET_IDS[0]
+    records = build_log([create(d, "alpha", when=at(0)),
+                         register(d, "s1", "base", url="file:///v1.rrd", when=at(1)),
+                         register(d, "s1", "base", on_duplicate=OnDuplicate.REPLACE, url="file:///v2.rrd",
+                                  when=at(2)),
+                         unregister(d, ["s1"], [], when=at(3))])
+    store = SqliteStore(tmp_path / "store.db")
+    apply_batch(store, records)
+    urls = [[x.storage_url for x in store.at(k).layers(d)] for k in range(5)]
+    assert urls == [[], [], ["file:///v1.rrd"], ["file:///v2.rrd"], []]
+    assert store.at(0).dataset(d) is None and store.at(1).dataset(d).name == "alpha"
+    store.close()
