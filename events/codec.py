@@ -27,9 +27,11 @@ from events.model import (
     Command,
     CreateDataset,
     CreateTable,
+    CreateTag,
     DefineSchema,
     DeleteDataset,
     DeleteTable,
+    DeleteTag,
     Event,
     IndexKind,
     IndexRange,
@@ -107,7 +109,7 @@ _COMMAND_FIELDS = {
 _COMMAND_TYPES: dict[str, type[Command]] = {t.__name__: t for t in (
     CreateDataset, DefineSchema, RenameDataset, DeleteDataset, RegisterLayer, UnregisterLayers,
     RegisterBlueprint, SetDefaultBlueprint, ScopeAsset, CreateTable, RegisterTable, RenameTable,
-    DeleteTable, WriteTable)}
+    DeleteTable, WriteTable, CreateTag, DeleteTag)}
 _BYTES_FIELDS = ("arrow_schema", "properties", "properties_batch")
 
 

@@ -214,9 +214,25 @@ class WriteTable:
     parts: int = 1
 
 
+@dataclass(frozen=True)
+class CreateTag:
+    """Names a point of a dataset's history: the catalog as of log offset ``offset`` (the records
+    before it), read later with ``dataset.as_of(name)``. At most the offset of its own event."""
+
+    name: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class DeleteTag:
+    """Removes a tag of a dataset; the name may be given to another point afterwards."""
+
+    name: str
+
+
 Command = (CreateDataset | DefineSchema | RenameDataset | DeleteDataset | RegisterLayer | UnregisterLayers
            | RegisterBlueprint | SetDefaultBlueprint | ScopeAsset | CreateTable | RegisterTable
-           | RenameTable | DeleteTable | WriteTable)
+           | RenameTable | DeleteTable | WriteTable | CreateTag | DeleteTag)
 
 
 def _now() -> datetime:

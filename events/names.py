@@ -83,6 +83,16 @@ def check_layer_name(name: object) -> str:
     return name
 
 
+def check_tag_name(name: object) -> str:
+    """Return ``name`` if it is a valid tag name, else raise ``ValueError`` saying why: the
+    characters of a dataset name (``train-2026-11-25``, ``model v3 (March)``), and not a number,
+    so that ``as_of("1200")`` cannot be mistaken for an offset."""
+    checked = _check_entry_name("tag", name)
+    if checked.strip().isdigit():
+        raise ValueError(f"tag name {checked!r} is a number: give it a letter, or pass the offset as an int")
+    return checked
+
+
 def check_id(kind: str, value: object) -> str:
     """Return ``value`` if it is a valid segment id, blueprint id or URL, else raise ``ValueError``."""
     if not isinstance(value, str) or not value:

@@ -30,6 +30,7 @@ from projector.model import (
     Table,
     TablePart,
     TableWrite,
+    Tag,
     companion_id,
     companion_name,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "Table",
     "TablePart",
     "TableWrite",
+    "Tag",
     "apply_batch",
     "companion_id",
     "companion_name",

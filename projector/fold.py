@@ -19,9 +19,11 @@ from events import (
     AssetScopeEdit,
     CreateDataset,
     CreateTable,
+    CreateTag,
     DefineSchema,
     DeleteDataset,
     DeleteTable,
+    DeleteTag,
     Event,
     OnDuplicate,
     RegisterBlueprint,
@@ -35,7 +37,14 @@ from events import (
     UnregisterLayers,
     WriteTable,
 )
-from events.names import MAX_NAME_LENGTH, check_dataset_name, check_id, check_layer_name, check_table_name
+from events.names import (
+    MAX_NAME_LENGTH,
+    check_dataset_name,
+    check_id,
+    check_layer_name,
+    check_table_name,
+    check_tag_name,
+)
 from projector import schemas, table_rows
 from projector.model import (
     ENTRIES_TABLE_NAME,
@@ -55,6 +64,7 @@ from projector.model import (
     Table,
     TablePart,
     TableWrite,
+    Tag,
     Version,
     Versioned,
     companion_id,
@@ -101,6 +111,8 @@ class CatalogView(Protocol):
     def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
         """The kept parts of a write, by part number."""
         ...
+
+    def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None: ...
 
 
 class Refused(Exception):  # noqa: N818 - a decision, not an error of the fold
@@ -458,6 +470,33 @@ def _merged_schema(state: _Overlay, refs: tuple[SchemaRef, ...]) -> bytes:
     return merged
 
 
+# -- tags -------------------------------------------------------------------------------------
+# A tag names a point of a dataset's history; reading the dataset as of it is the store's work.
+
+
+def _create_tag(state: _Overlay, record: LogRecord, event: Event, command: CreateTag) -> None:
+    name = _checked(check_tag_name, command.name)
+    dataset = _live_dataset(state, event)
+    own = record.position.offset
+    if not 0 <= command.offset <= own:
+        raise InvalidCommand(f"tag {name!r} points at offset {command.offset}: a tag names an offset "
+                             f"from 0 to its own event's ({own})")
+    existing = state.tag(dataset.id, name)
+    if existing is not None:
+        raise Refused(Status.ALREADY_EXISTS, f"already exists: tag {name!r} of dataset {dataset.name!r} "
+                      f"(at offset {existing.offset}); delete it first to move it")
+    state.put_tag((dataset.id, name), Tag(dataset.id, name, command.offset, event.produced_at))
+    state.note(ChangeKind.TAG_CREATED, dataset.id, dataset.name, detail=f"{name} {command.offset}")
+
+
+def _delete_tag(state: _Overlay, record: LogRecord, event: Event, command: DeleteTag) -> None:
+    dataset = _live_dataset(state, event)
+    if state.tag(dataset.id, command.name) is None:
+        raise Refused(Status.NOT_FOUND, f"dataset {dataset.name!r} has no tag {command.name!r}")
+    state.put_tag((dataset.id, command.name), None)
+    state.note(ChangeKind.TAG_DELETED, dataset.id, dataset.name, detail=command.name)
+
+
 # -- blueprints -------------------------------------------------------------------------------
 # A blueprint is a segment of the owner's hidden blueprint dataset, registered there as any
 # recording is; the owner keeps only the name of its default.
@@ -671,6 +710,8 @@ _HANDLERS: dict[type, Callable[..., None]] = {
     RenameTable: _rename_table,
     DeleteTable: _delete_table,
     WriteTable: _write_table,
+    CreateTag: _create_tag,
+    DeleteTag: _delete_tag,
 }
 
 
@@ -760,6 +801,14 @@ class _Overlay:
             return None if holder is None else self.changes.tables[holder]
         return self.view.table_by_name(name)
 
+    def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None:
+        return self._overlaid(self.changes.tags, (dataset_id, name), self.view.tag)
+
+    def put_tag(self, key: tuple[uuid.UUID, str], tag: Tag | None) -> None:
+        """A dataset's tag (None: deleted)."""
+        self.changes.tags[key] = tag
+        self._version(Versioned.TAG, key, tag)
+
     def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
         parts: dict[int, TablePart | None] = {} if table_id in self.changes.purged else {
             p.part: p for p in self.view.table_parts(table_id, write_id)}
@@ -800,6 +849,7 @@ class _Overlay:
         _drop_entry(self.changes.segments, dataset_id)
         _drop_entry(self.changes.layers, dataset_id)
         _drop_entry(self.changes.asset_scopes, dataset_id)
+        _drop_entry(self.changes.tags, dataset_id)
         _drop_entry(self.changes.table_parts, dataset_id)
         _drop_entry(self._changed_layers, dataset_id)
 

@@ -306,6 +306,10 @@ class ChangeKind(StrEnum):
     TABLE_DELETED = "table_deleted"
     TABLE_ROWS_WRITTEN = "table_rows_written"
     """detail: the write's mode and how many rows it had, e.g. ``append 3 rows``."""
+    TAG_CREATED = "tag_created"
+    """The change's layer_name is empty; detail: the tag's name and offset, e.g. ``train 1200``."""
+    TAG_DELETED = "tag_deleted"
+    """detail: the tag's name."""
     REJECTED = "rejected"
     """A record that was bad input (see ``Rejection``). detail: the reason."""
 
@@ -336,6 +340,16 @@ class Change:
         return self.position.offset, self.seq
 
 
+@dataclass(frozen=True)
+class Tag:
+    """A name for a point of a dataset's history: the catalog as of log offset ``offset``."""
+
+    dataset_id: uuid.UUID
+    name: str
+    offset: int
+    created_at: datetime
+
+
 class Versioned(StrEnum):
     """The projection's rows whose past is kept: ``Version.key`` is the row's key in its kind."""
 
@@ -344,8 +358,9 @@ class Versioned(StrEnum):
     LAYER = "layer"
     ASSET_SCOPE = "asset_scope"
     TABLE = "table"
+    TAG = "tag"
     PURGE = "purge"
-    """Every segment, layer and asset scope of the entry ``key[0]`` goes (a deleted dataset)."""
+    """Every segment, layer, asset scope and tag of the entry ``key[0]`` goes (a deleted dataset)."""
 
 
 class Version(NamedTuple):
@@ -376,6 +391,8 @@ class Changes:
     """In log order: the store applies them one after the other."""
     table_parts: dict[tuple[uuid.UUID, str, int], TablePart | None] = field(default_factory=dict)
     """Parts of writes still waiting for their last part; None: the part is no longer kept."""
+    tags: dict[tuple[uuid.UUID, str], Tag | None] = field(default_factory=dict)
+    """None: the tag was deleted."""
     purged: set[uuid.UUID] = field(default_factory=set)
     """Deleted datasets: every segment and layer of theirs goes, before the rest."""
     history: list[Version] = field(default_factory=list)

@@ -24,6 +24,7 @@ from projector.model import (
     Rejection,
     Segment,
     Table,
+    Tag,
 )
 
 
@@ -101,6 +102,12 @@ class CatalogReader(Protocol):
     def asset_scopes(self, dataset_id: uuid.UUID) -> list[AssetScope]:
         """The scopes of an asset dataset's assets that have one, by segment id."""
         ...
+
+    def tags(self, dataset_id: uuid.UUID) -> list[Tag]:
+        """A dataset's tags, by offset then name."""
+        ...
+
+    def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None: ...
 
     def schemas(self, digests: Sequence[str]) -> dict[str, bytes]:
         """The schemas the store holds of ``digests``, by digest."""

@@ -49,6 +49,7 @@ from projector.model import (
     Status,
     Table,
     TablePart,
+    Tag,
     Version,
     Versioned,
 )
@@ -115,6 +116,7 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
         {"table_id": str, "write_id": str, "part": int, "parts": int, "mode": str, "rows": bytes},
         ("table_id", "write_id", "part"),
     ),
+    "tags": sql_history.TAGS,
     **sql_history.TABLES,
 }
 """``batches`` records how the projection was applied, not what it holds: per committed batch and
@@ -337,6 +339,15 @@ class SqlStore:
         return [_asset_scope(r) for r in self._query("select * from asset_scopes where dataset_id = ? "
                                                      "order by segment_id", (str(dataset_id),))]
 
+    def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None:
+        rows = self._query("select * from tags where dataset_id = ? and name = ?", (str(dataset_id), name))
+        return _tag(rows[0]) if rows else None
+
+    def tags(self, dataset_id: uuid.UUID) -> list[Tag]:
+        rows = self._query('select * from tags where dataset_id = ? order by "offset", name',
+                           (str(dataset_id),))
+        return [_tag(r) for r in rows]
+
     def schema(self, digest: str) -> bytes | None:
         rows = self._query("select arrow_schema from schemas where digest = ?", (digest,))
         return rows[0]["arrow_schema"] if rows else None
@@ -382,6 +393,7 @@ class SqlStore:
             "layers": [_layer_values(x) for x in changes.layers.values() if x is not None],
             "asset_scopes": [_scope_values(a) for a in changes.asset_scopes.values() if a is not None],
             "schemas": list(changes.schemas.items()),
+            "tags": [_tag_values(t) for t in changes.tags.values() if t is not None],
             "tables": [_table_values(t) for t in changes.tables.values()],
             "table_parts": [(str(p.table_id), p.write_id, p.part, p.parts, str(p.mode), p.rows)
                             for p in changes.table_parts.values() if p is not None],
@@ -404,8 +416,10 @@ class SqlStore:
             chunks = self._touched_chunks(changes)
             self._keep_history(changes.history)
             purged = [(str(dataset_id),) for dataset_id in changes.purged]
-            for table in ("segments", "layers", "layer_chunks", "asset_scopes"):
+            for table in ("segments", "layers", "layer_chunks", "asset_scopes", "tags"):
                 self._executemany(f"delete from {table} where dataset_id = ?", purged)
+            self._executemany("delete from tags where dataset_id = ? and name = ?",
+                              [(str(d), n) for (d, n), tag in changes.tags.items() if tag is None])
             tables = sql_tables.Writer(statements)
             for (entry_id,) in purged:
                 tables.remove(entry_id)
@@ -444,7 +458,7 @@ class SqlStore:
             self._executemany(f"update {kept.table} set valid_to = ? where {where} and valid_to is null",
                               rows)
         for entry_id, offset in found.purges:
-            for kind in (Versioned.SEGMENT, Versioned.ASSET_SCOPE):
+            for kind in (Versioned.SEGMENT, Versioned.ASSET_SCOPE, Versioned.TAG):
                 self._execute(f"update {sql_history.KEPT[kind].table} set valid_to = ? "
                               "where dataset_id = ? and valid_to is null", (offset, str(entry_id)))
         merged_schemas: dict[bytes, str] = {}
@@ -769,6 +783,14 @@ class PointReader:
         return [now.get(key) or _closed_layer(dataset_id, closed[key])
                 for key in zip(*(keys[name].to_pylist() for name in keys.column_names), strict=True)]
 
+    def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None:
+        rows = self._versions("tag_history", "dataset_id = ? and name = ?", (str(dataset_id), name), "name")
+        return _tag(rows[0]) if rows else None
+
+    def tags(self, dataset_id: uuid.UUID) -> list[Tag]:
+        return [_tag(r) for r in self._versions("tag_history", "dataset_id = ?", (str(dataset_id),),
+                                                '"offset", name')]
+
     def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None:
         rows = self._versions("asset_scope_history", "dataset_id = ? and segment_id = ?",
                               (str(dataset_id), segment_id), "segment_id")
@@ -894,6 +916,7 @@ class _BatchView:
         self.table = store.table
         self.table_by_name = store.table_by_name
         self.table_parts = store.table_parts
+        self.tag = store.tag
 
     def schema(self, digest: str) -> bytes | None:
         if digest in self._digests:
@@ -947,6 +970,14 @@ def _dataset_history_values(d: Dataset, merged_schemas: dict[bytes, str]) -> tup
 
 def _scope_values(a: AssetScope) -> tuple[Any, ...]:
     return (str(a.dataset_id), a.segment_id, str(a.mode), json.dumps(a.segments))
+
+
+def _tag_values(t: Tag) -> tuple[Any, ...]:
+    return (str(t.dataset_id), t.name, t.offset, _micros(t.created_at))
+
+
+def _tag(r: dict[str, Any]) -> Tag:
+    return Tag(uuid.UUID(r["dataset_id"]), r["name"], r["offset"], _datetime(r["created_at"]))
 
 
 def _key_text(part: Any) -> Any:
@@ -1047,5 +1078,6 @@ def _rejection_values(r: Rejection) -> tuple[Any, ...]:
 
 
 _HISTORY_VALUES: dict[Versioned, Callable[[Any], tuple[Any, ...]]] = {
-    Versioned.SEGMENT: _segment_values, Versioned.ASSET_SCOPE: _scope_values, Versioned.TABLE: _table_values}
+    Versioned.SEGMENT: _segment_values, Versioned.ASSET_SCOPE: _scope_values, Versioned.TABLE: _table_values,
+    Versioned.TAG: _tag_values}
 """The ``*_history`` values of the versions kept whole (datasets: ``_dataset_history_values``)."""

@@ -6,7 +6,7 @@ A version opened by the record at offset ``valid_from`` and replaced or removed 
 ``valid_to`` (null while it is the row) is part of the catalog as of ``k`` (the log prefix
 ``[0, k)``) when ``valid_from < k`` and ``valid_to`` is null or ``>= k``.
 
-- Datasets, segments, asset scopes and table entries are small rows: ``*_history`` holds every
+- Datasets, segments, asset scopes, table entries and tags are small rows: ``*_history`` holds every
   version, the current one included, and the current tables stay as they are for today's reads.
   A dataset's merged Arrow schema is kept once per distinct value in ``schemas`` and named by its
   digest, so the version every registration makes does not copy it.
@@ -44,7 +44,11 @@ _SCOPE = {"dataset_id": str, "segment_id": str, "mode": str, "segments": str}
 _TABLE = {"id": str, "name": str, "created_at": int, "updated_at": int, "arrow_schema": bytes,
           "storage_url": str, "lance_version": int, "deleted": int, "revision": int,
           "default_blueprint": str}
+_TAG = {"dataset_id": str, "name": str, "offset": int, "created_at": int}
 _SPAN = {"valid_from": int, "valid_to": int}
+
+TAGS = (_TAG, ("dataset_id", "name"))
+"""The current tags, in ``tags``."""
 
 
 class Kept(NamedTuple):
@@ -63,9 +67,10 @@ KEPT = {
     Versioned.SEGMENT: Kept("segment_history", ("dataset_id", "segment_id"), True, "segments"),
     Versioned.ASSET_SCOPE: Kept("asset_scope_history", ("dataset_id", "segment_id"), True, "asset_scopes"),
     Versioned.TABLE: Kept("table_history", ("id",), True, "tables"),
+    Versioned.TAG: Kept("tag_history", ("dataset_id", "name"), True, "tags"),
     Versioned.LAYER: Kept("layer_history", ("dataset_id", "segment_id", "layer_name"), False, "layers"),
 }
-PURGED = (Versioned.SEGMENT, Versioned.LAYER, Versioned.ASSET_SCOPE)
+PURGED = (Versioned.SEGMENT, Versioned.LAYER, Versioned.ASSET_SCOPE, Versioned.TAG)
 """What a purge (a deleted dataset) removes: its rows of these kinds."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
@@ -73,9 +78,10 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
     "segment_history": ({**_SEGMENT, **_SPAN}, ("dataset_id", "segment_id", "valid_from")),
     "asset_scope_history": ({**_SCOPE, **_SPAN}, ("dataset_id", "segment_id", "valid_from")),
     "table_history": ({**_TABLE, **_SPAN}, ("id", "valid_from")),
+    "tag_history": ({**_TAG, **_SPAN}, ("dataset_id", "name", "valid_from")),
     "layer_history": ({"dataset_id": str, "chunk": int, "layers": bytes}, ("dataset_id", "chunk")),
 }
-SMALL_ROWS = ("dataset_history", "segment_history", "asset_scope_history", "table_history")
+SMALL_ROWS = ("dataset_history", "segment_history", "asset_scope_history", "table_history", "tag_history")
 """Tables of rows a few hundred bytes long, read by their primary key: SQLite keeps them in it
 (``WITHOUT ROWID``), without a second copy of the key."""
 

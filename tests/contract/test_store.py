@@ -11,7 +11,17 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 
-from events import CATALOG_TOPIC, AssetMode, AssetScopeEdit, DeleteTable, Event, OnDuplicate, ScopeAsset
+from events import (
+    CATALOG_TOPIC,
+    AssetMode,
+    AssetScopeEdit,
+    CreateTag,
+    DeleteTable,
+    DeleteTag,
+    Event,
+    OnDuplicate,
+    ScopeAsset,
+)
 from projector import (
     AssetScope,
     Changes,
@@ -75,6 +85,9 @@ def history() -> tuple[uuid.UUID, list[LogRecord]]:
     log.append(register(assets, "mesh", "base", when=at(9), num_chunks=2))
     log.append(Event(assets, ScopeAsset("mesh", AssetScopeEdit.SET, AssetMode.OPT_IN, ("seg1",)),
                      produced_at=at(9)))
+    log.append(Event(droid, CreateTag("before-v2", 8), produced_at=at(9)))
+    log.append(Event(droid, CreateTag("moved", 3), produced_at=at(9)))
+    log.append(Event(droid, DeleteTag("moved"), produced_at=at(9)))
     return droid, log.records + table_history(len(log.records))
 
 
@@ -102,12 +115,13 @@ def table_history(start: int = 0) -> list[LogRecord]:
 def test_commit_then_read_back_what_the_fold_produced(store):
     droid, records = history()
     changes = fold(store, records)
-    assert len(changes.rejections) == 4 and len(changes.outcomes) == 25
+    assert len(changes.rejections) == 4 and len(changes.outcomes) == 28
 
     store.commit(changes, expected_offsets={})
 
-    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 26}
-    assert store.next_offset(CATALOG_TOPIC, 0) == 26
+    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 29}
+    assert store.next_offset(CATALOG_TOPIC, 0) == 29
+    assert [(t.name, t.offset) for t in store.tags(droid)] == [("before-v2", 8)]
     assert store.next_offset(CATALOG_TOPIC, 9) == 0
 
     assert store.datasets() == sorted((d for d in changes.datasets.values() if not d.deleted),
@@ -309,7 +323,7 @@ def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     assert store.layers(droid) == []
     # The store is still usable: the right expectation commits.
     store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 4})
-    assert store.next_offset(CATALOG_TOPIC, 0) == 26
+    assert store.next_offset(CATALOG_TOPIC, 0) == 29
 
 
 def test_a_second_writer_loses_the_race(open_named, locate):

@@ -44,6 +44,7 @@ from projector import (
     Segment,
     Table,
     TablePart,
+    Tag,
     fold,
     layer_table,
     table_rows,
@@ -67,6 +68,7 @@ class MemoryCatalog:
         self.segments: dict[tuple[uuid.UUID, str], Segment] = {}
         self.layer_rows: dict[tuple[uuid.UUID, str, str], Layer] = {}
         self.scopes: dict[tuple[uuid.UUID, str], AssetScope] = {}
+        self.tag_rows: dict[tuple[uuid.UUID, str], Tag] = {}
         self.schemas: dict[str, bytes] = {}
         self.outcomes: dict[uuid.UUID, Outcome] = {}
         self.rejections: list[Rejection] = []
@@ -127,15 +129,18 @@ class MemoryCatalog:
         return sorted((p for (t, w, _), p in self.parts.items() if (t, w) == (table_id, write_id)),
                       key=lambda p: p.part)
 
+    def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None:
+        return self.tag_rows.get((dataset_id, name))
+
     # -- merging a batch ------------------------------------------------------------------------
 
     def apply(self, changes: Changes) -> None:
-        for table in (self.segments, self.layer_rows, self.scopes):
+        for table in (self.segments, self.layer_rows, self.scopes, self.tag_rows):
             for key in [k for k in table if k[0] in changes.purged]:
                 del table[key]
         self.datasets.update(changes.datasets)
         for table, changed in ((self.segments, changes.segments), (self.layer_rows, changes.layers),
-                               (self.scopes, changes.asset_scopes)):
+                               (self.scopes, changes.asset_scopes), (self.tag_rows, changes.tags)):
             for key, value in changed.items():
                 if value is None:
                     table.pop(key, None)
@@ -185,6 +190,7 @@ class MemoryCatalog:
             "segments": dict(self.segments),
             "layers": dict(self.layer_rows),
             "scopes": dict(self.scopes),
+            "tags": dict(self.tag_rows),
             "schemas": dict(self.schemas),
             "tables": dict(self.tables),
             "parts": dict(self.parts),
