@@ -92,26 +92,38 @@ class Connection:
         return f"bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.location)!r}"
 
     def at(self, point: int | datetime) -> Connection:
-        """This connection reading the catalog as of ``point``: a log offset (the catalog the
-        records before it make) or a timezone-aware ``datetime`` (the records produced up to
-        then). Read-only: a write through it is a ``ValueError``. Raises ``ValueError`` for an
+        """This connection reading the catalog as of ``point`` (see ``resolve``). Read-only: a
+        write through it is a ``ValueError``."""
+        view = copy.copy(self)
+        view.point = self.resolve(point)
+        return view
+
+    def resolve(self, point: int | datetime) -> int:
+        """The log offset of ``point``: a log offset (the catalog the records before it make) or
+        a timezone-aware ``datetime`` (the records produced up to then). ``ValueError`` for an
         offset past the end of the log or a naive ``datetime``."""
         if isinstance(point, datetime):
             if point.tzinfo is None:
-                raise ValueError(f"as_of({point!r}): give a timezone-aware datetime, such as "
+                raise ValueError(f"point {point!r}: give a timezone-aware datetime, such as "
                                  "datetime.now(timezone.utc): a naive one depends on this machine's zone")
             offset = offset_after(self.bootstrap_servers, point, config=self._kafka_config)
         elif isinstance(point, int) and not isinstance(point, bool):
             offset = point
             end = end_offsets(self.bootstrap_servers, config=self._kafka_config).get((CATALOG_TOPIC, 0), 0)
             if not 0 <= offset <= end:
-                raise ValueError(f"as_of({point}): the log has offsets 0 to {end} (the catalog as of "
+                raise ValueError(f"point {point}: the log has offsets 0 to {end} (the catalog as of "
                                  f"{end} is the catalog now); give one of them, or a datetime")
         else:
-            raise TypeError(f"as_of() takes a log offset (int) or a datetime, got {type(point).__name__}")
-        view = copy.copy(self)
-        view.point = offset
-        return view
+            raise TypeError(f"a point is a log offset (int) or a datetime, got {type(point).__name__}")
+        return offset
+
+    def here(self) -> int:
+        """The point a new tag names by default: just after this client's last write, or the
+        store's current offset if it has written nothing (once the store has its writes)."""
+        written = self.ledger.written(CATALOG_TOPIC, 0)
+        if written is not None:
+            return written + 1
+        return self.store.next_offsets().get((CATALOG_TOPIC, 0), 0)
 
     def writable(self) -> None:
         """Raises ``ValueError`` if this connection reads the catalog as of a point."""

@@ -25,15 +25,27 @@ import pyarrow.compute as pc
 from events import (
     AssetMode,
     AssetScopeEdit,
+    CreateTag,
     DefineSchema,
     DeleteDataset,
+    DeleteTag,
     OnDuplicate,
     RenameDataset,
     ScopeAsset,
     UnregisterLayers,
 )
-from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name
-from projector import AssetScope, CatalogReader, Dataset, DatasetKind, EntryKind, companion_id, schemas, views
+from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name, check_tag_name
+from projector import (
+    AssetScope,
+    CatalogReader,
+    Dataset,
+    DatasetKind,
+    EntryKind,
+    Tag,
+    companion_id,
+    schemas,
+    views,
+)
 from projector.fold import MAX_PROPERTIES_BYTES
 from sdk import _reader
 from sdk._connection import Connection
@@ -101,9 +113,10 @@ class DatasetEntry(Entry[Dataset]):
         """``DATASET``, or for a hidden one ``BLUEPRINT_DATASET`` or ``ASSET_DATASET``."""
         return self._seen.entry_kind
 
-    def as_of(self, point: int | datetime) -> DatasetEntry:
+    def as_of(self, point: int | datetime | str) -> DatasetEntry:
         """The dataset as the catalog had it at ``point``: a log offset (the catalog the records
-        before it make) or a timezone-aware ``datetime`` (the records produced up to then). Its
+        before it make), a timezone-aware ``datetime`` (the records produced up to then) or the
+        name of one of its tags (``create_tag``; ``LookupError`` if it has none by that name). Its
         reads (``segment_table``, ``manifest``, ``segment_ids``, ``schema``, ``filter_segments``,
         ``filter_contents``, ``reader``, ``get_index_ranges``) show the segments and layers of
         that point, reading the files those layers name; a write through it is a ``ValueError``.
@@ -113,6 +126,8 @@ class DatasetEntry(Entry[Dataset]):
         >>> before = dataset.as_of(1200)  # doctest: +SKIP
         >>> before.segment_table().to_arrow_table()  # doctest: +SKIP
         """
+        if isinstance(point, str):
+            point = self._tag(point).offset
         view = self._internal.at(point)
         record = view.store.dataset(self._id)
         if record is None or record.deleted:
@@ -120,6 +135,43 @@ class DatasetEntry(Entry[Dataset]):
             raise NotFoundError(f"dataset {self._seen.name!r} ({self._id}) {what} as of log offset "
                                 f"{view.point}")
         return DatasetEntry(view, record)
+
+    def create_tag(self, name: str, point: int | datetime | None = None, *,
+                   timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> Tag:
+        """Name a point of the dataset's history, so that ``as_of(name)`` reads the catalog of
+        that point however the dataset changes later: by default just after this client's last
+        write (or the catalog now, if it has written nothing), else a log offset or a
+        timezone-aware ``datetime`` as ``as_of`` takes them. The tag is a command in the log,
+        replayed like the others. ``AlreadyExistsError`` if the dataset has a tag of that name
+        (to move a tag, delete it first), ``ValueError`` for an invalid name or point (nothing is
+        sent).
+
+        >>> dataset.create_tag("train-2026-11-25")  # doctest: +SKIP
+        Tag(dataset_id=..., name='train-2026-11-25', offset=48213, ...)
+        """
+        check_tag_name(name)
+        self._internal.writable()
+        offset = self._internal.here() if point is None else self._internal.resolve(point)
+        what = f"tagging offset {offset} of dataset {self._seen.name!r} as {name!r}"
+        Operation.submit(self._internal, self._id, CreateTag(name, offset), what).wait(timeout_secs)
+        return self._tag(name)
+
+    def tags(self) -> list[Tag]:
+        """The dataset's tags, by offset then name."""
+        return self._internal.store.tags(self._id)
+
+    def delete_tag(self, name: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Remove a tag; the name may name another point afterwards. ``NotFoundError`` if the
+        dataset has no tag of that name."""
+        Operation.submit(self._internal, self._id, DeleteTag(name),
+                         f"deleting tag {name!r} of dataset {self._seen.name!r}").wait(timeout_secs)
+
+    def _tag(self, name: str) -> Tag:
+        tag = self._internal.store.tag(self._id, name)
+        if tag is None:
+            names = ", ".join(repr(t.name) for t in self.tags()) or "none"
+            raise LookupError(f"dataset {self._seen.name!r} has no tag {name!r} (its tags: {names})")
+        return tag
 
     # -- entry lifecycle ----------------------------------------------------------------------
 

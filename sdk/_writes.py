@@ -85,6 +85,11 @@ class Ledger:
                 if p.offset > self._written.get(key, -1):
                     self._written[key] = p.offset
 
+    def written(self, topic: str, partition: int) -> int | None:
+        """The highest offset this client has written in the partition; None if none."""
+        with self._lock:
+            return self._written.get((topic, partition))
+
     def track(self, what: str, events: Sequence[Event], positions: Sequence[Position]) -> int:
         """Keep a write open until its outcome is settled; returns its handle for ``claim``."""
         self.wrote(positions)

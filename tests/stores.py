@@ -90,7 +90,7 @@ def store_offsets(location: str | Path) -> Offsets:
 def catalog_reads(reader, entry_ids: list[uuid.UUID]) -> dict:
     """Everything a client reads of the catalog through ``reader`` (a store, or a store ``at``
     an offset): the entries, and of each of ``entry_ids`` its dataset, segments, layers, layer
-    table and asset scopes, and its table."""
+    table, asset scopes and tags, and its table."""
     entries = reader.datasets() + reader.tables()
     found: dict = {"datasets": reader.datasets(), "tables": reader.tables(),
                    "by_name": [(reader.dataset_by_name(e.name), reader.table_by_name(e.name))
@@ -98,5 +98,5 @@ def catalog_reads(reader, entry_ids: list[uuid.UUID]) -> dict:
     for entry_id in entry_ids:
         found[entry_id] = (reader.dataset(entry_id), reader.segments(entry_id), reader.layers(entry_id),
                            reader.layer_table(entry_id).to_pylist(), reader.asset_scopes(entry_id),
-                           reader.table(entry_id))
+                           reader.table(entry_id), reader.tags(entry_id))
     return found

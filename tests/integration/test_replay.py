@@ -18,8 +18,10 @@ from events import (
     AssetScopeEdit,
     CreateDataset,
     CreateTable,
+    CreateTag,
     DeleteDataset,
     DeleteTable,
+    DeleteTag,
     Event,
     OnDuplicate,
     RegisterBlueprint,
@@ -66,7 +68,9 @@ def commands(datasets: list[uuid.UUID], tables: list[uuid.UUID], token: str) -> 
         register, register, register, st.builds(UnregisterLayers, segments, layers),
         st.builds(RegisterBlueprint, st.sampled_from(["bp1", "bp2"]), st.just("file:///bp.rbl"),
                   st.booleans()),
-        st.builds(SetDefaultBlueprint, st.sampled_from([None, "bp1", "bp2"])))
+        st.builds(SetDefaultBlueprint, st.sampled_from([None, "bp1", "bp2"])),
+        st.builds(CreateTag, st.sampled_from(["t1", "t2"]), st.integers(0, 5)),
+        st.builds(DeleteTag, st.sampled_from(["t1", "t2"])))
     write = st.builds(WriteTable, st.sampled_from(list(TableWriteMode)), st.sampled_from(ROWS))
     table_command = st.one_of(
         st.builds(CreateTable, name, st.just(TABLE_SCHEMA.serialize().to_pybytes())),

@@ -13,9 +13,11 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from events import (
+    CreateTag,
     DecodeError,
     DefineSchema,
     DeleteTable,
+    DeleteTag,
     Event,
     IndexKind,
     IndexRange,
@@ -159,6 +161,11 @@ command_choices = [
     st.builds(lambda d, n, schema, t: create_table(d, n, schema, when=t), table_ids,
               st.sampled_from(["labels", *NAMES]), st.sampled_from(TABLE_SCHEMAS), clocks),
     *[table_writes] * 4,
+    st.one_of(  # tags, now and then
+        st.builds(lambda d, n, k, t: Event(d, CreateTag(n, k), produced_at=t), busy_dataset_ids,
+                  st.sampled_from(["t1", "t2", "7"]), st.integers(0, 45), clocks),
+        st.builds(lambda d, n, t: Event(d, DeleteTag(n), produced_at=t), busy_dataset_ids,
+                  st.sampled_from(["t1", "t2"]), clocks)),
     st.builds(lambda d, n, t: Event(d, RenameTable(n), produced_at=t), table_ids,
               st.sampled_from(["labels", *NAMES]), clocks),
     st.builds(lambda d, t: Event(d, DeleteTable(), produced_at=t), table_ids, clocks).filter(
@@ -325,6 +332,7 @@ GOALS = {
     "entry-name-taken-across-kinds": lambda h, c: any(
         "a dataset named" in o.reason for o in c.outcomes.values()) and bool(c.tables),
     "table-deleted": lambda h, c: any(t.deleted for t in c.tables.values()),
+    "tag-created": lambda h, c: any(tag is not None for tag in c.tags.values()),
 }
 
 
