@@ -17,7 +17,7 @@ beside ``rerun.catalog`` the same way).
 from typing import Any
 
 from events import OnDuplicate
-from projector import Change, ChangeKind, EntryKind
+from projector import Change, ChangeKind, EntryKind, Tag
 from sdk._client import CatalogClient, VersionInfo
 from sdk._dataset import DatasetEntry, DatasetInfo, LayerInfo
 from sdk._operations import Operation, RegistrationOperation
@@ -87,6 +87,7 @@ __all__ = [
     "StoreUnavailableError",
     "StrataError",
     "TableEntry",
+    "Tag",
     "VersionInfo",
     "WorkerError",
     "WriteOutcome",

@@ -818,7 +818,8 @@ class PointReader:
         return [_table(r) for r in self._versions("table_history", "deleted = 0", (), "created_at, id")]
 
     def table_data(self, table: Table) -> pa.Table:
-        if table.revision == (self._store.table(table.id) or table).revision:
+        now = self._store.table(table.id)
+        if now is not None and not now.deleted and now.revision == table.revision:
             return self._store.table_data(table)  # not written since the point
         raise LookupError(f"the rows of table {table.name!r} as of offset {self.offset} are not kept: the "
                           "store keeps a table's rows as they are now")

@@ -101,7 +101,8 @@ def test_the_public_names_are_pinned() -> None:
         "MissingExtraError", "NotFoundError", "ObjectStoreError", "OnDuplicate", "OnDuplicateSegmentLayer",
         "Operation", "ProjectionTimeoutError", "RecordingChangedError", "RegistrationOperation",
         "RegistrationResult", "SegmentRegistrationResult", "Server", "StoreUnavailableError",
-        "StrataError", "TableEntry", "VersionInfo", "WorkerError", "WriteOutcome", "WriteRefusedError",
+        "StrataError", "TableEntry", "Tag", "VersionInfo", "WorkerError", "WriteOutcome",
+        "WriteRefusedError",
     ]
     assert sdk.errors.__all__ == [
         "AlreadyExistsError", "DeliveryError", "MissingExtraError", "NotFoundError", "ObjectStoreError",
