@@ -7,11 +7,12 @@ import logging
 import signal
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import settings
-from events import StrataError, import_extra
+from events import CATALOG_TOPIC, StrataError, import_extra
 from spark_streaming.options import (
     add_arguments,
     add_kafka_option,
@@ -258,12 +259,30 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at(store: CatalogReader, name: str, point: str) -> CatalogReader:
+    """``store`` as of ``point``: a log offset, or a tag of dataset ``name``; exits with one line
+    if it is neither, or past what the store holds."""
+    if point.isdigit():
+        offset = int(point)
+        reached = store.next_offsets().get((CATALOG_TOPIC, 0), 0)
+        if offset > reached:
+            raise SystemExit(f"strata: --as-of {offset}: the store holds the catalog up to offset {reached}")
+        return store.at(offset)
+    tag = store.tag(_dataset(store, name).id, point)
+    if tag is None:
+        names = ", ".join(t.name for t in store.tags(_dataset(store, name).id)) or "none"
+        raise SystemExit(f"strata: --as-of {point!r} is neither an offset nor a tag of {name} "
+                         f"(its tags: {names})")
+    return store.at(tag.offset)
+
+
 def cmd_segments(args: argparse.Namespace) -> int:
     store = _read_store(args)
     try:
-        dataset = _dataset(store, args.name)
+        reader = store if args.as_of is None else _at(store, args.name, args.as_of)
+        dataset = _dataset(reader, args.name)
         by_segment: dict[str, list[Layer]] = {}
-        for layer in store.layers(dataset.id):
+        for layer in reader.layers(dataset.id):
             by_segment.setdefault(layer.segment_id, []).append(layer)
     finally:
         store.close()
@@ -271,8 +290,47 @@ def cmd_segments(args: argparse.Namespace) -> int:
         (segment_id, ",".join(x.layer_name for x in layers), _size(sum(x.size_bytes for x in layers)),
          f"{max(x.registered_at for x in layers):%Y-%m-%d %H:%M:%S}")
         for segment_id, layers in by_segment.items()])
-    print(f"{len(by_segment)} segments in {dataset.name}")
+    point = "" if args.as_of is None else f" as of {args.as_of}"
+    print(f"{len(by_segment)} segments in {dataset.name}{point}")
     return 0
+
+
+def cmd_tags(args: argparse.Namespace) -> int:
+    store = _read_store(args)
+    try:
+        tags = store.tags(_dataset(store, args.name).id)
+    finally:
+        store.close()
+    _print_table(("TAG", "OFFSET", "CREATED (UTC)"),
+                 [(t.name, t.offset, f"{t.created_at:%Y-%m-%d %H:%M:%S}") for t in tags])
+    print(f"{len(tags)} tags of {args.name}")
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    from sdk import AlreadyExistsError, CatalogClient
+
+    bootstrap = _bootstrap(args, "--bootstrap-servers and --store")
+    kafka_config = parse_key_values(args.kafka_option)
+    with CatalogClient(bootstrap, _store_location(args), kafka_config=kafka_config) as client:
+        dataset = client.get_dataset(args.name)
+        point = None if args.at is None else (int(args.at) if args.at.isdigit() else _utc(args.at))
+        try:
+            tag = dataset.create_tag(args.tag, point)
+        except (AlreadyExistsError, ValueError) as exc:
+            raise SystemExit(f"strata: {exc}") from None
+    print(f"{tag.name}\t{tag.offset}")
+    return 0
+
+
+def _utc(text: str) -> datetime:
+    """An ISO time, UTC unless it says otherwise; exits with one line if it is not one."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise SystemExit(f"strata: --at {text!r} is neither an offset nor an ISO time "
+                         "(2026-03-03T12:00)") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _change_line(change: Change) -> str:
@@ -452,8 +510,35 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the segments of dataset NAME in registration order, with their layer "
                     "names, total size and last registration. Reads the store only.")
     segments.add_argument("name", metavar="NAME", help="the dataset")
+    segments.add_argument("--as-of", metavar="POINT", default=None,
+                          help="the dataset as of a log offset or one of its tags (strata tags NAME)")
     _read_arguments(segments)
     segments.set_defaults(func=cmd_segments)
+
+    tags = commands.add_parser(
+        "tags", help="list a dataset's tags",
+        description="List the tags of dataset NAME: each names a point of its history (a log "
+                    "offset) that 'strata segments NAME --as-of TAG' and dataset.as_of(TAG) read. "
+                    "Reads the store only.")
+    tags.add_argument("name", metavar="NAME", help="the dataset")
+    _read_arguments(tags)
+    tags.set_defaults(func=cmd_tags)
+
+    tag = commands.add_parser(
+        "tag", help="name a point of a dataset's history",
+        description="Create tag TAG of dataset NAME at --at (a log offset or an ISO time, UTC unless "
+                    "it says otherwise; default: the catalog now). Prints 'tag<TAB>offset'. A tag is "
+                    "a command in the log; a taken name fails (delete it with the SDK to move it).",
+        epilog=ENV_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    tag.add_argument("name", metavar="NAME", help="the dataset")
+    tag.add_argument("tag", metavar="TAG", help="the tag's name")
+    tag.add_argument("--at", metavar="POINT", default=None, help="a log offset or an ISO time (default: now)")
+    tag.add_argument("--data-dir", type=Path, default=None, help="state directory")
+    tag.add_argument("--bootstrap-servers", default=None,
+                     help="Kafka bootstrap servers (default: the running stack's)")
+    _store_argument(tag)
+    add_kafka_option(tag)
+    tag.set_defaults(func=cmd_tag)
 
     register = commands.add_parser(
         "register", help="register recordings into a dataset, with progress",

@@ -1,4 +1,5 @@
-"""The CLI for people: ``strata datasets``, ``segments``, ``register`` and ``watch`` on the real stack."""
+"""The CLI for people: ``strata datasets``, ``segments``, ``register``, ``tag``, ``tags`` and ``watch``
+on the real stack."""
 
 from __future__ import annotations
 
@@ -68,6 +69,29 @@ def test_bad_input_is_one_line(server: Server, dataset, make_rrd, tmp_path) -> N
         assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) <= 2, done.stderr
     assert dataset.segment_ids() == []
+
+
+def test_tag_then_list_the_segments_as_of_it(server: Server, dataset, make_rrd) -> None:
+    dataset.register([make_rrd("before_0"), make_rrd("before_1")]).wait()
+    tagged = strata(server, "tag", dataset.name, "trained", "--bootstrap-servers", server.bootstrap_servers)
+    assert tagged.returncode == 0, tagged.stderr
+    name, offset = tagged.stdout.strip().split("\t")
+    assert name == "trained" and [(t.name, t.offset) for t in dataset.tags()] == [("trained", int(offset))]
+    dataset.unregister(segments_to_drop=["before_1"]).wait()
+    dataset.register([make_rrd("after_0")]).wait()
+
+    for point in ("trained", offset):
+        then = strata(server, "segments", dataset.name, "--as-of", point)
+        assert then.returncode == 0, then.stderr
+        assert [line.split()[0] for line in then.stdout.splitlines()[1:-1]] == ["before_0", "before_1"]
+        assert then.stdout.splitlines()[-1] == f"2 segments in {dataset.name} as of {point}"
+    listed = strata(server, "tags", dataset.name)
+    assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[:2] == ["trained", offset]
+    again = strata(server, "tag", dataset.name, "trained", "--bootstrap-servers", server.bootstrap_servers)
+    assert again.returncode == 1 and "already exists: tag 'trained'" in again.stderr, again.stderr
+    unknown = strata(server, "segments", dataset.name, "--as-of", "nope")
+    assert unknown.returncode == 1 and "its tags: trained" in unknown.stderr, unknown.stderr
+    assert "Traceback" not in again.stderr + unknown.stderr
 
 
 def test_watch_prints_changes_as_they_happen(server: Server, client: sdk.CatalogClient, dataset,
