@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -239,3 +240,79 @@ def entries_table(store: CatalogReader) -> pa.Table:
         [pa.array([i.bytes for i in columns[0]], pa.binary(16)), pa.array(columns[1], pa.string()),
          pa.array([int(k) for k in columns[2]], pa.uint8()), pa.array(columns[3], TIMESTAMP),
          pa.array(columns[4], TIMESTAMP)], schema=ENTRIES_SCHEMA)
+
+
+DIFF_SCHEMA = pa.schema([
+    ("rerun_segment_id", pa.string()), ("rerun_layer_name", pa.string()), ("change", pa.string()),
+    ("old_storage_url", pa.string()), ("new_storage_url", pa.string()),
+    ("old_registration_time", TIMESTAMP), ("new_registration_time", TIMESTAMP),
+    ("property", pa.string()), ("old_value", pa.string()), ("new_value", pa.string()),
+])
+"""What changed between two points of a dataset, a row per change: ``change`` is one of
+``segment_added``, ``segment_removed``, ``layer_added``, ``layer_removed``, ``layer_replaced``
+(with both storage URLs and registration times) or ``property_changed`` (``property``, and its
+values as text, null where the segment had none)."""
+
+
+def diff_table(before: CatalogReader, after: CatalogReader, dataset_id: uuid.UUID) -> pa.Table:
+    """What changed in dataset ``dataset_id`` from the catalog ``before`` to the catalog ``after``
+    (two readers of one store at two points), by segment in ``after``'s order, then the segments
+    only ``before`` had: each segment's own row first, then its layers (joined by layer name, a
+    registration at another offset being a replacement), then its properties (as
+    ``segment_table`` merges them)."""
+    old, new = before.layer_table(dataset_id), after.layer_table(dataset_id)
+    old_at = dict(zip(old["segment_id"].to_pylist(), old["position"].to_pylist(), strict=True))
+    new_at = dict(zip(new["segment_id"].to_pylist(), new["position"].to_pylist(), strict=True))
+
+    def order(segment_id: str, rank: int, name: str = "") -> tuple[Any, ...]:
+        return (segment_id not in new_at, new_at.get(segment_id, old_at.get(segment_id)), rank, name)
+
+    rows: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        (order(s, 0), {"rerun_segment_id": s, "change": "segment_added"})
+        for s in new_at.keys() - old_at.keys()]
+    rows += [(order(s, 0), {"rerun_segment_id": s, "change": "segment_removed"})
+             for s in old_at.keys() - new_at.keys()]
+    columns = ["segment_id", "layer_name", "storage_url", "registered_at", "registered_offset"]
+    joined = old.select(columns).join(new.select(columns), keys=["segment_id", "layer_name"],
+                                      join_type="full outer", left_suffix="_old", right_suffix="_new")
+    for row in joined.to_pylist():
+        was, now = row["registered_offset_old"], row["registered_offset_new"]
+        if was != now:
+            change = "layer_added" if was is None else "layer_removed" if now is None else "layer_replaced"
+            rows.append((order(row["segment_id"], 1, row["layer_name"]), {
+                "rerun_segment_id": row["segment_id"], "rerun_layer_name": row["layer_name"],
+                "change": change,
+                "old_storage_url": row["storage_url_old"], "new_storage_url": row["storage_url_new"],
+                "old_registration_time": _micros_datetime(row["registered_at_old"]),
+                "new_registration_time": _micros_datetime(row["registered_at_new"])}))
+    rows += [(order(r["rerun_segment_id"], 2, r["property"]), r) for r in _property_changes(
+        segment_table(old, property_schemas(before, old)), segment_table(new, property_schemas(after, new)))]
+    rows.sort(key=lambda pair: pair[0])
+    return pa.Table.from_pylist([row for _, row in rows], schema=DIFF_SCHEMA)
+
+
+def _micros_datetime(micros: int | None) -> datetime | None:
+    """A time stored as microseconds since the epoch, as the naive UTC ``datetime`` of ``TIMESTAMP``."""
+    return None if micros is None else datetime(1970, 1, 1) + timedelta(microseconds=micros)
+
+
+def _property_changes(old: pa.Table, new: pa.Table) -> list[dict[str, Any]]:
+    """A row per property whose merged value differs, of each segment both tables have."""
+    names = sorted({n for n in (*old.column_names, *new.column_names) if n.startswith("property:")})
+    before = {r["rerun_segment_id"]: r for r in old.select(
+        ["rerun_segment_id", *(n for n in names if n in old.column_names)]).to_pylist()}
+    changes = []
+    for row in new.select(["rerun_segment_id", *(n for n in names if n in new.column_names)]).to_pylist():
+        was = before.get(row["rerun_segment_id"])
+        if was is None:
+            continue
+        for name in names:
+            if was.get(name) != row.get(name):
+                changes.append({"rerun_segment_id": row["rerun_segment_id"], "change": "property_changed",
+                                "property": name, "old_value": _text(was.get(name)),
+                                "new_value": _text(row.get(name))})
+    return changes
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)

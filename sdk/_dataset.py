@@ -126,15 +126,32 @@ class DatasetEntry(Entry[Dataset]):
         >>> before = dataset.as_of(1200)  # doctest: +SKIP
         >>> before.segment_table().to_arrow_table()  # doctest: +SKIP
         """
-        if isinstance(point, str):
-            point = self._tag(point).offset
-        view = self._internal.at(point)
+        view = self._at(point)
         record = view.store.dataset(self._id)
         if record is None or record.deleted:
             what = "did not exist yet" if record is None else "was deleted"
             raise NotFoundError(f"dataset {self._seen.name!r} ({self._id}) {what} as of log offset "
                                 f"{view.point}")
         return DatasetEntry(view, record)
+
+    def _at(self, point: int | datetime | str) -> Connection:
+        return self._internal.at(self._tag(point).offset if isinstance(point, str) else point)
+
+    def diff(self, before: int | datetime | str, after: int | datetime | str | None = None
+             ) -> datafusion.DataFrame:
+        """What changed in the dataset from point ``before`` to point ``after`` (default: now),
+        points as ``as_of`` takes them: a row per segment added or removed, per layer added,
+        removed or replaced (with both storage URLs and registration times) and per property
+        whose merged value changed (both values as text); columns ``rerun_segment_id``,
+        ``rerun_layer_name``, ``change``, ``old_storage_url``, ``new_storage_url``,
+        ``old_registration_time``, ``new_registration_time``, ``property``, ``old_value``,
+        ``new_value``.
+
+        >>> dataset.diff("train-2026-11-25").filter(col("change") == "layer_replaced")  # doctest: +SKIP
+        """
+        old = self._at(before).store
+        new = self._internal.store if after is None else self._at(after).store
+        return self._internal.dataframe(views.diff_table(old, new, self._id))
 
     def create_tag(self, name: str, point: int | datetime | None = None, *,
                    timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> Tag:

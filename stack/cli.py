@@ -295,6 +295,24 @@ def cmd_segments(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from projector.views import diff_table
+
+    store = _read_store(args)
+    try:
+        dataset = _dataset(store, args.name)
+        table = diff_table(_at(store, args.name, args.before),
+                           store if args.after is None else _at(store, args.name, args.after), dataset.id)
+    finally:
+        store.close()
+    _print_table(("SEGMENT", "LAYER", "CHANGE", "FROM", "TO"), [
+        (c["rerun_segment_id"], c["rerun_layer_name"] or c["property"] or "-", c["change"],
+         c["old_storage_url"] or c["old_value"] or "-", c["new_storage_url"] or c["new_value"] or "-")
+        for c in table.to_pylist()])
+    print(f"{table.num_rows} changes in {args.name} from {args.before} to {args.after or 'now'}")
+    return 0
+
+
 def cmd_tags(args: argparse.Namespace) -> int:
     store = _read_store(args)
     try:
@@ -523,6 +541,18 @@ def build_parser() -> argparse.ArgumentParser:
     tags.add_argument("name", metavar="NAME", help="the dataset")
     _read_arguments(tags)
     tags.set_defaults(func=cmd_tags)
+
+    diff = commands.add_parser(
+        "diff", help="what changed in a dataset between two points",
+        description="List what changed in dataset NAME from point A to point B (default: now), "
+                    "each a log offset or one of its tags: segments added and removed, layers "
+                    "added, removed and replaced (with both URLs), properties changed (both values). "
+                    "Reads the store only.")
+    diff.add_argument("name", metavar="NAME", help="the dataset")
+    diff.add_argument("before", metavar="A", help="the earlier point: a log offset or a tag")
+    diff.add_argument("after", metavar="B", nargs="?", default=None, help="the later point (default: now)")
+    _read_arguments(diff)
+    diff.set_defaults(func=cmd_diff)
 
     tag = commands.add_parser(
         "tag", help="name a point of a dataset's history",

@@ -1,5 +1,5 @@
-"""The CLI for people: ``strata datasets``, ``segments``, ``register``, ``tag``, ``tags`` and ``watch``
-on the real stack."""
+"""The CLI for people: ``strata datasets``, ``segments``, ``register``, ``tag``, ``tags``, ``diff`` and
+``watch`` on the real stack."""
 
 from __future__ import annotations
 
@@ -85,6 +85,12 @@ def test_tag_then_list_the_segments_as_of_it(server: Server, dataset, make_rrd) 
         assert then.returncode == 0, then.stderr
         assert [line.split()[0] for line in then.stdout.splitlines()[1:-1]] == ["before_0", "before_1"]
         assert then.stdout.splitlines()[-1] == f"2 segments in {dataset.name} as of {point}"
+    changed = strata(server, "diff", dataset.name, "trained")
+    assert changed.returncode == 0, changed.stderr
+    assert [line.split()[:3] for line in changed.stdout.splitlines()[1:-1]] == [
+        ["after_0", "-", "segment_added"], ["after_0", "base", "layer_added"],
+        ["before_1", "-", "segment_removed"], ["before_1", "base", "layer_removed"]]
+    assert changed.stdout.splitlines()[-1] == f"4 changes in {dataset.name} from trained to now"
     listed = strata(server, "tags", dataset.name)
     assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[:2] == ["trained", offset]
     again = strata(server, "tag", dataset.name, "trained", "--bootstrap-servers", server.bootstrap_servers)

@@ -34,6 +34,15 @@ def test_a_tag_pins_a_training_set_through_later_changes(dataset: sdk.DatasetEnt
     assert then.segment_ids() == ["ep0", "ep1", "ep2"] and then.point == tag.offset
     assert pa.table(then.segment_table())["rerun_storage_urls"].to_pylist()[0] == [
         make_rrd("ep0", points=2)]  # the file the run read, not its replacement
+    changes = pa.table(dataset.diff("train-2026-11-25")).to_pylist()
+    assert [(c["rerun_segment_id"], c["rerun_layer_name"] or c["property"], c["change"])
+            for c in changes] == [
+        ("ep0", "base", "layer_replaced"),
+        ("ep0", "property:RecordingInfo:start_time", "property_changed"),  # a new recording, a new start
+        ("ep3", None, "segment_added"), ("ep3", "base", "layer_added"),
+        ("ep2", None, "segment_removed"), ("ep2", "base", "layer_removed")]
+    assert changes[0]["new_storage_url"].endswith("ep0-relabelled.rrd")
+    assert pa.table(dataset.diff(tag.offset, "train-2026-11-25")).num_rows == 0
 
 
 def test_tags_are_unique_moved_by_delete_and_create_and_checked_before_sending(

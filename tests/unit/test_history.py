@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from unittest import mock
 
+import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from events import OnDuplicate
-from projector import DatasetKind, apply_batch, companion_id, layer_table
+from projector import DatasetKind, apply_batch, companion_id, layer_table, schemas, views
 from projector.stores.sqlite import SqliteStore
 from stores import catalog_reads
 
-from .conftest import at, create, register, unregister
+from .conftest import at, create, define, register, unregister
 from .test_batch_boundaries import DATASET_IDS, TABLE_IDS, build_log, histories_and_batches
 
 HIDDEN = (DatasetKind.BLUEPRINT, DatasetKind.ASSET)
@@ -62,4 +63,37 @@ def test_a_replaced_and_a_removed_layer_are_seen_where_they_were(tmp_path):
     urls = [[x.storage_url for x in store.at(k).layers(d)] for k in range(5)]
     assert urls == [[], [], ["file:///v1.rrd"], ["file:///v2.rrd"], []]
     assert store.at(0).dataset(d) is None and store.at(1).dataset(d).name == "alpha"
+    store.close()
+
+
+def test_a_diff_lists_segments_layers_and_properties_that_changed(tmp_path):
+    d = DATASET_IDS[0]
+    schema, _ = schemas.properties_parts(pa.table({"property:episode:success": [True]}))
+
+    def registered(segment_id, url, success, **kwargs):
+        batch = schemas.properties_parts(pa.table({"property:episode:success": [success]}))[1]
+        return register(d, segment_id, "base", url=url, when=at(1), properties_batch=batch,
+                        properties_schema_sha256=schemas.digest(schema), **kwargs)
+
+    records = build_log([create(d, "alpha", when=at(0)), define(d, schema, when=at(0)),
+                         registered("s1", "file:///s1.rrd", True), registered("s2", "file:///s2.rrd", True),
+                         register(d, "s2", "extra", url="file:///s2-extra.rrd", when=at(1)),
+                         registered("s1", "file:///s1-v2.rrd", False, on_duplicate=OnDuplicate.REPLACE),
+                         unregister(d, ["s2"], [], when=at(2)), registered("s3", "file:///s3.rrd", True)])
+    store = SqliteStore(tmp_path / "store.db")
+    apply_batch(store, records)
+    changes = views.diff_table(store.at(5), store, d).to_pylist()
+    columns = ["rerun_segment_id", "rerun_layer_name", "change", "old_storage_url", "new_storage_url",
+               "property", "old_value", "new_value"]
+    assert [tuple(c[n] for n in columns) for c in changes] == [
+        ("s1", "base", "layer_replaced", "file:///s1.rrd", "file:///s1-v2.rrd", None, None, None),
+        ("s1", None, "property_changed", None, None, "property:episode:success", "True", "False"),
+        ("s3", None, "segment_added", None, None, None, None, None),
+        ("s3", "base", "layer_added", None, "file:///s3.rrd", None, None, None),
+        ("s2", None, "segment_removed", None, None, None, None, None),
+        ("s2", "base", "layer_removed", "file:///s2.rrd", None, None, None, None),
+        ("s2", "extra", "layer_removed", "file:///s2-extra.rrd", None, None, None, None)]
+    when = at(1).replace(tzinfo=None)
+    assert changes[0]["old_registration_time"] == changes[0]["new_registration_time"] == when
+    assert views.diff_table(store, store, d).num_rows == 0
     store.close()
