@@ -50,6 +50,10 @@ REJECTIONS_SCHEMA = pa.schema([
 ])
 
 
+TAGS_SCHEMA = pa.schema([("name", pa.string()), ("offset", pa.int64()),
+                         ("created_at", pa.timestamp("us", tz="UTC"))])
+
+
 class BadParameter(HTTPException):
     def __init__(self, name: str, problem: str) -> None:
         super().__init__(400, f"{name}: {problem}")
@@ -217,11 +221,41 @@ async def datasets(request: Request) -> pa.Table:
     return await catalog.read(lambda: datasets_table(catalog.store))
 
 
+def _as_of(store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> CatalogReader:
+    """``store`` as of ``point`` (the query parameter ``as_of``): a log offset or a tag of the
+    dataset; None: now. ``BadParameter`` if it is neither, or past what the store holds."""
+    if point is None:
+        return store
+    if point.isdigit():
+        reached = store.next_offsets().get((CATALOG_TOPIC, 0), 0)
+        if int(point) > reached:
+            raise BadParameter("as_of", f"offset {point} is past the store's {reached}")
+        return store.at(int(point))
+    tag = store.tag(dataset_id, point)
+    if tag is None:
+        names = ", ".join(t.name for t in store.tags(dataset_id)) or "none"
+        raise BadParameter("as_of", f"{point!r} is neither a log offset nor a tag of the dataset "
+                           f"(its tags: {names})")
+    return store.at(tag.offset)
+
+
 async def segments(request: Request) -> pa.Table:
+    """The segment table, now or ``as_of`` a log offset or a tag."""
+    _known_parameters(request, "as_of")
+    catalog = _catalog(request)
+    dataset = await catalog.dataset(request.path_params["name"])
+    point = request.query_params.get("as_of")
+    return await catalog.read(
+        lambda: dataset_segment_table(_as_of(catalog.store, dataset.id, point), dataset.id))
+
+
+async def tags(request: Request) -> pa.Table:
     _known_parameters(request)
     catalog = _catalog(request)
     dataset = await catalog.dataset(request.path_params["name"])
-    return await catalog.read(lambda: dataset_segment_table(catalog.store, dataset.id))
+    rows = await catalog.read(lambda: catalog.store.tags(dataset.id))
+    return pa.Table.from_pylist(
+        [{"name": t.name, "offset": t.offset, "created_at": t.created_at} for t in rows], schema=TAGS_SCHEMA)
 
 
 async def rejections(request: Request) -> pa.Table:
@@ -365,6 +399,7 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
         Route("/datasets/{name}", dataset_page, methods=["GET"]),
         *_table_routes("/api/datasets", datasets),
         *_table_routes("/api/datasets/{name}/segments", segments),
+        *_table_routes("/api/datasets/{name}/tags", tags),
         *_table_routes("/api/rejections", rejections),
         *_table_routes("/api/changes", changes),
         Route("/api/stats", stats, methods=["GET"]),

@@ -128,6 +128,33 @@ def client_changes(server: Server, dataset) -> list[str]:
     return [f"{c.position.offset}.{c.seq}" for c in client.changes(0, dataset=dataset.name, timeout_secs=0)]
 
 
+def test_a_dataset_page_at_a_tag_shows_the_segments_of_then(dashboard: Dashboard, browser, dataset,
+                                                            make_rrd) -> None:
+    dataset.register([make_rrd("kept"), make_rrd("dropped")]).wait()
+    tag = dataset.create_tag("v1")
+    dataset.unregister(segments_to_drop=["dropped"]).wait()
+    dataset.register([make_rrd("new")]).wait()
+    page = f"{dashboard.url}/datasets/{dataset.name}"
+    for point in ("v1", str(tag.offset)):
+        status, _, body = get(f"{dashboard.url}/api/datasets/{dataset.name}/segments?as_of={point}")
+        assert status == 200 and [r["rerun_segment_id"] for r in json.loads(body)] == ["kept", "dropped"]
+    status, _, body = get(f"{dashboard.url}/api/datasets/{dataset.name}/tags")
+    assert status == 200 and [(t["name"], t["offset"]) for t in json.loads(body)] == [("v1", tag.offset)]
+    status, _, body = get(f"{dashboard.url}/api/datasets/{dataset.name}/segments?as_of=v2")
+    message = "as_of: 'v2' is neither a log offset nor a tag of the dataset (its tags: v1)"
+    assert status == 400 and message in body.decode()
+
+    open_live(browser, page)
+    link = wait_for_text(browser, '#tags a[href$="?as_of=v1"]')
+    assert link == "v1" and text_of(browser, '#segments tr[data-segment="new"]') is not None
+    open_live(browser, f"{page}?as_of=v1")
+    title = wait_for_text(browser, "#segments-title")  # the page's style shows it in capitals
+    assert title.lower() == f"segments of {dataset.name} as of v1".lower()
+    WebDriverWait(browser, 30).until(lambda b: [row.get_attribute("data-segment") for row in
+                                                b.find_elements(By.CSS_SELECTOR, "#segments tbody tr")]
+                                     == ["kept", "dropped"])
+
+
 def test_no_route_writes(server: Server, dashboard: Dashboard, dataset, make_rrd) -> None:
     dataset.register(make_rrd("read_only")).wait()
     before = dump(server.store)
