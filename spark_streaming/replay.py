@@ -10,7 +10,8 @@ from pathlib import Path
 
 from producers import end_offsets, read_range
 from projector import LogRecord, apply_batch, open_store
-from projector.stores import describe
+from projector.stores import describe, snapshots
+from projector.stores.snapshots import Snapshot
 from projector.stores.sqlite import SqliteStore
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
@@ -42,9 +43,11 @@ def rebuild(
     spark_master: str = "local[*]",
     kafka_options: Mapping[str, str] | None = None,
     max_offsets_per_trigger: int = MAX_OFFSETS_PER_TRIGGER,
+    snapshot: Snapshot | None = None,
 ) -> Path:
     """Fold the whole log, from offset 0 to its current end, into ``directory/store.db`` (with
-    its Spark checkpoint beside it); ``directory`` is emptied first. Returns the store's path."""
+    its Spark checkpoint beside it); ``directory`` is emptied first. With ``snapshot``, the store
+    starts as its copy and folds only the log after its offsets. Returns the store's path."""
     from spark_streaming.job import ProjectorJob, build_session
 
     if directory.exists():
@@ -52,6 +55,8 @@ def rebuild(
     directory.mkdir(parents=True)
     total = sum(end_offsets(bootstrap_servers, config=kafka_options).values())
     store = SqliteStore(directory / "store.db")
+    if snapshot is not None:
+        snapshots.restore(store, snapshot)
     progress = Progress(total)
     spark = build_session(spark_master, app_name="strata-replay")
     try:

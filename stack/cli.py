@@ -428,7 +428,7 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from projector.stores import describe
+    from projector.stores import describe, snapshots
     from projector.stores.sqlite import SqliteStore
     from spark_streaming.replay import rebuild, swap_into
 
@@ -436,14 +436,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
     bootstrap = _bootstrap(args, "--bootstrap-servers")
     kafka_options = _kafka_config(args)
     into = args.into or data_dir / "rebuild"
-    print(f"strata replay: rebuilding from offset 0 of {bootstrap} into {into}", flush=True)
+    snapshot = None
+    if args.from_snapshot is not None:
+        kept = args.from_snapshot or data_dir / "snapshots"
+        snapshot = snapshots.newest(kept, lambda line: print(f"strata replay: {line}", flush=True))
+        if snapshot is None:
+            print(f"strata replay: no usable snapshot in {kept}: rebuilding from offset 0", flush=True)
+    start = 0 if snapshot is None else snapshot.next_offsets().get((CATALOG_TOPIC, 0), 0)
+    origin = "offset 0" if snapshot is None else f"{snapshot.directory} (offset {start})"
+    print(f"strata replay: rebuilding from {origin} of {bootstrap} into {into}", flush=True)
     started = time.monotonic()
     rebuilt = rebuild(bootstrap, into, spark_master=args.spark_master or "local[*]",
-                      kafka_options=kafka_options, max_offsets_per_trigger=args.max_offsets_per_trigger)
+                      kafka_options=kafka_options, max_offsets_per_trigger=args.max_offsets_per_trigger,
+                      snapshot=snapshot)
     store = SqliteStore(rebuilt)
     counts, records = store.counts(), sum(store.next_offsets().values())
     store.close()
-    print(f"strata replay: {records:,} records in {time.monotonic() - started:.1f} s -> "
+    print(f"strata replay: {records - start:,} records in {time.monotonic() - started:.1f} s -> "
           f"{counts['datasets']} datasets, {counts['segments']} segments, {counts['layers']} layers, "
           f"{counts['outcomes']} outcomes, {counts['rejections']} rejections")
     if args.swap:
@@ -451,6 +460,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
         caught_up = swap_into(live, rebuilt, bootstrap, kafka_options=kafka_options)
         print(f"strata replay: swapped into {describe(live)} "
               f"({caught_up} records that arrived during the rebuild caught up)")
+    return 0
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from projector import StoreUnavailableError, open_store
+    from projector.stores import snapshots
+
+    kept = args.to or (args.data_dir or settings.home()) / "snapshots"
+    try:
+        store = open_store(_store_location(args), read_only=True)
+    except (StoreUnavailableError, ValueError) as exc:
+        raise SystemExit(f"strata: {exc}") from None
+    started = time.monotonic()
+    try:
+        written = snapshots.write(store, kept)
+    finally:
+        store.close()
+    manifest = snapshots.Snapshot(written).manifest
+    print(f"{written}\t{sum(manifest['tables'].values()):,} rows at offset "
+          f"{dict(((t, p), o) for t, p, o in manifest['offsets']).get((CATALOG_TOPIC, 0), 0)} "
+          f"in {time.monotonic() - started:.1f} s")
     return 0
 
 
@@ -507,8 +537,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory for the rebuilt store and its checkpoint (emptied first)")
     replay.add_argument("--swap", action="store_true",
                         help="make the live store (see --store) a copy of the rebuilt one")
+    replay.add_argument("--from-snapshot", nargs="?", const="", default=None, metavar="DIR",
+                        type=lambda value: Path(value) if value else "",
+                        help="start from the newest usable snapshot in DIR (default DATA_DIR/snapshots) "
+                             "and fold only the log after it")
     add_max_offsets_option(replay)
     replay.set_defaults(func=cmd_replay)
+
+    snapshot = commands.add_parser(
+        "snapshot", help="write the projection at one offset, to rebuild from it later",
+        description="Write every table of the store (history included) as of one commit into "
+                    "DIR/snapshot-<offset> (default DATA_DIR/snapshots): Arrow files and a manifest "
+                    "naming the offset and the store format. 'strata replay --from-snapshot' starts "
+                    "from the newest usable one. Reads the store only.")
+    snapshot.add_argument("--to", type=Path, default=None, metavar="DIR", help="where snapshots are kept")
+    _read_arguments(snapshot)
+    snapshot.set_defaults(func=cmd_snapshot)
 
     rej = commands.add_parser(
         "rejections", help="list records the projector rejected as bad input",

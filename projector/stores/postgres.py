@@ -125,6 +125,12 @@ class PostgresStore(SqlStore):
                                f"{FORMAT_VERSION}: rebuild it with 'strata replay --swap'")
 
     @contextlib.contextmanager
+    def _read_transaction(self) -> Iterator[None]:
+        with self._conn.transaction():
+            self._conn.execute("set transaction isolation level repeatable read, read only")
+            yield
+
+    @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[None]:
         with self._lock, self._faults(), self._conn.transaction():
             # EXCLUSIVE blocks other writers of the store, not its readers.

@@ -15,7 +15,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -170,6 +170,14 @@ def _micros(value: datetime) -> int:
 
 def _datetime(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
+
+
+class Contents(Protocol):
+    """What a store's contents are copied from: another store, or a snapshot."""
+
+    def next_offsets(self) -> dict[tuple[str, int], int]: ...
+
+    def rows(self, table: str) -> list[tuple[Any, ...]]: ...
 
 
 class SqlStore:
@@ -599,7 +607,7 @@ class SqlStore:
                 self._execute("delete from layer_chunks where dataset_id = ? and chunk = ?",
                                    (dataset_id, chunk))
 
-    def replace_contents(self, source: SqlStore) -> bool:
+    def replace_contents(self, source: Contents) -> bool:
         """Make this store a copy of ``source`` (a store of either backend, that nothing writes
         meanwhile) in one transaction, if
         ``source`` has applied at least every record this store has; else change nothing and
@@ -618,6 +626,17 @@ class SqlStore:
                 self._execute(f"delete from {table}")
                 self._executemany(insert(table), source.rows(table))
         return True
+
+    def snapshot_rows(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Every row of every table, as ``rows`` gives them, all as of one commit."""
+        with self._lock, self._faults(), self._read_transaction():
+            return {table: [tuple(row) for row in self._execute(
+                f"select {names(columns)} from {table} order by {names(key)}")]
+                for table, (columns, key) in TABLES.items()}
+
+    def _read_transaction(self) -> contextlib.AbstractContextManager[None]:
+        """A transaction whose reads all see one commit (under ``_lock``)."""
+        raise NotImplementedError
 
     def rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of ``table`` (one of ``TABLES``), in its columns' order, by primary key."""

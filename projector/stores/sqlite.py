@@ -84,6 +84,14 @@ class SqliteStore(SqlStore):
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     @contextlib.contextmanager
+    def _read_transaction(self) -> Iterator[None]:
+        self._conn.execute("begin")
+        try:
+            yield
+        finally:
+            self._conn.execute("rollback")
+
+    @contextlib.contextmanager
     def _write_transaction(self) -> Iterator[None]:
         # The connection's context rolls the transaction back on any error, so a batch that
         # cannot be written (read-only or full disk) leaves the store exactly as it was.

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
@@ -39,7 +42,7 @@ from projector import DatasetKind, companion_id, table_rows
 from spark_streaming import replay
 from stack import Server
 from stack_tools import strata_replay, wait_caught_up
-from stores import dump, lock_for_writing_at_once
+from stores import applied_batches, dump, lock_for_writing_at_once
 
 SCHEMAS = [pa.schema(fields).serialize().to_pybytes() for fields in (
     [("/x", pa.int32())], [("/x", pa.int64())], [("/y", pa.struct([("a", pa.float32())]))],
@@ -115,6 +118,34 @@ def test_random_histories_rebuild_to_identical_tables(server: Server, tmp_path_f
     output = strata_replay(server, into, "--max-offsets-per-trigger", str(replay_batch))
     assert "records" in output
     assert dump(into / "store.db") == dump(server.store)
+
+
+def test_a_replay_from_a_snapshot_folds_only_the_log_after_it(server: Server, client: sdk.CatalogClient,
+                                                              make_rrd, tmp_path) -> None:
+    dataset = client.create_dataset(f"snapshot-{uuid.uuid4().hex[:8]}")
+    dataset.register([make_rrd(f"before_{i}") for i in range(3)]).wait()
+    dataset.create_tag("snapshotted")
+    wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=120)
+    taken = subprocess.run([sys.executable, "-m", "stack.cli", "snapshot", "--data-dir", str(server.data_dir),
+                            "--to", str(tmp_path / "kept")], capture_output=True, text=True, timeout=300)
+    assert taken.returncode == 0, taken.stderr
+    directory, summary = taken.stdout.strip().split("\t")
+    offset = int(summary.split(" at offset ")[1].split()[0])
+    assert Path(directory).name == f"snapshot-{offset:012d}"
+    dataset.register([make_rrd("after_0")]).wait()
+    dataset.unregister(segments_to_drop=["before_0"]).wait()
+    wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=120)
+
+    output = strata_replay(server, tmp_path / "rebuild", "--from-snapshot", str(tmp_path / "kept"))
+    assert f"rebuilding from {directory} (offset {offset})" in output
+    assert dump(tmp_path / "rebuild" / "store.db") == dump(server.store)
+    # (topic, partition, first_offset, next_offset, records): the batches up to the snapshot are the
+    # live store's, copied; the rebuild's own start at the snapshot's offset and tile the rest.
+    rebuilt = applied_batches(tmp_path / "rebuild" / "store.db")
+    live = applied_batches(server.store)
+    assert [b for b in rebuilt if b[3] <= offset] == [b for b in live if b[3] <= offset]
+    own = [b for b in rebuilt if b[2] >= offset]
+    assert own[0][2] == offset and all(a[3] == b[2] for a, b in zip(own, own[1:], strict=False))
 
 
 def test_replay_swap_loses_nothing_that_arrives_meanwhile(server: Server, client: sdk.CatalogClient,

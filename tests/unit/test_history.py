@@ -4,19 +4,23 @@ in random batches (with replayed overlaps, as after a crash)."""
 
 from __future__ import annotations
 
+import json
 from unittest import mock
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from events import OnDuplicate
 from projector import DatasetKind, apply_batch, companion_id, layer_table, schemas, views
+from projector.stores import snapshots
+from projector.stores.sql import FORMAT_VERSION
 from projector.stores.sqlite import SqliteStore
-from stores import catalog_reads
+from stores import catalog_reads, dump
 
 from .conftest import at, create, define, register, unregister
-from .test_batch_boundaries import DATASET_IDS, TABLE_IDS, build_log, histories_and_batches
+from .test_batch_boundaries import DATASET_IDS, TABLE_IDS, TOPIC, build_log, histories_and_batches
 
 HIDDEN = (DatasetKind.BLUEPRINT, DatasetKind.ASSET)
 ENTRY_IDS = [*DATASET_IDS, *TABLE_IDS[:2], *(companion_id(d, kind) for d in DATASET_IDS for kind in HIDDEN)]
@@ -97,3 +101,53 @@ def test_a_diff_lists_segments_layers_and_properties_that_changed(tmp_path):
     assert changes[0]["old_registration_time"] == changes[0]["new_registration_time"] == when
     assert views.diff_table(store, store, d).num_rows == 0
     store.close()
+
+
+@settings(max_examples=25, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(case=histories_and_batches(), data=st.data())
+def test_a_rebuild_from_any_snapshot_equals_a_rebuild_from_offset_0(tmp_path_factory, case, data):
+    records, batches = case
+    k = data.draw(st.integers(0, len(records)))
+    directory = tmp_path_factory.mktemp("snapshots")
+    with mock.patch.object(layer_table, "CHUNK_SEGMENTS", 2):
+        whole = SqliteStore(directory / "whole.db")
+        apply_batch(whole, records)
+        whole.close()
+        prefix = SqliteStore(directory / "prefix.db")
+        apply_batch(prefix, records[:k])
+        snapshots.write(prefix, directory / "kept")
+        prefix.close()
+        rebuilt = SqliteStore(directory / "rebuilt.db")
+        snapshot = snapshots.newest(directory / "kept")
+        assert snapshot is not None and snapshot.next_offsets().get((TOPIC, 0), 0) == k
+        snapshots.restore(rebuilt, snapshot)
+        for replay_from, _, end in batches:  # from offset 0: the records of the snapshot are skipped
+            apply_batch(rebuilt, records[replay_from:end])
+        rebuilt.close()
+    assert dump(directory / "rebuilt.db") == dump(directory / "whole.db")
+
+
+def test_the_newest_snapshot_of_this_format_is_used_and_the_others_said(tmp_path):
+    d = DATASET_IDS[0]
+    store = SqliteStore(tmp_path / "store.db")
+    apply_batch(store, build_log([create(d, "alpha", when=at(0))]))
+    first = snapshots.write(store, tmp_path / "kept")
+    apply_batch(store, build_log([create(d, "alpha", when=at(0)), register(d, "s1", when=at(1))]))
+    second = snapshots.write(store, tmp_path / "kept")
+    assert snapshots.write(store, tmp_path / "kept") == second  # the same offset: kept as it is
+    store.close()
+    manifest = json.loads((second / snapshots.MANIFEST).read_text())
+    (second / snapshots.MANIFEST).write_text(json.dumps({**manifest, "format_version": 1}))
+    said: list[str] = []
+    found = snapshots.newest(tmp_path / "kept", said.append)
+    assert found is not None and found.directory == first
+    assert said == [f"skipping {second}: store format 1, this strata writes {FORMAT_VERSION}"]
+    assert snapshots.newest(tmp_path / "none") is None
+    restored = SqliteStore(tmp_path / "restored.db")
+    snapshots.restore(restored, found)
+    with pytest.raises(ValueError, match="has folded records already"):
+        snapshots.restore(restored, found)
+    assert restored.dataset(d).name == "alpha" and restored.next_offsets() == {(TOPIC, 0): 1}
+    restored.close()
