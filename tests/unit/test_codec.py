@@ -21,10 +21,12 @@ from events import (
     AssetScopeEdit,
     CreateDataset,
     CreateTable,
+    CreateTag,
     DecodeError,
     DefineSchema,
     DeleteDataset,
     DeleteTable,
+    DeleteTag,
     Event,
     IndexKind,
     IndexRange,
@@ -246,6 +248,7 @@ ASSET_COMMANDS = [
 ]
 NEW_COMMANDS += ASSET_COMMANDS
 NEW_COMMANDS.append(CreateTable("labels", b"schema", storage_url="s3://bucket/labels.lance"))
+NEW_COMMANDS += [CreateTag("train-2026-11-25 ü", 48213), DeleteTag("train-2026-11-25 ü")]
 
 
 @pytest.mark.parametrize("command", NEW_COMMANDS, ids=repr)
@@ -440,6 +443,13 @@ def test_event_id_that_is_not_a_uuid():
     record = envelope("CreateDataset", {"name": "d"}) | {"event_id": "not-a-uuid"}
     data = single_object(raw_schema(SCHEMA_VERSION), record)
     assert_decode_error(data)
+
+
+def test_tags_need_version_9():
+    event = Event(uuid.uuid4(), CreateTag("v1", 3), produced_at=WHEN)
+    assert decode(encode(event, schema_version=9)) == event
+    with pytest.raises(ValueError, match="schema version 8 has no CreateTag command"):
+        encode(event, schema_version=8)
 
 
 def test_a_created_table_s_lance_url_needs_version_8():

@@ -11,6 +11,7 @@ from events.names import (
     check_id,
     check_layer_name,
     check_table_name,
+    check_tag_name,
 )
 
 
@@ -77,3 +78,13 @@ def test_table_names_that_sql_cannot_name_say_why(name, words):
     with pytest.raises(ValueError, match="sql parser error|invalid character") as info:
         check_table_name(name)
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("", "must not be empty"), ("1200", "is a number"), (" 7 ", "is a number"), ("a\tb", "invalid character"),
+    (7, "must be a string"),
+])
+def test_tag_names_are_dataset_names_that_are_not_numbers(name, words):
+    with pytest.raises(ValueError, match=words):
+        check_tag_name(name)
+    assert check_tag_name("train-2026-11-25 (v2)") == "train-2026-11-25 (v2)"
