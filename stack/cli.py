@@ -477,10 +477,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         written = snapshots.write(store, kept)
     finally:
         store.close()
-    manifest = snapshots.Snapshot(written).manifest
-    print(f"{written}\t{sum(manifest['tables'].values()):,} rows at offset "
-          f"{dict(((t, p), o) for t, p, o in manifest['offsets']).get((CATALOG_TOPIC, 0), 0)} "
-          f"in {time.monotonic() - started:.1f} s")
+    snapshot = snapshots.Snapshot(written)
+    rows = sum(snapshot.manifest["tables"].values())
+    offset = snapshot.next_offsets().get((CATALOG_TOPIC, 0), 0)
+    print(f"{written}\t{rows:,} rows at offset {offset} in {time.monotonic() - started:.1f} s")
     return 0
 
 
