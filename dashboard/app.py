@@ -31,7 +31,7 @@ from events import CATALOG_TOPIC
 from producers.log_reader import LogProbe
 from projector import CatalogReader, Change, feed, open_store
 from projector.feed import FEED_PAGE
-from projector.views import dataset_segment_table, datasets_table
+from projector.views import at_point, dataset_segment_table, datasets_table
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRY_MILLIS = 1000
@@ -222,21 +222,13 @@ async def datasets(request: Request) -> pa.Table:
 
 
 def _as_of(store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> CatalogReader:
-    """``store`` as of ``point`` (the query parameter ``as_of``): a log offset or a tag of the
-    dataset; None: now. ``BadParameter`` if it is neither, or past what the store holds."""
+    """``store`` as of the query parameter ``as_of`` (``views.at_point``); None: now."""
     if point is None:
         return store
-    if point.isdigit():
-        reached = store.next_offsets().get((CATALOG_TOPIC, 0), 0)
-        if int(point) > reached:
-            raise BadParameter("as_of", f"offset {point} is past the store's {reached}")
-        return store.at(int(point))
-    tag = store.tag(dataset_id, point)
-    if tag is None:
-        names = ", ".join(t.name for t in store.tags(dataset_id)) or "none"
-        raise BadParameter("as_of", f"{point!r} is neither a log offset nor a tag of the dataset "
-                           f"(its tags: {names})")
-    return store.at(tag.offset)
+    try:
+        return at_point(store, dataset_id, point)
+    except (ValueError, LookupError) as exc:
+        raise BadParameter("as_of", str(exc)) from None
 
 
 async def segments(request: Request) -> pa.Table:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
 
+from events import CATALOG_TOPIC
 from projector import merge, schemas
 from projector.model import ENTRIES_TABLE_NAME, EntryKind, Table
 from projector.ports import CatalogReader
@@ -240,6 +241,22 @@ def entries_table(store: CatalogReader) -> pa.Table:
         [pa.array([i.bytes for i in columns[0]], pa.binary(16)), pa.array(columns[1], pa.string()),
          pa.array([int(k) for k in columns[2]], pa.uint8()), pa.array(columns[3], TIMESTAMP),
          pa.array(columns[4], TIMESTAMP)], schema=ENTRIES_SCHEMA)
+
+
+def at_point(store: CatalogReader, dataset_id: uuid.UUID, point: str) -> CatalogReader:
+    """``store`` as of ``point`` given as text (a command line's, a query parameter's): a log
+    offset, or the name of a tag of the dataset. ``ValueError`` for an offset past what the store
+    holds, ``LookupError`` for a name of no tag."""
+    if point.isdigit():
+        reached = store.next_offsets().get((CATALOG_TOPIC, 0), 0)
+        if int(point) > reached:
+            raise ValueError(f"offset {point} is past the store's {reached}")
+        return store.at(int(point))
+    tag = store.tag(dataset_id, point)
+    if tag is None:
+        names = ", ".join(t.name for t in store.tags(dataset_id)) or "none"
+        raise LookupError(f"{point!r} is neither a log offset nor a tag of the dataset (its tags: {names})")
+    return store.at(tag.offset)
 
 
 DIFF_SCHEMA = pa.schema([

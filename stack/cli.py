@@ -260,20 +260,13 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def _at(store: CatalogReader, name: str, point: str) -> CatalogReader:
-    """``store`` as of ``point``: a log offset, or a tag of dataset ``name``; exits with one line
-    if it is neither, or past what the store holds."""
-    if point.isdigit():
-        offset = int(point)
-        reached = store.next_offsets().get((CATALOG_TOPIC, 0), 0)
-        if offset > reached:
-            raise SystemExit(f"strata: --as-of {offset}: the store holds the catalog up to offset {reached}")
-        return store.at(offset)
-    tag = store.tag(_dataset(store, name).id, point)
-    if tag is None:
-        names = ", ".join(t.name for t in store.tags(_dataset(store, name).id)) or "none"
-        raise SystemExit(f"strata: --as-of {point!r} is neither an offset nor a tag of {name} "
-                         f"(its tags: {names})")
-    return store.at(tag.offset)
+    """``store`` as of ``point`` (``views.at_point``); exits with one line if it names nothing."""
+    from projector.views import at_point
+
+    try:
+        return at_point(store, _dataset(store, name).id, point)
+    except (ValueError, LookupError) as exc:
+        raise SystemExit(f"strata: {exc}") from None
 
 
 def cmd_segments(args: argparse.Namespace) -> int:

@@ -784,21 +784,25 @@ class PointReader:
                                      pc.greater_equal(closed["valid_to"], self.offset)))
 
     def layer_table(self, dataset_id: uuid.UUID) -> pa.Table:
+        return self._layer_table(dataset_id, self._closed_layers(dataset_id))
+
+    def _layer_table(self, dataset_id: uuid.UUID, closed: pa.Table) -> pa.Table:
         current = self._store.layer_table(dataset_id)
         current = current.filter(pc.less(current["registered_offset"], self.offset))
-        closed = self._closed_layers(dataset_id).select(_layer_table.LAYER_COLUMNS.names)
         if not closed.num_rows:
             return current
-        return pa.concat_tables([current, closed]).sort_by(
+        return pa.concat_tables([current, closed.select(_layer_table.LAYER_COLUMNS.names)]).sort_by(
             [("position", "ascending"), ("registered_offset", "ascending")])
 
     def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
         """``layer_table``'s rows as ``Layer`` values, in its order."""
         now = {(x.segment_id, x.layer_name, x.registered_by.offset): x
                for x in self._store.layers(dataset_id)}
+        closed_layers = self._closed_layers(dataset_id)
         closed = {(r["segment_id"], r["layer_name"], r["registered_offset"]): r
-                  for r in self._closed_layers(dataset_id).to_pylist()}
-        keys = self.layer_table(dataset_id).select(["segment_id", "layer_name", "registered_offset"])
+                  for r in closed_layers.to_pylist()}
+        keys = self._layer_table(dataset_id, closed_layers).select(
+            ["segment_id", "layer_name", "registered_offset"])
         return [now.get(key) or _closed_layer(dataset_id, closed[key])
                 for key in zip(*(keys[name].to_pylist() for name in keys.column_names), strict=True)]
 
