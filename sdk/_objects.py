@@ -148,8 +148,9 @@ class ObjectStore:
         return object_store, (self.config,)
 
     @functools.cached_property
-    def _fs(self) -> pafs.S3FileSystem:
-        """The S3 client, made on first use (a catalog of local files never needs one)."""
+    def filesystem(self) -> pafs.S3FileSystem:
+        """The S3 client, made on first use (a catalog of local files never needs one): paths
+        on it are ``bucket/key``."""
         config = self.config
         options = {
             "access_key": config.access_key_id, "secret_key": config.secret_access_key,
@@ -189,7 +190,7 @@ class ObjectStore:
         """The object's size in bytes (one HEAD request)."""
         bucket, key = split(uri)
         with self._errors(uri):
-            info = self._fs.get_file_info(f"{bucket}/{key}")
+            info = self.filesystem.get_file_info(f"{bucket}/{key}")
             if info.type == pafs.FileType.NotFound:
                 self._check_bucket(uri)
                 raise FileNotFoundError(uri)
@@ -200,7 +201,7 @@ class ObjectStore:
 
     def _check_bucket(self, uri: str) -> None:
         bucket = split(uri)[0]
-        if self._fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+        if self.filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
             raise NotFoundError(f"{uri}: bucket {bucket!r} does not exist on {self.config.describe()}")
 
     def open(self, uri: str) -> RemoteObject:
@@ -208,7 +209,7 @@ class ObjectStore:
         bucket, key = split(uri)
         with self._errors(uri):
             try:
-                return RemoteObject(uri, self._fs.open_input_file(f"{bucket}/{key}"), self._errors)
+                return RemoteObject(uri, self.filesystem.open_input_file(f"{bucket}/{key}"), self._errors)
             except FileNotFoundError:
                 self._check_bucket(uri)
                 raise
@@ -226,7 +227,7 @@ class ObjectStore:
 
     def download(self, uri: str, path: Path) -> None:
         bucket, key = split(uri)
-        with self._errors(uri), self._fs.open_input_stream(f"{bucket}/{key}") as source, \
+        with self._errors(uri), self.filesystem.open_input_stream(f"{bucket}/{key}") as source, \
                 path.open("wb") as sink:
             shutil.copyfileobj(source, sink, 8 << 20)
 
@@ -235,7 +236,7 @@ class ObjectStore:
         ``suffixes``, in key order."""
         bucket, key = split(prefix)
         with self._errors(prefix):
-            found = self._fs.get_file_info(pafs.FileSelector(f"{bucket}/{key}".rstrip("/"),
+            found = self.filesystem.get_file_info(pafs.FileSelector(f"{bucket}/{key}".rstrip("/"),
                                                              allow_not_found=True, recursive=True))
             if not found:
                 self._check_bucket(prefix)

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         kafka_options = {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
         java_config(kafka_options)  # settings Spark could not take fail here, in one line
+        snapshots_at = snapshot_location(args)
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -99,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
                                config=kafka_options)
         relay.start()
     mirror = _lance_mirror(args.store, log)
+    snapshotter = _snapshotter(args.store, snapshots_at, args.snapshot_every) if snapshots_at else None
     log.info(
         "projector running: %s -> %s (checkpoint %s, master %s)",
         args.bootstrap_servers, store.location, args.checkpoint, args.spark_master)
@@ -121,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         log.info("the Spark JVM stopped with the interrupt")
         error = None
     finally:
-        for follower in (relay, mirror):
+        for follower in (relay, mirror, snapshotter):
             if follower is not None:
                 follower.stop()
                 follower.store.close()
@@ -136,6 +138,27 @@ def run(args: argparse.Namespace) -> int:
         return 1
     log.info("projector stopped")
     return 0
+
+
+def snapshot_location(args: argparse.Namespace) -> str | None:
+    """Where ``--snapshot-every`` writes: ``--snapshots``, else beside a SQLite store. ``ValueError``
+    without a place to write to."""
+    if not args.snapshot_every:
+        return None
+    if args.snapshots:
+        return str(args.snapshots)
+    if scheme(args.store) != "sqlite":
+        raise ValueError("--snapshot-every with a PostgreSQL store needs --snapshots DIR|s3://BUCKET/PREFIX")
+    return str(Path(args.store).absolute().parent / "snapshots")
+
+
+def _snapshotter(store: str, where: str, every: int) -> Any:
+    """The thread that writes a snapshot every ``every`` records into ``where``."""
+    from changelog.snapshots import Snapshotter, location
+
+    snapshotter = Snapshotter(open_store(store, read_only=True), location(where), every)
+    snapshotter.start()
+    return snapshotter
 
 
 def _lance_mirror(location: str, log: logging.Logger) -> Any:

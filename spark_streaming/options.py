@@ -122,5 +122,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-changelog", dest="changelog", action="store_false",
                         help="do not publish the change feed to the compacted topic "
                              "strata.catalog.changes (published by default)")
+    parser.add_argument("--snapshot-every", type=_record_count, default=0, metavar="N",
+                        help="write a snapshot each time N more records are folded (default 0: "
+                             "never); 'strata replay --from-snapshot' rebuilds from the newest")
+    parser.add_argument("--snapshots", default=None, metavar="DIR|s3://BUCKET/PREFIX",
+                        help="where --snapshot-every writes (default: 'snapshots' beside a SQLite "
+                             "store; required with PostgreSQL). s3:// uses the AWS variables")
     parser.add_argument("--ready-file", type=Path, default=None,
                         help="file to create once the streaming query has started")

@@ -24,6 +24,7 @@ from stack.server import Server
 if TYPE_CHECKING:
     from dashboard import Dashboard
     from projector import CatalogReader, Change, Dataset, Layer
+    from projector.stores.snapshots import Location
 
 ENV_HELP = settings.help_text()
 
@@ -66,7 +67,8 @@ def _server(args: argparse.Namespace) -> Server:
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers,
                   spark_master=args.spark_master, store=args.store,
                   allow_finite_retention=args.allow_finite_retention,
-                  kafka_options=parse_key_values(args.kafka_option))
+                  kafka_options=parse_key_values(args.kafka_option),
+                  snapshot_every=getattr(args, "snapshot_every", 0))
 
 
 def _known_bootstrap(args: argparse.Namespace) -> str | None:
@@ -431,12 +433,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     into = args.into or data_dir / "rebuild"
     snapshot = None
     if args.from_snapshot is not None:
-        kept = args.from_snapshot or data_dir / "snapshots"
-        snapshot = snapshots.newest(kept, lambda line: print(f"strata replay: {line}", flush=True))
+        kept = _snapshot_location(args.from_snapshot or data_dir / "snapshots")
+        try:
+            snapshot = snapshots.newest(kept, lambda line: print(f"strata replay: {line}", flush=True))
+        except OSError as exc:
+            raise SystemExit(f"strata replay: cannot list the snapshots in {kept.url}: {exc}") from None
         if snapshot is None:
-            print(f"strata replay: no usable snapshot in {kept}: rebuilding from offset 0", flush=True)
+            print(f"strata replay: no usable snapshot in {kept.url}: rebuilding from offset 0", flush=True)
     start = 0 if snapshot is None else snapshot.next_offsets().get((CATALOG_TOPIC, 0), 0)
-    origin = "offset 0" if snapshot is None else f"{snapshot.directory} (offset {start})"
+    origin = "offset 0" if snapshot is None else f"{snapshot.url} (offset {start})"
     print(f"strata replay: rebuilding from {origin} of {bootstrap} into {into}", flush=True)
     started = time.monotonic()
     rebuilt = rebuild(bootstrap, into, spark_master=args.spark_master or "local[*]",
@@ -456,11 +461,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _snapshot_location(where: str | Path) -> Location:
+    """Where snapshots are kept, from a directory or an ``s3://`` URL; exits with one line if the
+    URL cannot be one."""
+    from changelog.snapshots import location
+
+    try:
+        return location(where)
+    except ValueError as exc:
+        raise SystemExit(f"strata: {exc}") from None
+
+
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from projector import StoreUnavailableError, open_store
     from projector.stores import snapshots
 
-    kept = args.to or (args.data_dir or settings.home()) / "snapshots"
+    kept = _snapshot_location(args.to or (args.data_dir or settings.home()) / "snapshots")
     try:
         store = open_store(_store_location(args), read_only=True)
     except (StoreUnavailableError, ValueError) as exc:
@@ -468,12 +484,14 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         written = snapshots.write(store, kept)
+    except OSError as exc:
+        raise SystemExit(f"strata snapshot: cannot write into {kept.url}: {exc}") from None
     finally:
         store.close()
     snapshot = snapshots.Snapshot(written)
     rows = sum(snapshot.manifest["tables"].values())
     offset = snapshot.next_offsets().get((CATALOG_TOPIC, 0), 0)
-    print(f"{written}\t{rows:,} rows at offset {offset} in {time.monotonic() - started:.1f} s")
+    print(f"{written.url}\t{rows:,} rows at offset {offset} in {time.monotonic() - started:.1f} s")
     return 0
 
 
@@ -496,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
     _stack_arguments(up)
     _topic_argument(up)
     _dashboard_arguments(up, "port of the dashboard it serves")
+    up.add_argument("--snapshot-every", type=int, default=0, metavar="N",
+                    help="have the projector write a snapshot into DATA_DIR/snapshots each time N "
+                         "more records are folded (default 0: never)")
     up.set_defaults(func=cmd_up)
 
     demo = commands.add_parser(
@@ -530,20 +551,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory for the rebuilt store and its checkpoint (emptied first)")
     replay.add_argument("--swap", action="store_true",
                         help="make the live store (see --store) a copy of the rebuilt one")
-    replay.add_argument("--from-snapshot", nargs="?", const="", default=None, metavar="DIR",
-                        type=lambda value: Path(value) if value else "",
-                        help="start from the newest usable snapshot in DIR (default DATA_DIR/snapshots) "
-                             "and fold only the log after it")
+    replay.add_argument("--from-snapshot", nargs="?", const="", default=None, metavar="DIR|s3://...",
+                        help="start from the newest usable snapshot in DIR or under an s3:// prefix "
+                             "(default DATA_DIR/snapshots) and fold only the log after it")
     add_max_offsets_option(replay)
     replay.set_defaults(func=cmd_replay)
 
     snapshot = commands.add_parser(
         "snapshot", help="write the projection at one offset, to rebuild from it later",
         description="Write every table of the store (history included) as of one commit into "
-                    "DIR/snapshot-<offset> (default DATA_DIR/snapshots): Arrow files and a manifest "
-                    "naming the offset and the store format. 'strata replay --from-snapshot' starts "
-                    "from the newest usable one. Reads the store only.")
-    snapshot.add_argument("--to", type=Path, default=None, metavar="DIR", help="where snapshots are kept")
+                    "DIR/snapshot-<offset> (default DATA_DIR/snapshots) or under an s3:// prefix "
+                    "(through the AWS variables): Arrow files and a manifest naming the offset and "
+                    "the store format. 'strata replay --from-snapshot' starts from the newest usable "
+                    "one; 'strata projector --snapshot-every N' writes them as it folds. Reads the "
+                    "store only.")
+    snapshot.add_argument("--to", default=None, metavar="DIR|s3://BUCKET/PREFIX",
+                          help="where snapshots are kept")
     _read_arguments(snapshot)
     snapshot.set_defaults(func=cmd_snapshot)
 

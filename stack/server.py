@@ -56,7 +56,9 @@ class Server:
     its ``STRATA_*`` environment variable (see ``settings``). The topics are created to keep every
     record forever; an existing topic that may delete records is refused (``ValueError``) unless
     ``allow_finite_retention``. ``max_offsets_per_trigger`` caps the records of one projector
-    micro-batch (default: the projector's, 20,000).
+    micro-batch (default: the projector's, 20,000). With ``snapshot_every``, the projector writes
+    a snapshot each time that many more records are folded, into ``snapshots`` (a directory or an
+    ``s3://`` prefix; default ``data_dir/snapshots``), for ``strata replay --from-snapshot``.
 
     Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
     ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark), ``ValueError``
@@ -77,6 +79,8 @@ class Server:
         store: str | Path | None = None,
         allow_finite_retention: bool = False,
         max_offsets_per_trigger: int | None = None,
+        snapshot_every: int = 0,
+        snapshots: str | Path | None = None,
         startup_timeout_secs: float = 240.0,
     ) -> None:
         if host in ("0.0.0.0", "::"):  # noqa: S104 - refused, not bound
@@ -92,6 +96,8 @@ class Server:
         self.kafka_options = {**settings.kafka_options(), **(kafka_options or {})}
         self.allow_finite_retention = allow_finite_retention
         self.max_offsets_per_trigger = max_offsets_per_trigger
+        self.snapshot_every = snapshot_every
+        self.snapshots = str(snapshots if snapshots is not None else self.data_dir / "snapshots")
         self.startup_timeout_secs = startup_timeout_secs
         external = bootstrap_servers or settings.bootstrap_servers()
         self.broker = None if external else EmbeddedBroker(self.data_dir / "kafka", port=port, host=host)
@@ -201,6 +207,8 @@ class Server:
                 "--spark-master", self.spark_master, "--ready-file", str(ready)]
         if self.max_offsets_per_trigger is not None:
             args += ["--max-offsets-per-trigger", str(self.max_offsets_per_trigger)]
+        if self.snapshot_every:
+            args += ["--snapshot-every", str(self.snapshot_every), "--snapshots", self.snapshots]
         # In the environment, not on the command line, where any user's ps would show passwords.
         env = {"PYSPARK_PYTHON": sys.executable,
                "STRATA_KAFKA_OPTIONS": json.dumps(self.kafka_options)}

@@ -171,10 +171,11 @@ class PipelineLoad(threading.Thread):
         self.join(30)
 
 
-def strata_replay(server: Server, into: Path, *args: str) -> str:
+def strata_replay(server: Server, into: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """``strata replay`` of ``server``'s log into ``into``; its output. ``env`` adds variables."""
     done = subprocess.run(
         [sys.executable, "-m", "stack.cli", "replay", "--data-dir", str(server.data_dir), "--into", str(into),
-         *args], capture_output=True, text=True, timeout=600)
+         *args], capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

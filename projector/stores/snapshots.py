@@ -6,22 +6,24 @@ of its prefixes (a rebuild from any snapshot equals a rebuild from offset 0), an
 store format is skipped, never converted.
 
 A snapshot is a directory ``snapshot-<offset>`` (``<offset>`` the catalog topic's next offset,
-twelve digits) holding ``<table>.arrow`` per table of ``TABLES`` and ``manifest.json``; it is
-written beside its final name and renamed into place, so a directory with a manifest is whole.
+twelve digits) holding ``<table>.arrow`` per table of ``TABLES`` and ``manifest.json``, kept in a
+local directory or under an object-store prefix (any pyarrow filesystem, see ``Location``). The
+manifest is written last, so a snapshot with a manifest is whole and one without is ignored; a
+local snapshot is moreover written beside its final name and renamed into place.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.ipc
 
 from events import CATALOG_TOPIC
@@ -31,22 +33,48 @@ MANIFEST = "manifest.json"
 _TYPES = {str: pa.string(), int: pa.int64(), bytes: pa.binary()}
 
 
+@dataclass(frozen=True)
+class Location:
+    """Where snapshots are kept: ``path`` on the filesystem ``fs``, known to users as ``url``."""
+
+    fs: pafs.FileSystem
+    path: str
+    url: str
+
+    @classmethod
+    def of(cls, where: Location | Path | str) -> Location:
+        """``where`` itself, or a local directory as a location."""
+        if isinstance(where, Location):
+            return where
+        path = str(Path(where).absolute())
+        return cls(pafs.LocalFileSystem(), path, path)
+
+    def child(self, name: str) -> Location:
+        return Location(self.fs, f"{self.path.rstrip('/')}/{name}", f"{self.url.rstrip('/')}/{name}")
+
+    @property
+    def local(self) -> bool:
+        return isinstance(self.fs, pafs.LocalFileSystem)
+
+
 def _schema(table: str) -> pa.Schema:
     return pa.schema([(name, _TYPES[kind]) for name, kind in TABLES[table][0].items()])
 
 
-def write(store: SqlStore, parent: Path) -> Path:
-    """Write a snapshot of ``store`` (one read transaction) under ``parent``; returns its
-    directory. A snapshot of the same offset already there is kept as it is."""
+def write(store: SqlStore, where: Location | Path | str) -> Location:
+    """Write a snapshot of ``store`` (one read transaction) under ``where``; returns where it is.
+    A snapshot of the same offset already there is kept as it is."""
+    parent = Location.of(where)
     rows = store.snapshot_rows()
     offsets = [list(row) for row in rows["offsets"]]
     end = next((o for t, p, o in offsets if (t, p) == (CATALOG_TOPIC, 0)), 0)
-    final = parent / f"snapshot-{end:012d}"
-    if (final / MANIFEST).exists():
+    final = parent.child(f"snapshot-{end:012d}")
+    if _is_file(final.child(MANIFEST)):
         return final
-    parent.mkdir(parents=True, exist_ok=True)
-    partial = parent / f".{final.name}-{uuid.uuid4().hex}"
-    partial.mkdir()
+    # A local snapshot is written beside its final name, then renamed; an object store has no
+    # rename, and its manifest, written last, is what makes it whole.
+    target = parent.child(f".{final.path.rsplit('/', 1)[-1]}-{uuid.uuid4().hex}") if parent.local else final
+    parent.fs.create_dir(target.path, recursive=True)
     try:
         for table, table_rows in rows.items():
             schema = _schema(table)
@@ -54,54 +82,68 @@ def write(store: SqlStore, parent: Path) -> Path:
                                             else [[] for _ in schema])
             data = pa.table([pa.array(c, field.type) for c, field in zip(columns, schema, strict=True)],
                             schema=schema)
-            with pa.OSFile(str(partial / f"{table}.arrow"), "wb") as sink, \
+            with parent.fs.open_output_stream(target.child(f"{table}.arrow").path) as sink, \
                     pa.ipc.new_file(sink, schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as out:
                 out.write_table(data)
         manifest = {"format_version": FORMAT_VERSION, "offsets": offsets,
                     "tables": {table: len(table_rows) for table, table_rows in rows.items()},
                     "written_at": datetime.now(UTC).isoformat()}
-        (partial / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        os.replace(partial, final)
+        with parent.fs.open_output_stream(target.child(MANIFEST).path) as sink:
+            sink.write((json.dumps(manifest, indent=2) + "\n").encode())
+        if target != final:
+            parent.fs.move(target.path, final.path)
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        if target != final:
+            parent.fs.delete_dir(target.path)
         raise
     return final
+
+
+def _is_file(location: Location) -> bool:
+    return bool(location.fs.get_file_info(location.path).type == pafs.FileType.File)
 
 
 class Snapshot:
     """A snapshot read back: what ``SqlStore.replace_contents`` copies from."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.manifest: dict[str, Any] = json.loads((directory / MANIFEST).read_text())
+    def __init__(self, where: Location | Path | str) -> None:
+        self.location = Location.of(where)
+        self.url = self.location.url
+        with self.location.fs.open_input_stream(self.location.child(MANIFEST).path) as source:
+            self.manifest: dict[str, Any] = json.loads(source.read())
 
     def next_offsets(self) -> dict[tuple[str, int], int]:
         return {(t, p): o for t, p, o in self.manifest["offsets"]}
 
     def rows(self, table: str) -> list[tuple[Any, ...]]:
-        with pa.memory_map(str(self.directory / f"{table}.arrow")) as source:
+        with self.location.fs.open_input_file(self.location.child(f"{table}.arrow").path) as source:
             data = pa.ipc.open_file(source).read_all()
         return list(zip(*(data.column(name).to_pylist() for name in data.column_names), strict=True))
 
 
-def _candidates(parent: Path) -> Iterator[Path]:
+def _candidates(parent: Location) -> Iterator[Location]:
     """The whole snapshots under ``parent``, newest (highest offset) first."""
-    found = sorted((p for p in parent.glob("snapshot-*") if (p / MANIFEST).exists()), reverse=True)
-    yield from found
+    found = parent.fs.get_file_info(pafs.FileSelector(parent.path, allow_not_found=True))
+    names = sorted((info.base_name for info in found if info.type == pafs.FileType.Directory
+                    and info.base_name.startswith("snapshot-")), reverse=True)
+    for name in names:
+        if _is_file(parent.child(name).child(MANIFEST)):
+            yield parent.child(name)
 
 
-def newest(parent: Path, skipped: Callable[[str], None] = lambda line: None) -> Snapshot | None:
-    """The newest snapshot under ``parent`` of this store format, or None; each one skipped
+def newest(where: Location | Path | str,
+           skipped: Callable[[str], None] = lambda line: None) -> Snapshot | None:
+    """The newest snapshot under ``where`` of this store format, or None; each one skipped
     (another format, or unreadable) is reported to ``skipped`` in one line."""
-    for directory in _candidates(parent) if parent.is_dir() else ():
+    for location in _candidates(Location.of(where)):
         try:
-            snapshot = Snapshot(directory)
+            snapshot = Snapshot(location)
         except (OSError, ValueError) as exc:
-            skipped(f"skipping {directory}: its manifest cannot be read ({exc})")
+            skipped(f"skipping {location.url}: its manifest cannot be read ({exc})")
             continue
         version = snapshot.manifest.get("format_version")
         if version != FORMAT_VERSION:
-            skipped(f"skipping {directory}: store format {version}, this strata writes {FORMAT_VERSION}")
+            skipped(f"skipping {location.url}: store format {version}, this strata writes {FORMAT_VERSION}")
             continue
         return snapshot
     return None

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +40,7 @@ from events import (
 )
 from producers import EventProducer, log_reader
 from projector import DatasetKind, companion_id, table_rows
+from projector.stores import snapshots
 from spark_streaming import replay
 from stack import Server
 from stack_tools import strata_replay, wait_caught_up
@@ -120,23 +122,32 @@ def test_random_histories_rebuild_to_identical_tables(server: Server, tmp_path_f
     assert dump(into / "store.db") == dump(server.store)
 
 
+@pytest.mark.parametrize("kept_in", ["a directory", "object storage"])
 def test_a_replay_from_a_snapshot_folds_only_the_log_after_it(server: Server, client: sdk.CatalogClient,
-                                                              make_rrd, tmp_path) -> None:
+                                                              make_rrd, tmp_path, kept_in, request) -> None:
+    if kept_in == "object storage":
+        s3 = request.getfixturevalue("s3")
+        bucket = f"snapshots-{uuid.uuid4().hex[:8]}"
+        s3.create_bucket(bucket)
+        kept, env = f"s3://{bucket}/strata/snapshots", s3.environment()
+    else:
+        kept, env = str(tmp_path / "kept"), {}
     dataset = client.create_dataset(f"snapshot-{uuid.uuid4().hex[:8]}")
     dataset.register([make_rrd(f"before_{i}") for i in range(3)]).wait()
     dataset.create_tag("snapshotted")
     wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=120)
     taken = subprocess.run([sys.executable, "-m", "stack.cli", "snapshot", "--data-dir", str(server.data_dir),
-                            "--to", str(tmp_path / "kept")], capture_output=True, text=True, timeout=300)
+                            "--to", kept], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, **env})
     assert taken.returncode == 0, taken.stderr
     directory, summary = taken.stdout.strip().split("\t")
     offset = int(summary.split(" at offset ")[1].split()[0])
-    assert Path(directory).name == f"snapshot-{offset:012d}"
+    assert directory == f"{kept}/snapshot-{offset:012d}"
     dataset.register([make_rrd("after_0")]).wait()
     dataset.unregister(segments_to_drop=["before_0"]).wait()
     wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=120)
 
-    output = strata_replay(server, tmp_path / "rebuild", "--from-snapshot", str(tmp_path / "kept"))
+    output = strata_replay(server, tmp_path / "rebuild", "--from-snapshot", kept, env=env)
     assert f"rebuilding from {directory} (offset {offset})" in output
     assert dump(tmp_path / "rebuild" / "store.db") == dump(server.store)
     # (topic, partition, first_offset, next_offset, records): the batches up to the snapshot are the
@@ -200,3 +211,28 @@ def test_swap_reads_kafka_with_the_live_store_unlocked(server: Server, client: s
     check = tmp_path / "check"
     strata_replay(server, check)
     assert dump(check / "store.db") == dump(server.store)
+
+
+def test_the_projector_writes_a_snapshot_every_n_records_and_a_replay_starts_from_the_newest(
+        tmp_path, new_store, make_rrd) -> None:
+    every = 4
+    with Server(tmp_path / "stack", store=new_store(), snapshot_every=every) as stack:
+        dataset = stack.client().create_dataset("snapshotted")
+        for i in range(6):
+            dataset.register([make_rrd(f"every_{i}")]).wait()
+        end = wait_caught_up(stack.store, stack.bootstrap_servers, timeout_secs=120)[(CATALOG_TOPIC, 0)]
+        kept = tmp_path / "stack" / "snapshots"
+
+        def newest_offset() -> int:
+            newest = snapshots.newest(kept)
+            return 0 if newest is None else newest.next_offsets()[(CATALOG_TOPIC, 0)]
+
+        deadline = time.monotonic() + 60
+        while newest_offset() <= end - every and time.monotonic() < deadline:
+            time.sleep(0.2)
+        written = sorted(int(p.name.removeprefix("snapshot-")) for p in kept.glob("snapshot-*"))
+        assert end - every < written[-1] <= end and len(written) >= 2
+        assert all(b - a >= every for a, b in zip(written, written[1:], strict=False))
+        output = strata_replay(stack, tmp_path / "rebuild", "--from-snapshot")
+        assert f"rebuilding from {kept / f'snapshot-{written[-1]:012d}'} (offset {written[-1]})" in output
+        assert dump(tmp_path / "rebuild" / "store.db") == dump(stack.store)

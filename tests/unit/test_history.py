@@ -5,6 +5,7 @@ in random batches (with replayed overlaps, as after a crash)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from unittest import mock
 
 import pyarrow as pa
@@ -138,12 +139,12 @@ def test_the_newest_snapshot_of_this_format_is_used_and_the_others_said(tmp_path
     second = snapshots.write(store, tmp_path / "kept")
     assert snapshots.write(store, tmp_path / "kept") == second  # the same offset: kept as it is
     store.close()
-    manifest = json.loads((second / snapshots.MANIFEST).read_text())
-    (second / snapshots.MANIFEST).write_text(json.dumps({**manifest, "format_version": 1}))
+    manifest = json.loads((Path(second.path) / snapshots.MANIFEST).read_text())
+    (Path(second.path) / snapshots.MANIFEST).write_text(json.dumps({**manifest, "format_version": 1}))
     said: list[str] = []
     found = snapshots.newest(tmp_path / "kept", said.append)
-    assert found is not None and found.directory == first
-    assert said == [f"skipping {second}: store format 1, this strata writes {FORMAT_VERSION}"]
+    assert found is not None and found.url == first.url
+    assert said == [f"skipping {second.url}: store format 1, this strata writes {FORMAT_VERSION}"]
     assert snapshots.newest(tmp_path / "none") is None
     restored = SqliteStore(tmp_path / "restored.db")
     snapshots.restore(restored, found)
