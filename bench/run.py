@@ -22,6 +22,9 @@ Scenarios (--only, comma-separated; default all):
   history     strata only, in process, no Spark or Kafka: segment_table() and manifest() now and
               as of a point in the middle of many layer replacements, and the store's size with and
               without its history
+  rebuild     strata only, a broker of its own: strata replay of a long log of DROID-like
+              registrations and replacements from offset 0, against strata replay --from-snapshot
+              from a snapshot near its end; seconds and peak RSS of each command
   stages      strata only, in process, no Spark or Kafka: CPU time per event of the projector's
               Python stages (decode, batch_view, fold, commit) on DROID-like register events,
               and the floors of Avro decoding and SQLite inserts alone
@@ -43,14 +46,14 @@ import time
 import traceback
 from pathlib import Path
 
-from bench import profile, report, scenarios
+from bench import profile, rebuild, report, scenarios
 from bench.recordings import LAYERS, RecordingPool
 from bench.report import NOT_APPLICABLE, Row
 from bench.systems import RerunSystem, StrataSystem
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 SCENARIOS = ("startup", "latency", "throughput", "queries", "reads", "workers", "tables", "replay",
-             "stages", "history")
+             "stages", "history", "rebuild")
 SCALES = {
     "small": {"latency_calls": 50, "warmup": 5, "sdk_datasets": 2, "sdk_count": 250, "sdk_batch": 250,
               "producer_count": 10_000, "query_sizes": "500,2000", "rerun_max_segments": 2_000,
@@ -58,14 +61,16 @@ SCALES = {
               "stage_events": 30_000, "stage_batch": 10_000, "read_sizes": "20", "read_calls": 20,
               "spark_segments": 100, "scaling_segments": 50, "scaling_files": 250, "table_rows": 100_000,
               "table_batch": 10_000, "table_upserts": 200, "history_segments": 10_000,
-              "history_replacements": 30_000},
+              "history_replacements": 30_000, "rebuild_events": 50_000, "rebuild_snapshot_at": 49_500,
+              "rebuild_segments": 5_000},
     "full": {"latency_calls": 300, "warmup": 20, "sdk_datasets": 8, "sdk_count": 1_000, "sdk_batch": 1_000,
              "producer_count": 200_000, "query_sizes": "1000,10000,100000",
              "rerun_max_segments": 100_000, "query_repeats": 3, "replay_caps": "20000,50000",
              "stage_events": 300_000, "stage_batch": 100_000, "read_sizes": "20,200", "read_calls": 50,
              "spark_segments": 1_000, "scaling_segments": 200, "scaling_files": 1_000,
              "table_rows": 1_000_000, "table_batch": 10_000, "table_upserts": 1_000,
-             "history_segments": 100_000, "history_replacements": 300_000},
+             "history_segments": 100_000, "history_replacements": 300_000,
+             "rebuild_events": 1_000_000, "rebuild_snapshot_at": 990_000, "rebuild_segments": 100_000},
 }
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -113,6 +118,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="DROID-like segments of 3 layers in the history scenario (full: 100000)")
     parser.add_argument("--history-replacements", type=int,
                         help="layer replacements after them in the history scenario (full: 300000)")
+    parser.add_argument("--rebuild-events", type=int,
+                        help="events in the rebuild scenario's log (full: 1000000)")
+    parser.add_argument("--rebuild-snapshot-at", type=int,
+                        help="the offset of the snapshot the rebuild starts from (full: 990000)")
+    parser.add_argument("--rebuild-segments", type=int,
+                        help="segments of 3 layers in that log, replaced at random after (full: 100000)")
     parser.add_argument("--label", help="names the results <date>-<label> (default: the scale); "
                                          "use one when overriding sizes")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
@@ -210,6 +221,10 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
         if "history" in args.only:
             results["history"] = timed(timings, "strata history", scenarios.history, pool, work / "history",
                                        segments=args.history_segments, replacements=args.history_replacements)
+        if "rebuild" in args.only:
+            results["rebuild"] = timed(timings, "strata rebuild", rebuild.rebuild, pool, work / "rebuild",
+                                       events=args.rebuild_events, snapshot_at=args.rebuild_snapshot_at,
+                                       segments=args.rebuild_segments)
         run_common(args, system, pool, timings, results, query_sizes=args.query_sizes, producers=True)
         if "workers" in args.only:
             results["workers"] = timed(timings, "strata workers", scenarios.worker_scaling, system, pool,
@@ -421,6 +436,24 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                         target=2))
         rows.append(Row("history", "fold and commit, in process (events/s)", "higher",
                         kept["fold_commit_events_per_s"], NOT_APPLICABLE, note=f"{kept['events']:,} events"))
+    if "rebuild" in strata:
+        kept = strata["rebuild"]
+        note = (f"{kept['events']:,} events ({kept['segments']:,} segments x 3 layers, then replacements); "
+                "strata replay, Spark startup included")
+        rows.append(Row("rebuild", "rebuild from offset 0 (s)", "lower", kept["from_0_s"], NOT_APPLICABLE,
+                        note=note))
+        rows.append(Row("rebuild", f"rebuild from a snapshot at {kept['snapshot_at']:,} (s)", "lower",
+                        kept["from_snapshot_s"], NOT_APPLICABLE, target=60,
+                        note=f"snapshot of {kept['snapshot_mb']:,} MB; the stores equal row by row: "
+                             f"{'yes' if kept['stores_equal'] else 'NO'}"))
+        rows.append(Row("rebuild", "from offset 0 / from the snapshot", "higher", kept["speedup"],
+                        NOT_APPLICABLE, target=10))
+        for origin in ("from_0", "from_snapshot"):
+            rows.append(Row("rebuild", f"peak RSS, {origin.replace('_', ' ')} (MiB)", "lower",
+                            kept[f"{origin}_peak_rss_mib"], NOT_APPLICABLE,
+                            note="the strata replay process tree"))
+        rows.append(Row("rebuild", "strata snapshot of that store (s)", "lower", kept["snapshot_write_s"],
+                        NOT_APPLICABLE))
     if both is False:
         for row in rows:
             if row.rerun is None:
