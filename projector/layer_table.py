@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc
 
@@ -44,6 +45,34 @@ HISTORY_COLUMNS = pa.schema([*LAYER_COLUMNS, ("valid_to", pa.int64()), ("event_i
 """A replaced or removed layer as the store keeps it (``projector.stores.sql_history``): its row
 of the layer table, the offset of the record that replaced or removed it, and the rest of its
 ``Layer``."""
+
+
+_ORDER = [("position", "ascending"), ("registered_offset", "ascending")]
+
+
+def at_offset(current: pa.Table, closed: pa.Table, offset: int) -> pa.Table:
+    """The layer table as of ``offset``: the rows of ``current`` (a layer table, in its order)
+    registered before it, with ``closed`` (rows of the same columns that were layers then) put in
+    their places, in one ``take`` rather than a sort of the whole table."""
+    kept = np.flatnonzero(current["registered_offset"].to_numpy() < offset)
+    if not closed.num_rows:
+        return current if len(kept) == current.num_rows else current.take(kept)
+    closed = closed.select(LAYER_COLUMNS.names).sort_by(_ORDER)
+    if offset >= 1 << 32:  # the keys below would not fit in 64 bits
+        return pa.concat_tables([current.take(kept), closed]).sort_by(_ORDER)
+
+    def keys(table: pa.Table, rows: Any = slice(None)) -> Any:
+        return (table["position"].to_numpy()[rows] << 32) + table["registered_offset"].to_numpy()[rows]
+
+    # Both are in (position, registered_offset) order: each closed row goes before the first kept
+    # row with a greater key, shifted by the closed rows before it.
+    at = np.searchsorted(keys(current, kept), keys(closed), side="right") + np.arange(closed.num_rows)
+    order = np.empty(len(kept) + closed.num_rows, np.int64)
+    placed = np.zeros(len(order), bool)
+    placed[at] = True
+    order[at] = current.num_rows + np.arange(closed.num_rows)
+    order[~placed] = kept
+    return pa.concat_tables([current, closed]).take(order)
 
 
 def from_rows(rows: Sequence[tuple[Any, ...]], schema: pa.Schema = LAYER_COLUMNS) -> pa.Table:

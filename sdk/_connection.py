@@ -109,7 +109,10 @@ class Connection:
             offset = offset_after(self.bootstrap_servers, point, config=self._kafka_config)
         elif isinstance(point, int) and not isinstance(point, bool):
             offset = point
-            end = end_offsets(self.bootstrap_servers, config=self._kafka_config).get((CATALOG_TOPIC, 0), 0)
+            folded = self._store.next_offsets().get((CATALOG_TOPIC, 0), 0)
+            # A point the store has folded up to is in the log; only one past it asks the broker.
+            end = folded if 0 <= offset <= folded else end_offsets(
+                self.bootstrap_servers, config=self._kafka_config).get((CATALOG_TOPIC, 0), 0)
             if not 0 <= offset <= end:
                 raise ValueError(f"point {point}: the log has offsets 0 to {end} (the catalog as of "
                                  f"{end} is the catalog now); give one of them, or a datetime")

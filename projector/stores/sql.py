@@ -787,12 +787,7 @@ class PointReader:
         return self._layer_table(dataset_id, self._closed_layers(dataset_id))
 
     def _layer_table(self, dataset_id: uuid.UUID, closed: pa.Table) -> pa.Table:
-        current = self._store.layer_table(dataset_id)
-        current = current.filter(pc.less(current["registered_offset"], self.offset))
-        if not closed.num_rows:
-            return current
-        return pa.concat_tables([current, closed.select(_layer_table.LAYER_COLUMNS.names)]).sort_by(
-            [("position", "ascending"), ("registered_offset", "ascending")])
+        return _layer_table.at_offset(self._store.layer_table(dataset_id), closed, self.offset)
 
     def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
         """``layer_table``'s rows as ``Layer`` values, in its order."""
