@@ -689,7 +689,8 @@ def _write_table(state: _Overlay, record: LogRecord, event: Event, command: Writ
         state.drop_part(part)
     as_sent = not earlier and rows is decoded and table_rows.storable(schema, command.rows)
     state.changes.table_writes.append(
-        TableWrite(table.id, command.mode, rows, index, command.rows if as_sent else b""))
+        TableWrite(table.id, command.mode, rows, index, command.rows if as_sent else b"",
+                   record.position.offset))
     _touch_table(state, table, event, revision=table.revision + 1)
     state.note(ChangeKind.TABLE_ROWS_WRITTEN, table.id, table.name,
                detail=f"{command.mode} {rows.num_rows} row{'s' * (rows.num_rows != 1)}")
@@ -845,7 +846,6 @@ class _Overlay:
         """Everything of a deleted entry (dataset or table) goes."""
         self.changes.purged.add(dataset_id)
         self._version(Versioned.PURGE, (dataset_id,), None)
-        self.changes.table_writes = [w for w in self.changes.table_writes if w.table_id != dataset_id]
         _drop_entry(self.changes.segments, dataset_id)
         _drop_entry(self.changes.layers, dataset_id)
         _drop_entry(self.changes.asset_scopes, dataset_id)

@@ -240,6 +240,9 @@ class TableWrite:
     ipc: bytes = b""
     """``rows`` as the Arrow IPC stream the command carried, when the store may keep it as it is
     (one part, the table's types, nothing dropped); empty otherwise."""
+    offset: int = 0
+    """The log offset of the write's (last) record: the rows are the table's from it on, and the
+    rows it replaces were until it."""
 
 
 class Status(StrEnum):

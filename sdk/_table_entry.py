@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, TypeAlias
 
 import datafusion
@@ -22,6 +23,7 @@ from sdk._connection import Connection
 from sdk._dataset import DatasetEntry, companion_dataset
 from sdk._entry import Entry
 from sdk._operations import Operation
+from sdk.errors import NotFoundError
 
 MAX_PART_BYTES = 768 * 1024
 """Arrow IPC bytes per ``WriteTable`` event, well under Kafka's default 1 MB message limit."""
@@ -80,6 +82,23 @@ class TableEntry(Entry[Table]):
                          f"deleting table {self._seen.name!r}").wait()
 
     # -- reads --------------------------------------------------------------------------------
+
+    def as_of(self, point: int | datetime) -> TableEntry:
+        """The table as the catalog had it at ``point``: a log offset (the catalog the records
+        before it make) or a timezone-aware ``datetime`` (the records produced up to then). Its
+        ``reader()`` gives the rows of that point, in the order a table rebuilt from those records
+        has; a write through it is a ``ValueError``. ``NotFoundError`` if the table did not exist
+        then, ``ValueError`` for an offset past the end of the log.
+
+        >>> table.as_of(1200).reader().to_arrow_table()  # doctest: +SKIP
+        """
+        view = self._internal.at(point)
+        record = view.store.table(self._id)
+        if record is None or record.deleted:
+            what = "did not exist yet" if record is None else "was deleted"
+            raise NotFoundError(f"table {self._seen.name!r} ({self._id}) {what} as of log offset "
+                                f"{view.point}")
+        return TableEntry(view, record)
 
     def reader(self) -> datafusion.DataFrame:
         """The table's rows as a DataFrame of the client's ``ctx``, in write order: appended rows

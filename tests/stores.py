@@ -90,7 +90,7 @@ def store_offsets(location: str | Path) -> Offsets:
 def catalog_reads(reader, entry_ids: list[uuid.UUID]) -> dict:
     """Everything a client reads of the catalog through ``reader`` (a store, or a store ``at``
     an offset): the entries, and of each of ``entry_ids`` its dataset, segments, layers, layer
-    table, asset scopes and tags, and its table."""
+    table, asset scopes and tags, and its table and the table's rows."""
     entries = reader.datasets() + reader.tables()
     found: dict = {"datasets": reader.datasets(), "tables": reader.tables(),
                    "by_name": [(reader.dataset_by_name(e.name), reader.table_by_name(e.name))
@@ -99,4 +99,7 @@ def catalog_reads(reader, entry_ids: list[uuid.UUID]) -> dict:
         found[entry_id] = (reader.dataset(entry_id), reader.segments(entry_id), reader.layers(entry_id),
                            reader.layer_table(entry_id).to_pylist(), reader.asset_scopes(entry_id),
                            reader.table(entry_id), reader.tags(entry_id))
+        table = reader.table(entry_id)
+        if table is not None and not table.deleted and not table.registered:
+            found[entry_id] += (reader.table_data(table).to_pylist(),)
     return found

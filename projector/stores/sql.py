@@ -58,7 +58,7 @@ from projector.stores import sql_history, sql_tables
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
@@ -109,7 +109,11 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
          "default_blueprint": str},
         ("id",),
     ),
-    "table_chunks": ({"table_id": str, "chunk": int, "num_rows": int, "rows": bytes}, ("table_id", "chunk")),
+    "table_chunks": ({"table_id": str, "chunk": int, "num_rows": int, "rows": bytes, "origins": bytes},
+                     ("table_id", "chunk")),
+    "table_row_history": (
+        {"table_id": str, "valid_to": int, "chunk": int, "num_rows": int, "rows": bytes, "origins": bytes},
+        ("table_id", "valid_to", "chunk")),
     "table_keys": ({"table_id": str, "key": str, "chunk": int}, ("table_id", "key", "chunk")),
     "table_keyed": ({"table_id": str}, ("table_id",)),
     "table_parts": (
@@ -130,8 +134,8 @@ them, stamped with the commit's time.
 chunks of consecutive segment positions, rewritten with the rows they are made of.
 
 ``table_chunks``, ``table_keys``, ``table_keyed`` and ``table_parts`` hold the rows of created
-tables, the index that upserts use, and the parts of writes still waiting for their last part
-(see ``projector.stores.sql_tables``)."""
+tables, the index that upserts use, and the parts of writes still waiting for their last part;
+``table_row_history`` the rows writes replaced or removed (see ``projector.stores.sql_tables``)."""
 
 INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("datasets", ("name",)), ("outcomes", ("topic", "partition", "offset")),
@@ -429,8 +433,6 @@ class SqlStore:
             self._executemany("delete from tags where dataset_id = ? and name = ?",
                               [(str(d), n) for (d, n), tag in changes.tags.items() if tag is None])
             tables = sql_tables.Writer(statements)
-            for (entry_id,) in purged:
-                tables.remove(entry_id)
             self._executemany(
                 "delete from table_parts where table_id = ? and write_id = ? and part = ?",
                 [(str(t), w, n) for (t, w, n), part in changes.table_parts.items() if part is None])
@@ -449,6 +451,9 @@ class SqlStore:
             self._rewrite_chunks(chunks)
             for write in changes.table_writes:
                 tables.apply(write)
+            for version in changes.history:  # after the writes: a table deleted later in the batch
+                if version.kind is Versioned.PURGE:
+                    tables.remove(str(version.key[0]), version.offset)
             tables.finish()
 
     def _keep_history(self, history: list[Version]) -> None:
@@ -839,8 +844,16 @@ class PointReader:
         now = self._store.table(table.id)
         if now is not None and not now.deleted and now.revision == table.revision:
             return self._store.table_data(table)  # not written since the point
-        raise LookupError(f"the rows of table {table.name!r} as of offset {self.offset} are not kept: the "
-                          "store keeps a table's rows as they are now")
+        store, table_id = self._store, str(table.id)
+        with store._lock, store._faults(), store._read_transaction():
+            current = store._execute("select rows, origins from table_chunks where table_id = ? "
+                                     "order by chunk", (table_id,)).fetchall()
+            closed = store._execute("select rows, origins from table_row_history where table_id = ? "
+                                    "and valid_to >= ? order by valid_to, chunk",
+                                    (table_id, self.offset)).fetchall()
+        return sql_tables.rows_at([(bytes(r), bytes(o)) for r, o in current],
+                                  [(bytes(r), bytes(o)) for r, o in closed], self.offset,
+                                  table_rows.table_schema(table.arrow_schema))
 
     def segments_with_layers(self, wanted: Mapping[uuid.UUID, Iterable[str]]
                              ) -> tuple[dict[tuple[uuid.UUID, str], Segment],

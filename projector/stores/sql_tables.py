@@ -10,6 +10,13 @@ are written from its first upsert on (``table_keyed`` lists those tables), so ta
 appended to never pay for them. Writes are applied one by one in log order, so where a batch ends
 never changes what is stored. Everything runs inside the store's commit transaction, through the
 ``Statements`` the store hands it.
+
+The past is kept too: beside each chunk, its rows' origins (``ORIGINS``: the offset of the write
+that added each row and its position in that write), and in ``table_row_history`` the rows a write
+replaced or removed, with their origins, by the offset of that write (``valid_to``): an overwrite
+or a deleted table moves its chunks there as they are, an upsert the rows it replaces. The rows
+as of ``k`` (``rows_at``) are those of both added before ``k`` and not replaced before it, in the
+order of their origins: the order a table rebuilt from the log prefix ``[0, k)`` has.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -27,6 +35,16 @@ from projector.model import TableWrite
 
 SMALL_CHUNK_ROWS = 8192
 """A last chunk with fewer rows takes the next write's rows in."""
+
+_HISTORY = "table_id, valid_to, chunk, num_rows, rows, origins"
+
+ORIGINS = pa.schema([("offset", pa.int64()), ("position", pa.int64())])
+"""Where each row of a chunk comes from: the log offset of its write, its position in it."""
+
+
+def _origins(offset: int, rows: int) -> pa.Table:
+    return pa.table([pa.array(np.full(rows, offset, np.int64)), pa.array(np.arange(rows, dtype=np.int64))],
+                    schema=ORIGINS)
 
 
 @dataclass(frozen=True)
@@ -47,6 +65,7 @@ class _LastChunk:
 
     chunk: int
     parts: list[pa.Table]
+    origins: list[pa.Table]
     num_rows: int
     stored: bool
     """Whether the chunk is in the store (to update) or new (to insert)."""
@@ -66,17 +85,24 @@ class Writer:
     def apply(self, write: TableWrite) -> None:
         table_id = str(write.table_id)
         if write.mode is TableWriteMode.OVERWRITE:
-            self._last[table_id] = None
-            self.store.execute("delete from table_chunks where table_id = ?", (table_id,))
-            self.store.execute("delete from table_keys where table_id = ?", (table_id,))
+            self._close_all(table_id, write.offset)
         elif write.mode is TableWriteMode.UPSERT and write.index is not None:  # the fold refuses it else
             self._write_last(table_id)
             self._last.pop(table_id, None)  # the rewrite below may change it: read it again
             if not self._is_keyed(table_id):
                 self._key_chunks(table_id, write.rows.schema, write.index)
-            _remove_keys(self.store, table_id, write.rows, write.index)
+            _remove_keys(self.store, table_id, write)
         if write.rows.num_rows:
             self._add(table_id, write)
+
+    def _close_all(self, table_id: str, offset: int) -> None:
+        """Every row of the table ends at ``offset``: its chunks move to the history as they are."""
+        self._write_last(table_id)
+        self._last[table_id] = None
+        self.store.execute(f"insert into table_row_history ({_HISTORY}) select table_id, ?, chunk, "
+                           "num_rows, rows, origins from table_chunks where table_id = ?", (offset, table_id))
+        self.store.execute("delete from table_chunks where table_id = ?", (table_id,))
+        self.store.execute("delete from table_keys where table_id = ?", (table_id,))
 
     def finish(self) -> None:
         """Write the last chunks the commit changed."""
@@ -84,11 +110,11 @@ class Writer:
             self._write_last(table_id)
         self._last.clear()
 
-    def remove(self, table_id: str) -> None:
-        """Forget a deleted table's rows, keys and parts."""
-        self._last[table_id] = None
+    def remove(self, table_id: str, offset: int) -> None:
+        """A table deleted at ``offset``: its rows move to the history, its keys and parts go."""
+        self._close_all(table_id, offset)
         self._keyed[table_id] = False
-        for name in ("table_chunks", "table_keys", "table_parts", "table_keyed"):
+        for name in ("table_parts", "table_keyed"):
             self.store.execute(f"delete from {name} where table_id = ?", (table_id,))
 
     def _is_keyed(self, table_id: str) -> bool:
@@ -107,24 +133,27 @@ class Writer:
 
     def _load_last(self, table_id: str, schema: pa.Schema) -> _LastChunk | None:
         if table_id not in self._last:
-            row = self.store.execute("select chunk, num_rows, rows from table_chunks where table_id = ? "
-                                     "order by chunk desc limit 1", (table_id,)).fetchone()
+            row = self.store.execute("select chunk, num_rows, rows, origins from table_chunks "
+                                     "where table_id = ? order by chunk desc limit 1", (table_id,)).fetchone()
             self._last[table_id] = None if row is None else _LastChunk(
-                row[0], [table_rows.from_ipc([row[2]], schema)], row[1], stored=True, ipc=row[2])
+                row[0], [table_rows.from_ipc([row[2]], schema)], [table_rows.from_ipc([row[3]], ORIGINS)],
+                row[1], stored=True, ipc=row[2])
         return self._last[table_id]
 
     def _add(self, table_id: str, write: TableWrite) -> None:
         rows = write.rows
+        origins = _origins(write.offset, rows.num_rows)
         last = self._load_last(table_id, rows.schema)
         if last is not None and last.num_rows < SMALL_CHUNK_ROWS:
             last.parts.append(rows)
+            last.origins.append(origins)
             last.num_rows += rows.num_rows
             last.ipc = b""
             last.changed = True
         else:
             self._write_last(table_id)
-            last = _LastChunk(0 if last is None else last.chunk + 1, [rows], rows.num_rows, stored=False,
-                              ipc=write.ipc, changed=True)
+            last = _LastChunk(0 if last is None else last.chunk + 1, [rows], [origins], rows.num_rows,
+                              stored=False, ipc=write.ipc, changed=True)
             self._last[table_id] = last
         if write.index is not None and self._is_keyed(table_id):
             _insert_keys(self.store, table_id, last.chunk, rows, write.index)
@@ -134,12 +163,14 @@ class Writer:
         if last is None or not last.changed:
             return
         blob = last.ipc or table_rows.to_ipc(pa.concat_tables(last.parts))
+        origins = table_rows.to_ipc(pa.concat_tables(last.origins))
         if last.stored:
-            self.store.execute("update table_chunks set num_rows = ?, rows = ? where table_id = ? "
-                               "and chunk = ?", (last.num_rows, blob, table_id, last.chunk))
+            self.store.execute("update table_chunks set num_rows = ?, rows = ?, origins = ? "
+                               "where table_id = ? and chunk = ?", (last.num_rows, blob, origins, table_id,
+                                                                    last.chunk))
         else:
-            self.store.execute("insert into table_chunks (table_id, chunk, num_rows, rows) "
-                               "values (?, ?, ?, ?)", (table_id, last.chunk, last.num_rows, blob))
+            self.store.execute("insert into table_chunks (table_id, chunk, num_rows, rows, origins) "
+                               "values (?, ?, ?, ?, ?)", (table_id, last.chunk, last.num_rows, blob, origins))
         last.stored, last.ipc, last.changed = True, blob, False
 
 
@@ -150,9 +181,12 @@ def _insert_keys(store: Statements, table_id: str, chunk: int, rows: pa.Table, i
                   (table_id, chunk, param))
 
 
-def _remove_keys(store: Statements, table_id: str, rows: pa.Table, index: str) -> None:
-    """Drops the rows whose index values ``rows`` has, rewriting only the chunks holding them."""
-    keys = table_rows.key_texts(rows, index).to_pylist()
+def _remove_keys(store: Statements, table_id: str, write: TableWrite) -> None:
+    """Drops the rows whose index values ``write`` has, rewriting only the chunks holding them;
+    the rows dropped go to the history, ending at the write's offset."""
+    index = write.index
+    assert index is not None
+    keys = table_rows.key_texts(write.rows, index).to_pylist()
     among, param = store.key_in(keys)  # one statement, one parameter, for all the keys
     chunks = {c for (c,) in store.execute(
         f"select distinct chunk from table_keys where table_id = ? and {among}", (table_id, param))}
@@ -161,12 +195,32 @@ def _remove_keys(store: Statements, table_id: str, rows: pa.Table, index: str) -
         return
     replaced = pa.array(keys, pa.string())
     for chunk in sorted(chunks):
-        (blob,) = store.execute("select rows from table_chunks where table_id = ? and chunk = ?",
-                                (table_id, chunk)).fetchone()
-        held = table_rows.from_ipc([blob], rows.schema)
-        kept = held.filter(pc.invert(pc.is_in(table_rows.key_texts(held, index), value_set=replaced)))
+        blob, origins_blob = store.execute("select rows, origins from table_chunks where table_id = ? "
+                                           "and chunk = ?", (table_id, chunk)).fetchone()
+        held = table_rows.from_ipc([blob], write.rows.schema)
+        origins = table_rows.from_ipc([origins_blob], ORIGINS)
+        gone = pc.is_in(table_rows.key_texts(held, index), value_set=replaced)
+        closed = held.filter(gone)
+        store.execute(f"insert into table_row_history ({_HISTORY}) values (?, ?, ?, ?, ?, ?)",
+                      (table_id, write.offset, chunk, closed.num_rows, table_rows.to_ipc(closed),
+                       table_rows.to_ipc(origins.filter(gone))))
+        kept, kept_origins = held.filter(pc.invert(gone)), origins.filter(pc.invert(gone))
         if kept.num_rows:
-            store.execute("update table_chunks set num_rows = ?, rows = ? where table_id = ? and chunk = ?",
-                          (kept.num_rows, table_rows.to_ipc(kept), table_id, chunk))
+            store.execute("update table_chunks set num_rows = ?, rows = ?, origins = ? where table_id = ? "
+                          "and chunk = ?", (kept.num_rows, table_rows.to_ipc(kept),
+                                            table_rows.to_ipc(kept_origins), table_id, chunk))
         else:
             store.execute("delete from table_chunks where table_id = ? and chunk = ?", (table_id, chunk))
+
+
+def rows_at(current: Sequence[tuple[bytes, bytes]], closed: Sequence[tuple[bytes, bytes]], offset: int,
+            schema: pa.Schema) -> pa.Table:
+    """A table's rows as of ``offset`` from its ``current`` chunks and the ``closed`` ones of the
+    history that ended at or after it, each as (rows, origins) blobs: those added before
+    ``offset``, in the order of their origins."""
+    chunks = [*current, *closed]
+    rows = table_rows.from_ipc([r for r, _ in chunks], schema)
+    origins = table_rows.from_ipc([o for _, o in chunks], ORIGINS)
+    before = pc.less(origins["offset"], offset)
+    rows, origins = rows.filter(before), origins.filter(before)
+    return rows.take(pc.sort_indices(origins, [("offset", "ascending"), ("position", "ascending")]))

@@ -92,8 +92,8 @@ def history() -> tuple[uuid.UUID, list[LogRecord]]:
 
 
 def table_history(start: int = 0) -> list[LogRecord]:
-    """Tables: writes of every mode, a write in parts, bad writes, a deleted table, a write whose
-    last part never came."""
+    """Tables: writes of every mode, a write in parts, bad writes, a table overwritten then
+    deleted, a write whose last part never came."""
     labels, gone = uuid.uuid4(), uuid.uuid4()
     log = Log()
     log.records = [None] * start  # offsets continue after ``start`` records
@@ -108,6 +108,7 @@ def table_history(start: int = 0) -> list[LogRecord]:
     log.append(write(labels, "upsert", [{"id": 7, "label": "p"}], write_id="open", parts=3, when=at(15)))
     log.append(create_table(gone, "gone", when=at(16)))
     log.append(write(gone, "append", [{"id": 1, "label": "g"}], when=at(16)))
+    log.append(write(gone, "overwrite", [{"id": 2, "label": "h"}], when=at(16)))
     log.append(Event(gone, DeleteTable(), produced_at=at(17)))
     return log.records[start:]
 
@@ -115,12 +116,12 @@ def table_history(start: int = 0) -> list[LogRecord]:
 def test_commit_then_read_back_what_the_fold_produced(store):
     droid, records = history()
     changes = fold(store, records)
-    assert len(changes.rejections) == 4 and len(changes.outcomes) == 28
+    assert len(changes.rejections) == 4 and len(changes.outcomes) == 29
 
     store.commit(changes, expected_offsets={})
 
-    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 29}
-    assert store.next_offset(CATALOG_TOPIC, 0) == 29
+    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 30}
+    assert store.next_offset(CATALOG_TOPIC, 0) == 30
     assert [(t.name, t.offset) for t in store.tags(droid)] == [("before-v2", 8)]
     assert store.next_offset(CATALOG_TOPIC, 9) == 0
 
@@ -323,7 +324,7 @@ def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     assert store.layers(droid) == []
     # The store is still usable: the right expectation commits.
     store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 4})
-    assert store.next_offset(CATALOG_TOPIC, 0) == 29
+    assert store.next_offset(CATALOG_TOPIC, 0) == 30
 
 
 def test_a_second_writer_loses_the_race(open_named, locate):
@@ -630,7 +631,7 @@ def test_appends_leave_keys_to_the_first_upsert_and_small_writes_share_a_chunk(s
     for start in range(0, 30, 10):
         log.append(write(table_id, "append", [{"id": i, "label": f"a{i}"} for i in range(start, start + 10)]))
     apply_batch(store, log.records)
-    assert [(chunk, rows) for _, chunk, rows, _ in store.rows("table_chunks")] == [(0, 30)]
+    assert [(chunk, rows) for _, chunk, rows, _, _ in store.rows("table_chunks")] == [(0, 30)]
     assert store.rows("table_keys") == [] and store.rows("table_keyed") == []  # no upsert yet: no keys
 
     applied = len(log.records)

@@ -4,6 +4,10 @@ raise before anything is sent."""
 
 from __future__ import annotations
 
+import time
+import uuid
+from datetime import UTC, datetime
+
 import pyarrow as pa
 import pytest
 
@@ -69,3 +73,48 @@ def test_tags_are_unique_moved_by_delete_and_create_and_checked_before_sending(
     pinned = dataset.create_tag("at-first", first.offset)
     assert pinned.offset == first.offset and dataset.as_of("at-first").segment_ids() == []
     assert [t.name for t in dataset.tags()] == ["at-first", "best"]
+
+
+LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata={b"rerun:is_table_index": b"true"}),
+                    pa.field("label", pa.string())])
+
+
+def table_rows(table) -> list[tuple]:
+    return [(row["id"], row["label"]) for row in pa.table(table.reader()).to_pylist()]
+
+
+def now_between_writes() -> datetime:
+    """A point after the writes acknowledged so far and before the next one (Kafka's record
+    times are in milliseconds)."""
+    time.sleep(0.05)
+    point = datetime.now(UTC)
+    time.sleep(0.05)
+    return point
+
+
+def test_a_table_as_of_a_point_reads_the_rows_it_had_then(client: sdk.CatalogClient) -> None:
+    name = f"labels_{uuid.uuid4().hex[:8]}"
+    table = client.create_table(name, LABELS)
+    before = now_between_writes()
+    table.append(id=[1, 2, 3], label=["a", "b", "c"])
+    table.append(id=[4], label=["d"])
+    client.flush()
+    appended = now_between_writes()
+    table.upsert(id=[2, 5], label=["B", "e"])
+    client.flush()
+    upserted = now_between_writes()
+    table.overwrite(id=[9], label=["z"])
+
+    assert table_rows(table) == [(9, "z")]
+    assert table_rows(table.as_of(appended)) == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+    assert table_rows(table.as_of(upserted)) == [(1, "a"), (3, "c"), (4, "d"), (2, "B"), (5, "e")]
+    assert table_rows(table.as_of(before)) == []
+    with pytest.raises(ValueError, match="read-only"):
+        table.as_of(appended).append(id=[6], label=["f"])
+
+    table.delete()
+    gone = client.as_of(upserted).get_table(name=name)  # deleted now, there then
+    assert table_rows(gone) == [(1, "a"), (3, "c"), (4, "d"), (2, "B"), (5, "e")]
+    later = client.create_table(f"{name}_later", LABELS)
+    with pytest.raises(sdk.NotFoundError, match="did not exist yet"):
+        later.as_of(upserted)

@@ -150,8 +150,6 @@ class MemoryCatalog:
             assert self.schemas.setdefault(digest, schema_bytes) == schema_bytes
         for key in [k for k in self.parts if k[0] in changes.purged]:
             del self.parts[key]
-        for table_id in changes.purged:
-            self.rows.pop(table_id, None)
         self.tables.update(changes.tables)
         for key, part in changes.table_parts.items():
             if part is None:
@@ -167,6 +165,8 @@ class MemoryCatalog:
                 old = old.filter(pc.invert(pc.is_in(table_rows.key_texts(old, write.index),
                                                     value_set=replaced.combine_chunks())))
             self.rows[write.table_id] = pa.concat_tables([old, write.rows])
+        for table_id in changes.purged:  # after the writes, which may precede the delete in the batch
+            self.rows.pop(table_id, None)
         self.outcomes.update(changes.outcomes)
         self.rejections.extend(changes.rejections)
         self.feed.extend(changes.feed)
