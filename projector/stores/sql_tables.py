@@ -91,7 +91,7 @@ class Writer:
             self._last.pop(table_id, None)  # the rewrite below may change it: read it again
             if not self._is_keyed(table_id):
                 self._key_chunks(table_id, write.rows.schema, write.index)
-            _remove_keys(self.store, table_id, write)
+            _remove_keys(self.store, table_id, write, write.index)
         if write.rows.num_rows:
             self._add(table_id, write)
 
@@ -181,11 +181,9 @@ def _insert_keys(store: Statements, table_id: str, chunk: int, rows: pa.Table, i
                   (table_id, chunk, param))
 
 
-def _remove_keys(store: Statements, table_id: str, write: TableWrite) -> None:
-    """Drops the rows whose index values ``write`` has, rewriting only the chunks holding them;
-    the rows dropped go to the history, ending at the write's offset."""
-    index = write.index
-    assert index is not None
+def _remove_keys(store: Statements, table_id: str, write: TableWrite, index: str) -> None:
+    """Drops the rows whose ``index`` values ``write`` has, rewriting only the chunks holding
+    them; the rows dropped go to the history, ending at the write's offset."""
     keys = table_rows.key_texts(write.rows, index).to_pylist()
     among, param = store.key_in(keys)  # one statement, one parameter, for all the keys
     chunks = {c for (c,) in store.execute(
