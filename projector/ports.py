@@ -99,6 +99,11 @@ class CatalogReader(Protocol):
         """``layers`` as one Arrow table (``projector.layer_table.LAYER_COLUMNS``)."""
         ...
 
+    def segment_layer_table(self, dataset_id: uuid.UUID, segment_id: str) -> pa.Table:
+        """The rows of ``layer_table`` of one segment (none if it has no layers), read without
+        the rest of the dataset."""
+        ...
+
     def asset_scopes(self, dataset_id: uuid.UUID) -> list[AssetScope]:
         """The scopes of an asset dataset's assets that have one, by segment id."""
         ...

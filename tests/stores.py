@@ -99,6 +99,8 @@ def catalog_reads(reader, entry_ids: list[uuid.UUID]) -> dict:
         found[entry_id] = (reader.dataset(entry_id), reader.segments(entry_id), reader.layers(entry_id),
                            reader.layer_table(entry_id).to_pylist(), reader.asset_scopes(entry_id),
                            reader.table(entry_id), reader.tags(entry_id))
+        found[entry_id] += tuple(reader.segment_layer_table(entry_id, s.segment_id).to_pylist()
+                                 for s in reader.segments(entry_id))
         table = reader.table(entry_id)
         if table is not None and not table.deleted and not table.registered:
             found[entry_id] += (reader.table_data(table).to_pylist(),)

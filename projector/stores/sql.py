@@ -716,6 +716,18 @@ class SqlStore:
                                 (str(table.id),))
         return table_rows.from_ipc(blobs, schema)
 
+    def segment_layer_table(self, dataset_id: uuid.UUID, segment_id: str) -> pa.Table:
+        """The segment's rows of ``layer_table``, from the one chunk that holds its position."""
+        found = self._query("select position from segments where dataset_id = ? and segment_id = ?",
+                            (str(dataset_id), segment_id))
+        if not found:
+            return _layer_table.LAYER_COLUMNS.empty_table()
+        with self._lock, self._faults():
+            blobs = self._blobs("select layers from layer_chunks where dataset_id = ? and chunk = ?",
+                                (str(dataset_id), found[0]["position"] // _layer_table.CHUNK_SEGMENTS))
+        chunk = _layer_table.from_ipc(blobs)
+        return chunk.filter(pc.equal(chunk["segment_id"], segment_id))
+
     def rejections(self) -> list[Rejection]:
         rows = self._query('select * from rejections order by topic, partition, "offset"')
         return [Rejection(LogPosition(r["topic"], r["partition"], r["offset"]), r["raw"],
@@ -793,6 +805,10 @@ class PointReader:
 
     def _layer_table(self, dataset_id: uuid.UUID, closed: pa.Table) -> pa.Table:
         return _layer_table.at_offset(self._store.layer_table(dataset_id), closed, self.offset)
+
+    def segment_layer_table(self, dataset_id: uuid.UUID, segment_id: str) -> pa.Table:
+        layers = self.layer_table(dataset_id)
+        return layers.filter(pc.equal(layers["segment_id"], segment_id))
 
     def layers(self, dataset_id: uuid.UUID) -> list[Layer]:
         """``layer_table``'s rows as ``Layer`` values, in its order."""
