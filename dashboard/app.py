@@ -27,11 +27,12 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from dashboard.feed import BUCKET_SECS, FeedHub
+from dashboard.segment import segment_json
 from events import CATALOG_TOPIC
 from producers.log_reader import LogProbe
 from projector import CatalogReader, Change, feed, open_store
 from projector.feed import FEED_PAGE
-from projector.views import at_point, dataset_segment_table, datasets_table
+from projector.views import at_point, dataset_segment_table, datasets_table, segment_detail
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRY_MILLIS = 1000
@@ -273,6 +274,20 @@ async def changes(request: Request) -> pa.Table:
     return pa.Table.from_pylist([change_row(c) for c in page], schema=CHANGES_SCHEMA)
 
 
+async def segment(request: Request) -> Response:
+    """One segment: its layers, properties, timelines and entity tree (``dashboard.segment``)."""
+    _known_parameters(request, "as_of")
+    catalog = _catalog(request)
+    name, segment_id = request.path_params["name"], request.path_params["segment_id"]
+    dataset = await catalog.dataset(name)
+    point = request.query_params.get("as_of")
+    detail = await catalog.read(
+        lambda: segment_detail(_as_of(catalog.store, dataset.id, point), dataset.id, segment_id))
+    if detail is None:
+        raise HTTPException(404, f"dataset {name!r} has no segment {segment_id!r}")
+    return _json(segment_json(name, detail))
+
+
 def _table_routes(path: str, endpoint: Callable[[Request], Any]) -> list[Route]:
     """``path`` as JSON (a list of row objects) and ``path.arrow`` as an Arrow IPC stream."""
     async def as_json(request: Request) -> Response:
@@ -391,6 +406,7 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
         Route("/datasets/{name}", dataset_page, methods=["GET"]),
         *_table_routes("/api/datasets", datasets),
         *_table_routes("/api/datasets/{name}/segments", segments),
+        Route("/api/datasets/{name}/segments/{segment_id}", segment, methods=["GET"]),
         *_table_routes("/api/datasets/{name}/tags", tags),
         *_table_routes("/api/rejections", rejections),
         *_table_routes("/api/changes", changes),

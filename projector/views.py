@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -191,6 +192,56 @@ def dataset_segment_table(store: CatalogReader, dataset_id: uuid.UUID) -> pa.Tab
     layers = store.layer_table(dataset_id)
     return segment_table(layers, property_schemas(store, layers))
 
+
+
+@dataclass(frozen=True)
+class Component:
+    """A column of a recording's schema, as the entity tree lists it."""
+
+    entity_path: str
+    component: str
+    component_type: str
+    archetype: str
+    arrow_type: str
+    static: bool
+    layer: str
+
+
+@dataclass(frozen=True)
+class SegmentDetail:
+    """One segment as its page shows it: ``layers`` (its rows of the layer table), ``row`` (its
+    one-row segment table: properties and each timeline's start and end, with their field
+    metadata) and the components of its layers' schemas by entity path (``entities``)."""
+
+    segment_id: str
+    layers: pa.Table
+    row: pa.Table
+    entities: dict[str, list[Component]]
+
+
+def segment_detail(store: CatalogReader, dataset_id: uuid.UUID, segment_id: str) -> SegmentDetail | None:
+    """The segment ``segment_id`` of a dataset, read from its layers alone; None if it has none."""
+    layers = store.segment_layer_table(dataset_id, segment_id)
+    if not layers.num_rows:
+        return None
+    digests = {name: digest.hex() for name, digest in zip(
+        layers["layer_name"].to_pylist(), layers["schema_sha256"].to_pylist(), strict=True) if digest}
+    found = store.schemas(sorted(set(digests.values())))
+    entities: dict[str, list[Component]] = {}
+    for layer, digest in digests.items():
+        if digest not in found:
+            continue
+        for field in pa.ipc.read_schema(pa.py_buffer(found[digest])):
+            meta = {k.decode(): v.decode() for k, v in (field.metadata or {}).items()}
+            path = meta.get("rerun:entity_path", "")
+            if meta.get("rerun:kind") != "data" or not path or path.startswith("/__properties"):
+                continue
+            entities.setdefault(path, []).append(Component(
+                path, meta.get("rerun:component", field.name),
+                meta.get("rerun:component_type", ""), meta.get("rerun:archetype", ""),
+                str(field.type), meta.get("rerun:is_static") == "true", layer))
+    return SegmentDetail(segment_id, layers, segment_table(layers, property_schemas(store, layers)),
+                         dict(sorted(entities.items())))
 
 DATASETS_SCHEMA = pa.schema([
     ("name", pa.string()), ("id", pa.string()), ("segments", pa.int64()), ("layers", pa.int64()),

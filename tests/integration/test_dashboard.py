@@ -206,6 +206,34 @@ def test_stats_report_the_lag_and_the_rates(server: Server, dashboard: Dashboard
     assert sum(b["registrations_per_sec"] for b in stats["series"]) * 5 >= 3
 
 
+def test_a_segment_route_shows_its_layers_properties_timelines_and_entities(
+        dashboard: Dashboard, dataset, tmp_path) -> None:
+    from stack.droid import write_episode
+
+    write_episode(tmp_path / "episode.rrd", "episode_7", 7, steps=30)
+    dataset.register([(tmp_path / "episode.rrd").as_uri()]).wait()
+    status, kind, body = get(f"{dashboard.url}/api/datasets/{dataset.name}/segments/episode_7")
+    assert (status, kind) == (200, "application/json")
+    page = json.loads(body)
+    [row] = pa.table(dataset.segment_table()).to_pylist()
+    assert [(x["name"], x["storage_url"], x["size_bytes"]) for x in page["layers"]] == [
+        ("base", (tmp_path / "episode.rrd").as_uri(), row["rerun_size_bytes"])]
+    shown = {p["name"]: p for p in page["properties"]}
+    assert {f"property:{name}" for name in shown} == {c for c in row if c.startswith("property:")}
+    start = shown["RecordingInfo:start_time"]
+    assert start["value"] == row["property:RecordingInfo:start_time"] and start["text"].startswith("20")
+    assert start["text"].endswith("+00:00")  # a date, not a 19-digit integer
+    [timeline] = page["timelines"]
+    assert (timeline["name"], timeline["kind"]) == ("real_time", "timestamp")
+    assert timeline["start"] == row["real_time:start"].isoformat() + "+00:00"
+    entities = {e["path"]: e["components"] for e in page["entities"]}
+    assert "/observation/joint_positions" in entities or "/action/joint_positions" in entities
+    image = next(c for path, cs in entities.items() for c in cs if c["component"] == "EncodedImage:blob")
+    assert image["archetype"] == "rerun.archetypes.EncodedImage" and image["layer"] == "base"
+    status, _, body = get(f"{dashboard.url}/api/datasets/{dataset.name}/segments/no_such_segment")
+    assert status == 404 and f"dataset {dataset.name!r} has no segment 'no_such_segment'" in body.decode()
+
+
 @pytest.mark.parametrize(("path", "headers", "status", "message"), [
     ("/api/datasets/no-such-dataset/segments", {}, 404, "no dataset named 'no-such-dataset'"),
     ("/datasets/no-such-dataset", {}, 404, "no dataset named &#x27;no-such-dataset&#x27;"),

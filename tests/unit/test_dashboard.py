@@ -1,16 +1,18 @@
-"""The dashboard's pieces that need no stack: cursors from query parameters, and the rate chart's
-buckets."""
+"""The dashboard's pieces that need no stack: cursors from query parameters, the rate chart's
+buckets, and property values written for a person."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
 import pytest
 
 from dashboard.app import BadParameter, parse_cursor
 from dashboard.feed import BUCKET_SECS, WINDOW_SECS, FeedHub
+from dashboard.segment import display
 from projector import Change, ChangeKind, LogPosition
 
 
@@ -49,3 +51,18 @@ def test_the_rates_count_registrations_and_rejections_per_bucket() -> None:
     last_two = series[-1]["registrations_per_sec"] + series[-2]["registrations_per_sec"]
     assert last_two == pytest.approx(2 / BUCKET_SECS)
     assert [b["t"] for b in series] == sorted(b["t"] for b in series)
+
+
+@pytest.mark.parametrize(("field", "value", "text"), [
+    (pa.field("p", pa.list_(pa.int64()), metadata={b"rerun:component_type": b"rerun.components.Timestamp"}),
+     [1_700_000_000_123_456_789], "2023-11-14T22:13:20.123456+00:00"),
+    (pa.field("p", pa.list_(pa.string())), ["ILIAD"], "ILIAD"),
+    (pa.field("p", pa.list_(pa.float64())), [0.5, 1.5], "[0.5, 1.5]"),
+    (pa.field("p", pa.list_(pa.int64())), list(range(10)), "[0, 1, 2, 3, 4, 5, 6, 7, ... 2 more]"),
+    (pa.field("p", pa.duration("ns")), timedelta(seconds=7.5), "7.5 s"),
+    (pa.field("p", pa.timestamp("ns")), datetime(2023, 7, 10, 14, 40), "2023-07-10T14:40:00+00:00"),
+    (pa.field("p", pa.list_(pa.bool_())), [False], "false"),
+    (pa.field("p", pa.int64()), None, ""),
+])
+def test_a_property_is_written_by_its_type(field: pa.Field, value, text: str) -> None:
+    assert display(field, value) == text

@@ -1,0 +1,75 @@
+"""A segment as its page shows it: ``views.SegmentDetail`` as JSON, each property value written
+for a person by its Arrow type and Rerun component type (dates, durations, compact lists)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+
+from projector.views import SegmentDetail
+
+LIST_SHOWN = 8
+"""A longer list shows this many items and how many more there are."""
+
+_TIMESTAMP_COMPONENTS = {"rerun.components.Timestamp"}
+
+
+def _when(nanos: int) -> str:
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)).isoformat()
+
+
+def display(field: pa.Field, value: Any) -> str:
+    """``value`` (a Python value of ``field``'s type) as text: a one-item list as its item, a
+    timestamp (Arrow's, or an int64 of component type ``rerun.components.Timestamp``) as an ISO
+    date in UTC, a duration in seconds, other lists in brackets, at most ``LIST_SHOWN`` items."""
+    if value is None:
+        return ""
+    kind = field.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        item = pa.field(field.name, kind.value_type, metadata=field.metadata)
+        if len(value) == 1:
+            return display(item, value[0])
+        shown = ", ".join(display(item, v) for v in value[:LIST_SHOWN])
+        more = f", ... {len(value) - LIST_SHOWN} more" if len(value) > LIST_SHOWN else ""
+        return f"[{shown}{more}]"
+    component_type = (field.metadata or {}).get(b"rerun:component_type", b"").decode()
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
+    if component_type in _TIMESTAMP_COMPONENTS and isinstance(value, int):
+        return _when(value)
+    if isinstance(value, timedelta):
+        return f"{value.total_seconds():g} s"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes):
+        return f"{len(value)} bytes"
+    return str(value)
+
+
+def segment_json(dataset: str, detail: SegmentDetail) -> dict[str, Any]:
+    """The segment page's data: its layers, properties (raw and as text), timelines and entities."""
+    row = detail.row
+    properties, timelines = [], {}
+    for field in row.schema:
+        value = row.column(field.name)[0].as_py()
+        if field.name.startswith("property:"):
+            properties.append({"name": field.name.removeprefix("property:"), "type": str(field.type),
+                               "value": value, "text": display(field, value)})
+        meta = field.metadata or {}
+        if meta.get(b"rerun:kind") == b"index":
+            timeline = timelines.setdefault(meta[b"rerun:index"].decode(), {
+                "name": meta[b"rerun:index"].decode(), "kind": meta.get(b"rerun:index_kind", b"").decode()})
+            timeline[meta[b"rerun:index_marker"].decode()] = display(field, value)
+    layers = [{"name": r["layer_name"], "storage_url": r["storage_url"], "size_bytes": r["size_bytes"],
+               "registered_at": _when(r["registered_at"] * 1000), "num_chunks": r["num_chunks"],
+               "schema_sha256": r["schema_sha256"].hex() if r["schema_sha256"] else None}
+              for r in detail.layers.select(["layer_name", "storage_url", "size_bytes", "registered_at",
+                                             "num_chunks", "schema_sha256"]).to_pylist()]
+    entities = [{"path": path, "components": [
+        {"component": c.component, "component_type": c.component_type, "archetype": c.archetype,
+         "arrow_type": c.arrow_type, "static": c.static, "layer": c.layer} for c in components]}
+        for path, components in detail.entities.items()]
+    return {"dataset": dataset, "segment_id": detail.segment_id, "layers": layers,
+            "properties": properties, "timelines": list(timelines.values()), "entities": entities}
