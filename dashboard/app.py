@@ -365,21 +365,38 @@ async def events(request: Request) -> Response:
 # -- the page -----------------------------------------------------------------------------------
 
 @functools.cache
-def _page() -> str:
-    return resources.files("dashboard").joinpath("static/index.html").read_text()
+def _static(name: str) -> str:
+    return resources.files("dashboard").joinpath(f"static/{name}").read_text()
 
 
 async def index(request: Request) -> Response:
-    return HTMLResponse(_page())
+    return HTMLResponse(_static("index.html"))
+
+
+async def style(request: Request) -> Response:
+    return Response(_static("style.css"), media_type="text/css")
+
+
+def _not_found(exc: HTTPException) -> Response:
+    return HTMLResponse(f"<!doctype html><title>strata: not found</title><p>{html.escape(exc.detail)}</p>"
+                        f'<p><a href="/">All datasets</a></p>', 404)
 
 
 async def dataset_page(request: Request) -> Response:
     try:
         await _catalog(request).dataset(request.path_params["name"])
     except HTTPException as exc:
-        return HTMLResponse(f"<!doctype html><title>strata: not found</title><p>{html.escape(exc.detail)}</p>"
-                            f'<p><a href="/">All datasets</a></p>', 404)
-    return HTMLResponse(_page())
+        return _not_found(exc)
+    return HTMLResponse(_static("index.html"))
+
+
+async def segment_page(request: Request) -> Response:
+    """The segment's page; its data comes from ``/api/datasets/NAME/segments/ID``."""
+    try:
+        await _catalog(request).dataset(request.path_params["name"])
+    except HTTPException as exc:
+        return _not_found(exc)
+    return HTMLResponse(_static("segment.html"))
 
 
 async def _error(request: Request, exc: HTTPException) -> Response:
@@ -404,6 +421,8 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/datasets/{name}", dataset_page, methods=["GET"]),
+        Route("/datasets/{name}/segments/{segment_id}", segment_page, methods=["GET"]),
+        Route("/static/style.css", style, methods=["GET"]),
         *_table_routes("/api/datasets", datasets),
         *_table_routes("/api/datasets/{name}/segments", segments),
         Route("/api/datasets/{name}/segments/{segment_id}", segment, methods=["GET"]),

@@ -87,6 +87,30 @@ def test_a_registered_segment_appears_on_the_page(dashboard: Dashboard, browser,
         lambda b: (text_of(b, counts) or "").split()[1:3] == ["1", "1"])
 
 
+def test_a_segment_page_shows_its_insides_and_a_new_layer_appears_on_it(
+        dashboard: Dashboard, browser, dataset, tmp_path) -> None:
+    from stack.droid import write_episode
+
+    write_episode(tmp_path / "base.rrd", "episode_8", 8, steps=30)
+    dataset.register([(tmp_path / "base.rrd").as_uri()]).wait()
+    open_live(browser, f"{dashboard.url}/datasets/{dataset.name}")
+    link = wait_for_text(browser, '#segments tr[data-segment="episode_8"] a')
+    assert link == "episode_8"
+    browser.find_element(By.CSS_SELECTOR, '#segments tr[data-segment="episode_8"] a').click()
+    WebDriverWait(browser, 30).until(lambda b: b.current_url.endswith("/segments/episode_8"))
+    WebDriverWait(browser, 30).until(lambda b: text_of(b, "#status") == "live")
+    assert "EncodedImage:blob" in wait_for_text(browser, '#entities li[data-entity$="/image"]')
+    start = wait_for_text(browser, '#properties tr[data-property="RecordingInfo:start_time"]')
+    assert "\t20" in start and "+00:00" in start  # a date, not a 19-digit integer
+    assert "real_time" in wait_for_text(browser, '#timelines tr[data-timeline="real_time"]')
+
+    write_episode(tmp_path / "quality.rrd", "episode_8", 8, steps=10)
+    dataset.register([(tmp_path / "quality.rrd").as_uri()], layer_name="quality").wait()
+    assert "quality.rrd" in wait_for_text(browser, '#layers tr[data-layer="quality"]')
+    browser.get(f"{dashboard.url}/datasets/{dataset.name}/segments/no_such_segment")
+    assert "has no segment 'no_such_segment'" in wait_for_text(browser, "main .reason")
+
+
 def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.CatalogClient,
                                                   dashboard: Dashboard, browser) -> None:
     open_live(browser, dashboard.url)
@@ -160,7 +184,8 @@ def test_no_route_writes(server: Server, dashboard: Dashboard, dataset, make_rrd
     before = dump(server.store)
     app_routes = dashboard.app.routes
     assert {m for route in app_routes for m in route.methods} <= {"GET", "HEAD"}
-    urls = [route.path.replace("{name}", dataset.name) for route in app_routes]
+    urls = [route.path.replace("{name}", dataset.name).replace("{segment_id}", "read_only")
+            for route in app_routes]
     for path in urls:
         if path == "/events":
             continue  # a stream: read below
