@@ -24,7 +24,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from dashboard.feed import BUCKET_SECS, FeedHub
 from dashboard.segment import segment_json
@@ -373,30 +374,22 @@ async def index(request: Request) -> Response:
     return HTMLResponse(_static("index.html"))
 
 
-async def style(request: Request) -> Response:
-    return Response(_static("style.css"), media_type="text/css")
-
-
 def _not_found(exc: HTTPException) -> Response:
     return HTMLResponse(f"<!doctype html><title>strata: not found</title><p>{html.escape(exc.detail)}</p>"
                         f'<p><a href="/">All datasets</a></p>', 404)
 
 
-async def dataset_page(request: Request) -> Response:
-    try:
-        await _catalog(request).dataset(request.path_params["name"])
-    except HTTPException as exc:
-        return _not_found(exc)
-    return HTMLResponse(_static("index.html"))
+def _dataset_page(page: str) -> Callable[[Request], Any]:
+    """The route of a page of one dataset (``page`` in ``static/``): a page saying so if the
+    dataset does not exist; the page reads the rest from the JSON routes."""
+    async def serve(request: Request) -> Response:
+        try:
+            await _catalog(request).dataset(request.path_params["name"])
+        except HTTPException as exc:
+            return _not_found(exc)
+        return HTMLResponse(_static(page))
 
-
-async def segment_page(request: Request) -> Response:
-    """The segment's page; its data comes from ``/api/datasets/NAME/segments/ID``."""
-    try:
-        await _catalog(request).dataset(request.path_params["name"])
-    except HTTPException as exc:
-        return _not_found(exc)
-    return HTMLResponse(_static("segment.html"))
+    return serve
 
 
 async def _error(request: Request, exc: HTTPException) -> Response:
@@ -420,9 +413,9 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
 
     routes = [
         Route("/", index, methods=["GET"]),
-        Route("/datasets/{name}", dataset_page, methods=["GET"]),
-        Route("/datasets/{name}/segments/{segment_id}", segment_page, methods=["GET"]),
-        Route("/static/style.css", style, methods=["GET"]),
+        Route("/datasets/{name}", _dataset_page("index.html"), methods=["GET"]),
+        Route("/datasets/{name}/segments/{segment_id}", _dataset_page("segment.html"), methods=["GET"]),
+        Mount("/static", StaticFiles(packages=[("dashboard", "static")]), name="static"),
         *_table_routes("/api/datasets", datasets),
         *_table_routes("/api/datasets/{name}/segments", segments),
         Route("/api/datasets/{name}/segments/{segment_id}", segment, methods=["GET"]),

@@ -8,12 +8,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
+from starlette.routing import Mount, Route
 
+import dashboard as dashboard_package
 import sdk
 from browser import chromium
 from dashboard import ARROW_STREAM, Dashboard
@@ -182,10 +185,12 @@ def test_a_dataset_page_at_a_tag_shows_the_segments_of_then(dashboard: Dashboard
 def test_no_route_writes(server: Server, dashboard: Dashboard, dataset, make_rrd) -> None:
     dataset.register(make_rrd("read_only")).wait()
     before = dump(server.store)
-    app_routes = dashboard.app.routes
+    app_routes = [route for route in dashboard.app.routes if isinstance(route, Route)]
     assert {m for route in app_routes for m in route.methods} <= {"GET", "HEAD"}
     urls = [route.path.replace("{name}", dataset.name).replace("{segment_id}", "read_only")
             for route in app_routes]
+    urls += [f"{mount.path}/{file.name}" for mount in dashboard.app.routes if isinstance(mount, Mount)
+             for file in (Path(dashboard_package.__file__).parent / "static").iterdir()]
     for path in urls:
         if path == "/events":
             continue  # a stream: read below

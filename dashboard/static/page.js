@@ -1,0 +1,26 @@
+"use strict";
+// What every page of the dashboard shares: building elements, writing sizes and times, reading JSON.
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
+  return node;
+}
+
+function size(bytes) {
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  while (bytes >= 1000 && i < units.length - 1) { bytes /= 1000; i++; }
+  return i === 0 ? `${bytes} B` : `${bytes.toFixed(1)} ${units[i]}`;
+}
+const time = (iso) => iso ? iso.replace("T", " ").replace(/\.\d+/, "").replace(/\+00:00$/, "") : "";
+
+async function getJSON(url) {
+  const response = await fetch(url, {cache: "no-store"});
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
