@@ -23,23 +23,26 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from dashboard import recording
 from dashboard.feed import BUCKET_SECS, FeedHub
-from dashboard.segment import segment_json
+from dashboard.segment import display, segment_json
 from events import CATALOG_TOPIC
 from producers.log_reader import LogProbe
 from projector import CatalogReader, Change, feed, open_store
 from projector.feed import FEED_PAGE
-from projector.views import at_point, dataset_segment_table, datasets_table, segment_detail
+from projector.views import SegmentDetail, at_point, dataset_segment_table, datasets_table, segment_detail
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRY_MILLIS = 1000
 """How soon a page's EventSource reconnects after the stream drops (a restarted dashboard)."""
 STATS_EVERY_SECS = 2.0
 MAX_LIMIT = 10_000
+RECORDING_READERS = 2
+"""Recordings read at once for the segment pages' plots and frames."""
 
 CHANGES_SCHEMA = pa.schema([
     ("cursor", pa.string()), ("offset", pa.int64()), ("seq", pa.int32()), ("kind", pa.string()),
@@ -113,6 +116,8 @@ class Catalog:
         self._open = partial(open_store, store, read_only=True)
         self._reads = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-read")
         self._measures = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-stats")
+        self._recordings = ThreadPoolExecutor(RECORDING_READERS,
+                                             thread_name_prefix="strata-dashboard-recordings")
         self._store: CatalogReader | None = None
         self._stats_store: CatalogReader | None = None
         self._bootstrap_servers = bootstrap_servers
@@ -132,12 +137,33 @@ class Catalog:
             if closing is not None:
                 executor.submit(closing.close)
             executor.shutdown(wait=True)
+        self._recordings.shutdown(wait=True)
         if self._probe is not None:
             self._probe.close()
 
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` on the reading thread; ``fn`` may use ``self.store``."""
         return await asyncio.get_running_loop().run_in_executor(self._reads, partial(fn, *args, **kwargs))
+
+    async def read_recording(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on a thread reading recordings (not the store's: a file read never holds
+        up the catalog's routes); its ``ValueError`` is a 400."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._recordings, partial(fn, *args))
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+
+    async def segment(self, request: Request) -> SegmentDetail:
+        """The segment of the route's ``name`` and ``segment_id``, ``as_of`` the query parameter;
+        a 404 naming the dataset if it has no such segment."""
+        name, segment_id = request.path_params["name"], request.path_params["segment_id"]
+        dataset = await self.dataset(name)
+        point = request.query_params.get("as_of")
+        detail = await self.read(
+            lambda: segment_detail(_as_of(self.store, dataset.id, point), dataset.id, segment_id))
+        if detail is None:
+            raise HTTPException(404, f"dataset {name!r} has no segment {segment_id!r}")
+        return detail
 
     @property
     def store(self) -> CatalogReader:
@@ -278,15 +304,84 @@ async def changes(request: Request) -> pa.Table:
 async def segment(request: Request) -> Response:
     """One segment: its layers, properties, timelines and entity tree (``dashboard.segment``)."""
     _known_parameters(request, "as_of")
+    detail = await _catalog(request).segment(request)
+    return _json(segment_json(request.path_params["name"], detail))
+
+
+def _index(request: Request, detail: SegmentDetail) -> str:
+    """The query parameter ``index``, by default the segment's first timeline."""
+    index = request.query_params.get("index") or next(iter(recording.timelines(detail)), None)
+    if index is None:
+        raise BadParameter("index", f"segment {detail.segment_id!r} has no timeline")
+    return index
+
+
+async def series(request: Request) -> pa.Table:
+    """The scalar series of the ``entity`` parameters (one or more) on timeline ``index``, as
+    ``reader()`` reads them (``recording.series``)."""
+    _known_parameters(request, "as_of", "index", "entity")
     catalog = _catalog(request)
-    name, segment_id = request.path_params["name"], request.path_params["segment_id"]
-    dataset = await catalog.dataset(name)
-    point = request.query_params.get("as_of")
-    detail = await catalog.read(
-        lambda: segment_detail(_as_of(catalog.store, dataset.id, point), dataset.id, segment_id))
-    if detail is None:
-        raise HTTPException(404, f"dataset {name!r} has no segment {segment_id!r}")
-    return _json(segment_json(name, detail))
+    detail = await catalog.segment(request)
+    return await catalog.read_recording(recording.series, detail, _index(request, detail),
+                                        request.query_params.getlist("entity"))
+
+
+async def frames(request: Request) -> Response:
+    """How many camera frames the image ``entity`` has on ``index``, and their times as text."""
+    _known_parameters(request, "as_of", "index", "entity")
+    catalog = _catalog(request)
+    detail = await catalog.segment(request)
+    entity, index = _required(request, "entity"), _index(request, detail)
+    table = await catalog.read_recording(recording.frames, detail, index, entity)
+    field = table.schema.field(0)
+    return _json({"entity": entity, "index": index, "count": table.num_rows,
+                  "times": [display(field, t) for t in table.column(0).to_pylist()]})
+
+
+async def frame(request: Request) -> Response:
+    """One camera frame of the image ``entity``: number ``n`` (0 first) of ``frames``, or the one
+    shown at ``at`` on ``index`` (an integer, nanoseconds for a timestamp timeline); its time in
+    the header ``X-Frame-Time``."""
+    _known_parameters(request, "as_of", "index", "entity", "n", "at")
+    catalog = _catalog(request)
+    detail = await catalog.segment(request)
+    entity, index = _required(request, "entity"), _index(request, detail)
+    table = await catalog.read_recording(recording.frames, detail, index, entity)
+    if not table.num_rows:
+        raise HTTPException(404, f"entity {entity!r} has no frame on timeline {index!r}")
+    if "n" in request.query_params:
+        number = _integer(request, "n")
+        if not 0 <= number < table.num_rows:
+            raise BadParameter("n", f"entity {entity!r} has frames 0 to {table.num_rows - 1}, got {number}")
+        at = table.column(0).cast(pa.int64())[number].as_py()
+    else:
+        at = _integer(request, "at")
+    shown, data, media_type = recording.frame_at(table, entity, at)
+    return Response(data, media_type=media_type, headers={"X-Frame-Time": str(shown)})
+
+
+async def segment_rrd(request: Request) -> Response:
+    """The segment's layers merged into one ``.rrd`` (``recording.merged_rrd``) for Rerun's viewer."""
+    _known_parameters(request, "as_of")
+    catalog = _catalog(request)
+    detail = await catalog.segment(request)
+    path = await catalog.read_recording(recording.merged_rrd, request.path_params["name"], detail)
+    return FileResponse(path, media_type="application/octet-stream", filename=f"{detail.segment_id}.rrd")
+
+
+def _required(request: Request, name: str) -> str:
+    value = request.query_params.get(name)
+    if not value:
+        raise BadParameter(name, "required")
+    return value
+
+
+def _integer(request: Request, name: str) -> int:
+    value = _required(request, name)
+    try:
+        return int(value)
+    except ValueError:
+        raise BadParameter(name, f"expected an integer, got {value!r}") from None
 
 
 def _table_routes(path: str, endpoint: Callable[[Request], Any]) -> list[Route]:
@@ -419,6 +514,10 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
         *_table_routes("/api/datasets", datasets),
         *_table_routes("/api/datasets/{name}/segments", segments),
         Route("/api/datasets/{name}/segments/{segment_id}", segment, methods=["GET"]),
+        *_table_routes("/api/datasets/{name}/segments/{segment_id}/series", series),
+        Route("/api/datasets/{name}/segments/{segment_id}/frames", frames, methods=["GET"]),
+        Route("/api/datasets/{name}/segments/{segment_id}/frame", frame, methods=["GET"]),
+        Route("/api/datasets/{name}/segments/{segment_id}/recording.rrd", segment_rrd, methods=["GET"]),
         *_table_routes("/api/datasets/{name}/tags", tags),
         *_table_routes("/api/rejections", rejections),
         *_table_routes("/api/changes", changes),

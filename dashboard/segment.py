@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dashboard.recording import is_camera, is_series
 from projector.views import SegmentDetail
 
 LIST_SHOWN = 8
@@ -49,7 +50,8 @@ def display(field: pa.Field, value: Any) -> str:
 
 
 def segment_json(dataset: str, detail: SegmentDetail) -> dict[str, Any]:
-    """The segment page's data: its layers, properties (raw and as text), timelines and entities."""
+    """The segment page's data: its layers, properties (raw and as text), timelines, entities,
+    and which of those have series to plot and camera frames to show."""
     row = detail.row
     properties, timelines = [], {}
     for field in row.schema:
@@ -72,4 +74,6 @@ def segment_json(dataset: str, detail: SegmentDetail) -> dict[str, Any]:
          "arrow_type": c.arrow_type, "static": c.static, "layer": c.layer} for c in components]}
         for path, components in detail.entities.items()]
     return {"dataset": dataset, "segment_id": detail.segment_id, "layers": layers,
-            "properties": properties, "timelines": list(timelines.values()), "entities": entities}
+            "properties": properties, "timelines": list(timelines.values()), "entities": entities,
+            "series": [path for path, components in detail.entities.items() if is_series(components)],
+            "cameras": [path for path, components in detail.entities.items() if is_camera(components)]}

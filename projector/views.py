@@ -211,12 +211,15 @@ class Component:
 class SegmentDetail:
     """One segment as its page shows it: ``layers`` (its rows of the layer table), ``row`` (its
     one-row segment table: properties and each timeline's start and end, with their field
-    metadata) and the components of its layers' schemas by entity path (``entities``)."""
+    metadata), the components of its layers' schemas by entity path (``entities``), and those
+    schemas' index and component fields as one schema (``schema``: what a read of its data asks
+    for; a field of several layers once)."""
 
     segment_id: str
     layers: pa.Table
     row: pa.Table
     entities: dict[str, list[Component]]
+    schema: pa.Schema
 
 
 def segment_detail(store: CatalogReader, dataset_id: uuid.UUID, segment_id: str) -> SegmentDetail | None:
@@ -228,12 +231,15 @@ def segment_detail(store: CatalogReader, dataset_id: uuid.UUID, segment_id: str)
         layers["layer_name"].to_pylist(), layers["schema_sha256"].to_pylist(), strict=True) if digest}
     found = store.schemas(sorted(set(digests.values())))
     entities: dict[str, list[Component]] = {}
+    fields: dict[str, pa.Field] = {}
     for layer, digest in digests.items():
         if digest not in found:
             continue
         for field in pa.ipc.read_schema(pa.py_buffer(found[digest])):
             meta = {k.decode(): v.decode() for k, v in (field.metadata or {}).items()}
             path = meta.get("rerun:entity_path", "")
+            if meta.get("rerun:kind") == "index" or (meta.get("rerun:kind") == "data" and path):
+                fields.setdefault(field.name, field)
             if meta.get("rerun:kind") != "data" or not path or path.startswith("/__properties"):
                 continue
             entities.setdefault(path, []).append(Component(
@@ -241,7 +247,7 @@ def segment_detail(store: CatalogReader, dataset_id: uuid.UUID, segment_id: str)
                 meta.get("rerun:component_type", ""), meta.get("rerun:archetype", ""),
                 str(field.type), meta.get("rerun:is_static") == "true", layer))
     return SegmentDetail(segment_id, layers, segment_table(layers, property_schemas(store, layers)),
-                         dict(sorted(entities.items())))
+                         dict(sorted(entities.items())), pa.schema(list(fields.values())))
 
 DATASETS_SCHEMA = pa.schema([
     ("name", pa.string()), ("id", pa.string()), ("segments", pa.int64()), ("layers", pa.int64()),

@@ -440,30 +440,39 @@ def layer_files(layers: pa.Table, object_store: ObjectStoreConfig) -> dict[str, 
 
 def segment_store(files: Sequence[LayerFile], application_id: str, assets: Sequence[LayerFile] = ()) -> Any:
     """The segment of ``files`` (its layers), with the chunks of ``assets`` but their properties,
-    as rerun-sdk's ``LazyStore``: its chunk manifest in memory, chunks read on demand. One file
-    is its own store; several are merged once per process into a temporary ``.rrd`` (every chunk
-    read and written), whose store is returned.
+    as rerun-sdk's ``LazyStore`` of ``segment_rrd``: its chunk manifest in memory, chunks read on
+    demand.
 
     Raises ``NotFoundError`` or ``RecordingChangedError`` naming the segment, layer and URL if a
     registered file is gone or changed."""
+    from rerun.chunk import RrdReader
+
+    return RrdReader(segment_rrd(files, application_id, assets)).store()
+
+
+def segment_rrd(files: Sequence[LayerFile], application_id: str, assets: Sequence[LayerFile] = ()) -> Path:
+    """The segment of ``files`` (its layers) as one ``.rrd``, with the chunks of ``assets`` but
+    their properties: one file is itself (a local copy if it is in object storage); several are
+    merged once per process into a temporary ``.rrd`` (every chunk read and written) under the
+    segment's id as recording id. Raises what ``LayerFile.path`` raises."""
     from rerun.chunk import LazyChunkStream, RrdReader
 
     paths = [file.path() for file in files]
     asset_paths = [file.path() for file in assets]
     if len(paths) == 1 and not asset_paths:
-        return RrdReader(paths[0]).store()
+        return paths[0]
     named = "\n".join(f"{f.storage_url} {f.size_bytes}" for f in [*files, *assets])
-    key = hashlib.sha256(named.encode()).hexdigest()
+    key = hashlib.sha256(f"{application_id}\n{named}".encode()).hexdigest()
     merged = _merged_dir() / f"{key}.rrd"
     if not merged.exists():
-        partial = merged.with_suffix(".partial")
+        partial = merged.with_suffix(f".{threading.get_ident()}.partial")
         streams = [RrdReader(p).stream() for p in paths]
         streams += [RrdReader(p).stream().filter(content=["+ /**", f"- {PROPERTIES_ENTITY}/**"])
                     for p in asset_paths]
         LazyChunkStream.merge(*streams).write_rrd(
             partial, application_id=application_id, recording_id=files[0].segment_id)
         partial.replace(merged)
-    return RrdReader(merged).store()
+    return merged
 
 
 @functools.cache

@@ -114,6 +114,61 @@ def test_a_segment_page_shows_its_insides_and_a_new_layer_appears_on_it(
     assert "has no segment 'no_such_segment'" in wait_for_text(browser, "main .reason")
 
 
+PIXELS_OF_SHOWN_FRAME = """
+const image = document.getElementById("frame");
+const canvas = document.createElement("canvas");
+canvas.width = image.naturalWidth;
+canvas.height = image.naturalHeight;
+const context = canvas.getContext("2d");
+context.drawImage(image, 0, 0);
+return Array.from(context.getImageData(0, 0, canvas.width, canvas.height).data);
+"""
+"""The decoded RGBA pixels of the frame the segment page shows, at the image's own size."""
+
+
+def test_a_segment_page_plots_the_reader_s_values_and_shows_the_recorded_frames(
+        dashboard: Dashboard, browser, dataset, tmp_path) -> None:
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from stack.droid import write_episode
+
+    write_episode(tmp_path / "episode.rrd", "episode_9", 9, steps=25)
+    dataset.register([(tmp_path / "episode.rrd").as_uri()]).wait()
+    open_live(browser, f"{dashboard.url}/datasets/{dataset.name}/segments/episode_9")
+    entity = "/action/cartesian_position"
+    browser.execute_script("""
+        for (const box of document.querySelectorAll("#series-entities input"))
+          if (box.checked !== (box.value === arguments[0])) box.click();""", entity)
+    drawn = WebDriverWait(browser, 30).until(lambda b: b.execute_script(
+        "return plot && plot.series.length === 7 && plot.series[1].label.startsWith(arguments[0])"
+        " ? plot.data : null", entity))
+    times, values = reader_series(dataset, "episode_9", entity)
+    assert drawn[0] == [t / 1e9 for t in times]  # the x axis in seconds
+    assert [list(point) for point in zip(*drawn[1:], strict=True)] == values  # six series, every point
+
+    camera = "/cameras/exterior_2_left/image"
+    browser.execute_script("""
+        const select = document.getElementById("camera");
+        select.value = arguments[0];
+        select.dispatchEvent(new Event("change"));""", camera)
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script(
+        "return document.getElementById('scrubber').max") == "24")
+    browser.execute_script("""
+        const scrubber = document.getElementById("scrubber");
+        scrubber.value = 11;
+        scrubber.dispatchEvent(new Event("input"));""")
+    WebDriverWait(browser, 30).until(
+        lambda b: b.find_element(By.ID, "frame").get_attribute("data-frame") == "11")
+    assert "frame 12 of 25" in text_of(browser, "#frame-time")
+    recorded = reader_frames(dataset, "episode_9", camera)[11]
+    expected = np.asarray(Image.open(io.BytesIO(recorded)).convert("RGBA"))
+    shown = np.array(browser.execute_script(PIXELS_OF_SHOWN_FRAME), dtype=np.uint8).reshape(expected.shape)
+    assert np.array_equal(shown, expected)
+
+
 def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.CatalogClient,
                                                   dashboard: Dashboard, browser) -> None:
     open_live(browser, dashboard.url)
@@ -182,15 +237,24 @@ def test_a_dataset_page_at_a_tag_shows_the_segments_of_then(dashboard: Dashboard
                                      == ["kept", "dropped"])
 
 
-def test_no_route_writes(server: Server, dashboard: Dashboard, dataset, make_rrd) -> None:
-    dataset.register(make_rrd("read_only")).wait()
+QUERIES = {"series": "?entity=/action/joint_positions", "frames": "?entity=/cameras/wrist_left/image",
+           "frame": "?entity=/cameras/wrist_left/image&n=0"}
+"""What the routes that read inside a recording need to be asked, by their last part."""
+
+
+def test_no_route_writes(server: Server, dashboard: Dashboard, dataset, tmp_path) -> None:
+    from stack.droid import write_episode
+
+    write_episode(tmp_path / "episode.rrd", "read_only", 1, steps=3)
+    dataset.register([(tmp_path / "episode.rrd").as_uri()]).wait()
     before = dump(server.store)
     app_routes = [route for route in dashboard.app.routes if isinstance(route, Route)]
     assert {m for route in app_routes for m in route.methods} <= {"GET", "HEAD"}
     urls = [route.path.replace("{name}", dataset.name).replace("{segment_id}", "read_only")
-            for route in app_routes]
-    urls += [f"{mount.path}/{file.name}" for mount in dashboard.app.routes if isinstance(mount, Mount)
-             for file in (Path(dashboard_package.__file__).parent / "static").iterdir()]
+            + QUERIES.get(route.path.rsplit("/", 1)[-1].removesuffix(".arrow"), "") for route in app_routes]
+    static = Path(dashboard_package.__file__).parent / "static"
+    urls += [f"{mount.path}/{file.relative_to(static)}" for mount in dashboard.app.routes
+             if isinstance(mount, Mount) for file in static.rglob("*") if file.is_file()]
     for path in urls:
         if path == "/events":
             continue  # a stream: read below
@@ -262,6 +326,93 @@ def test_a_segment_route_shows_its_layers_properties_timelines_and_entities(
     assert image["archetype"] == "rerun.archetypes.EncodedImage" and image["layer"] == "base"
     status, _, body = get(f"{dashboard.url}/api/datasets/{dataset.name}/segments/no_such_segment")
     assert status == 404 and f"dataset {dataset.name!r} has no segment 'no_such_segment'" in body.decode()
+
+
+def reader_series(dataset, segment: str, entity: str) -> tuple[list[int], list[list[float] | None]]:
+    """``reader()``'s index values (ns) and values of ``entity``'s scalars in ``segment``."""
+    table = pa.table(dataset.filter_segments(segment).filter_contents(entity).reader(index="real_time"))
+    return (table.column("real_time").cast(pa.int64()).to_pylist(),
+            table.column(f"{entity}:Scalars:scalars").to_pylist())
+
+
+def reader_frames(dataset, segment: str, entity: str) -> list[bytes]:
+    """``reader()``'s encoded frames of the image ``entity`` in ``segment``, in time order."""
+    table = pa.table(dataset.filter_segments(segment).filter_contents(entity).reader(index="real_time"))
+    blobs = table.column(f"{entity}:EncodedImage:blob").to_pylist()
+    return [bytes(blob[0]) for blob in blobs if blob]
+
+
+def test_a_segment_s_series_frames_and_recording_are_read_as_the_reader_reads_them(
+        dashboard: Dashboard, dataset, tmp_path, make_rrd) -> None:
+    from rerun.chunk import RrdReader
+
+    from stack.droid import write_episode
+
+    write_episode(tmp_path / "episode.rrd", "episode_5", 5, steps=20)
+    dataset.register([(tmp_path / "episode.rrd").as_uri()]).wait()
+    base = f"{dashboard.url}/api/datasets/{dataset.name}/segments/episode_5"
+    page = json.loads(get(base)[2])
+    assert "/action/joint_positions" in page["series"] and "/cameras/wrist_left/image" in page["cameras"]
+    assert "/cameras/wrist_left/image" not in page["series"]
+
+    status, kind, body = get(f"{base}/series.arrow?index=real_time&entity=/action/joint_positions"
+                             "&entity=/observation/gripper_position")
+    assert (status, kind) == (200, ARROW_STREAM)
+    table = pa.ipc.open_stream(body).read_all()
+    times, joints = reader_series(dataset, "episode_5", "/action/joint_positions")
+    assert table.column("real_time").cast(pa.int64()).to_pylist() == times and len(times) == 20
+    assert table.column("/action/joint_positions:Scalars:scalars").to_pylist() == joints
+    assert (table.column("/observation/gripper_position:Scalars:scalars").to_pylist()
+            == reader_series(dataset, "episode_5", "/observation/gripper_position")[1])
+    as_json = json.loads(get(f"{base}/series?entity=/action/joint_positions")[2])  # index: the first
+    assert [row["/action/joint_positions:Scalars:scalars"] for row in as_json] == joints
+
+    camera = "/cameras/wrist_left/image"
+    listed = json.loads(get(f"{base}/frames?index=real_time&entity={camera}")[2])
+    expected = reader_frames(dataset, "episode_5", camera)
+    assert listed["count"] == len(expected) == 20 and listed["times"][0].endswith("+00:00")
+    status, kind, frame = get(f"{base}/frame?index=real_time&entity={camera}&n=7")
+    assert (status, kind, frame) == (200, "image/jpeg", expected[7])
+    between = (times[7] + times[8]) // 2  # the frame shown at a time is the last one before it
+    assert get(f"{base}/frame?index=real_time&entity={camera}&at={between}")[2] == expected[7]
+
+    status, _, merged = get(f"{base}/recording.rrd")
+    assert status == 200 and merged == (tmp_path / "episode.rrd").read_bytes()  # one layer: its file
+    dataset.register(make_rrd("episode_5", name="extra"), layer_name="extra").wait()
+    status, _, merged = get(f"{base}/recording.rrd")
+    (tmp_path / "merged.rrd").write_bytes(merged)
+    schema = RrdReader(tmp_path / "merged.rrd").store().schema()
+    entities = {c.entity_path for c in schema.component_columns()}
+    assert {"/points", camera, "/action/joint_positions"} <= entities  # both layers, one recording
+
+
+def test_asking_a_segment_for_what_it_does_not_have_is_a_400_saying_why(dashboard: Dashboard, dataset,
+                                                                        tmp_path) -> None:
+    from stack.droid import write_episode
+
+    write_episode(tmp_path / "episode.rrd", "episode_6", 6, steps=5)
+    dataset.register([(tmp_path / "episode.rrd").as_uri()]).wait()
+    base = f"{dashboard.url}/api/datasets/{dataset.name}/segments"
+    for path, status, message in [
+        ("episode_6/frame?entity=/action/joint_positions&n=0", 400,
+         "entity '/action/joint_positions' is not an image (frames come from entities with an "
+         "EncodedImage blob): its components are Scalars:scalars"),
+        ("episode_6/frames?entity=/cameras/wrist_left/image&index=step", 400,
+         "segment 'episode_6' has no timeline 'step' (its timelines: 'real_time')"),
+        ("episode_6/series?entity=/no/such/entity", 400,
+         "segment 'episode_6' has no entity '/no/such/entity'"),
+        ("episode_6/series?entity=/cameras/wrist_left/image", 400,
+         "entity '/cameras/wrist_left/image' is not a series of scalars"),
+        ("episode_6/series", 400, "name at least one entity"),
+        ("episode_6/frame?entity=/cameras/wrist_left/image&n=5", 400, "n: entity '/cameras/wrist_left/image' "
+         "has frames 0 to 4, got 5"),
+        ("episode_6/frame?entity=/cameras/wrist_left/image&at=soon", 400, "at: expected an integer"),
+        ("episode_6/frame?n=0", 400, "entity: required"),
+        ("nobody/frame?entity=/cameras/wrist_left/image&n=0", 404,
+         f"dataset {dataset.name!r} has no segment 'nobody'"),
+    ]:
+        got, _, body = get(f"{base}/{path}")
+        assert got == status and message in json.loads(body)["error"], (path, body)
 
 
 @pytest.mark.parametrize(("path", "headers", "status", "message"), [
