@@ -2,7 +2,9 @@
 
 Starlette on uvicorn. The page shows the datasets, a dataset's segment table, the change rates,
 the projection's lag, the rejections and the recent changes, updated by Server-Sent Events with
-no reload; ``/api/...`` serves the same data as JSON and, with ``.arrow``, as Arrow IPC streams.
+no reload; a segment's page its layers, properties, entities, plots of its series and its camera
+frames, with a link to Rerun's web viewer; ``/api/...`` serves the same data as JSON and, with
+``.arrow``, as Arrow IPC streams.
 Every route reads the store, read-only; none writes anything.
 """
 
@@ -16,23 +18,33 @@ import uvicorn
 
 import settings
 from dashboard.app import ARROW_STREAM, create_app
+from dashboard.viewer import web_viewer
 
 DEFAULT_PORT = settings.DASHBOARD_PORT
+DEFAULT_VIEWER_PORT = settings.VIEWER_PORT
 
-__all__ = ["ARROW_STREAM", "DEFAULT_PORT", "Dashboard", "create_app"]
+__all__ = ["ARROW_STREAM", "DEFAULT_PORT", "DEFAULT_VIEWER_PORT", "Dashboard", "create_app"]
 
 
 class Dashboard:
     """The dashboard of ``store`` served by uvicorn, in this thread (``serve``) or in a
-    background one (``start``/``stop``). ``port=0`` picks a free port."""
+    background one (``start``/``stop``). ``port=0`` picks a free port. With ``viewer_port``,
+    Rerun's web viewer is served on that port too (``dashboard.viewer``; 0: a free one)."""
 
     def __init__(self, store: str, *, bootstrap_servers: str | None = None, kafka_config: dict | None = None,
-                 host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
-        self.app = create_app(store, bootstrap_servers=bootstrap_servers, kafka_config=kafka_config)
+                 host: str = "127.0.0.1", port: int = DEFAULT_PORT, viewer_port: int | None = None) -> None:
+        self._socket = _bind(host, port)
+        try:
+            self.viewer_port = None if viewer_port is None else web_viewer(viewer_port)
+            """The port of Rerun's web viewer that segment pages link to (None: no viewer)."""
+        except OSError:
+            self._socket.close()
+            raise
+        self.app = create_app(store, bootstrap_servers=bootstrap_servers, kafka_config=kafka_config,
+                              viewer_port=self.viewer_port)
         # Open event streams are cut after a second at shutdown; their pages reconnect later.
         self._server = uvicorn.Server(uvicorn.Config(self.app, host=host, port=port, log_level="warning",
                                                      timeout_graceful_shutdown=1, access_log=False))
-        self._socket = _bind(host, port)
         self._thread: threading.Thread | None = None
         bound, self.port = self._socket.getsockname()[:2]
         """The port it listens on (the one picked if ``port=0``)."""

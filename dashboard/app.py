@@ -126,6 +126,8 @@ class Catalog:
         self.hub = FeedHub(self._open)
         self._stats: tuple[float, dict] | None = None
         self._stats_lock = asyncio.Lock()
+        self.viewer_port: int | None = None
+        """Where Rerun's web viewer is served on the page's host, if it is."""
 
     async def start(self) -> None:
         self._store = await self.read(self._open)
@@ -304,8 +306,9 @@ async def changes(request: Request) -> pa.Table:
 async def segment(request: Request) -> Response:
     """One segment: its layers, properties, timelines and entity tree (``dashboard.segment``)."""
     _known_parameters(request, "as_of")
-    detail = await _catalog(request).segment(request)
-    return _json(segment_json(request.path_params["name"], detail))
+    catalog = _catalog(request)
+    detail = await catalog.segment(request)
+    return _json({**segment_json(request.path_params["name"], detail), "viewer_port": catalog.viewer_port})
 
 
 def _index(request: Request, detail: SegmentDetail) -> str:
@@ -361,12 +364,15 @@ async def frame(request: Request) -> Response:
 
 
 async def segment_rrd(request: Request) -> Response:
-    """The segment's layers merged into one ``.rrd`` (``recording.merged_rrd``) for Rerun's viewer."""
+    """The segment's layers merged into one ``.rrd`` (``recording.merged_rrd``) for Rerun's viewer,
+    which reads it from the web viewer's origin (another port): readable from any origin, as the
+    rest of the dashboard is."""
     _known_parameters(request, "as_of")
     catalog = _catalog(request)
     detail = await catalog.segment(request)
     path = await catalog.read_recording(recording.merged_rrd, request.path_params["name"], detail)
-    return FileResponse(path, media_type="application/octet-stream", filename=f"{detail.segment_id}.rrd")
+    return FileResponse(path, media_type="application/octet-stream", filename=f"{detail.segment_id}.rrd",
+                        headers={"Access-Control-Allow-Origin": "*"})
 
 
 def _required(request: Request, name: str) -> str:
@@ -492,10 +498,12 @@ async def _error(request: Request, exc: HTTPException) -> Response:
 
 
 def create_app(store: str, *, bootstrap_servers: str | None = None,
-               kafka_config: dict | None = None) -> Starlette:
+               kafka_config: dict | None = None, viewer_port: int | None = None) -> Starlette:
     """The dashboard of the store at ``store`` (a path or a postgresql:// URL), with the lag
-    measured against the Kafka cluster at ``bootstrap_servers`` if given."""
+    measured against the Kafka cluster at ``bootstrap_servers`` if given, and segment pages
+    linking to Rerun's web viewer on ``viewer_port`` of the page's host if given."""
     catalog = Catalog(store, bootstrap_servers, kafka_config)
+    catalog.viewer_port = viewer_port
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):

@@ -103,6 +103,10 @@ def object_store() -> dict[str, str]:
 DASHBOARD_PORT = 8765
 """The port ``strata dashboard`` and ``strata up`` serve the live page on, unless told otherwise."""
 
+VIEWER_PORT = 9090
+"""The port the dashboard serves Rerun's web viewer on, unless told otherwise (Rerun's own
+default for ``rerun --serve-web``)."""
+
 SERVER_FILE = "server.json"
 """What a running stack writes about itself in its state directory (its Kafka cluster, store and
 Spark master), removed when it stops; clients read it to connect (``from_state_dir``)."""

@@ -116,12 +116,20 @@ def _dashboard_arguments(parser: argparse.ArgumentParser, port_help: str) -> Non
                              "0.0.0.0: every interface)")
     parser.add_argument("--port", type=int, default=settings.DASHBOARD_PORT,
                         help=f"{port_help} (default {settings.DASHBOARD_PORT}; 0: any free port)")
+    viewer = parser.add_mutually_exclusive_group()
+    viewer.add_argument("--viewer-port", type=int, default=settings.VIEWER_PORT,
+                        help="port of Rerun's web viewer, served beside the dashboard on every interface, "
+                             "that segment pages open their segment in (default "
+                             f"{settings.VIEWER_PORT}; 0: any free port)")
+    viewer.add_argument("--no-viewer", dest="viewer_port", action="store_const", const=None,
+                        help="serve no web viewer: segment pages offer their segment as an .rrd download")
 
 
 def _stack_dashboard(server: Server, args: argparse.Namespace) -> Dashboard:
     """The dashboard of the stack of ``server``, to serve in the background."""
     return _dashboard_class()(server.store, bootstrap_servers=server.bootstrap_servers,
-                              kafka_config=server.kafka_options, host=args.host, port=args.port)
+                              kafka_config=server.kafka_options, host=args.host, port=args.port,
+                              viewer_port=args.viewer_port)
 
 
 def _describe(server: Server) -> None:
@@ -133,6 +141,12 @@ def _describe(server: Server) -> None:
           f"log {server.projector_log}")
     print(f"  store      {describe(server.store)}")
     print(f"  connect    sdk.CatalogClient.from_state_dir({str(server.data_dir)!r})")
+
+
+def _print_dashboard(dashboard: Dashboard) -> None:
+    print(f"  dashboard  {dashboard.url}")
+    if dashboard.viewer_port is not None:
+        print(f"  viewer     Rerun's web viewer on port {dashboard.viewer_port} (segment pages open it)")
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -148,7 +162,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     with server, _stack_dashboard(server, args) as dashboard:
         print(f"strata: up in {time.monotonic() - started:.1f} s", flush=True)
         _describe(server)
-        print(f"  dashboard  {dashboard.url}")
+        _print_dashboard(dashboard)
         print("strata: press Ctrl-C to stop", flush=True)
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
@@ -169,7 +183,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with server, _stack_dashboard(server, args) as dashboard:
         print(f"strata demo: stack up in {time.monotonic() - started:.1f} s", flush=True)
         _describe(server)
-        print(f"  dashboard  {dashboard.url}")
+        _print_dashboard(dashboard)
         client = server.client()
         demo.run(client, server.data_dir / "demo-recordings", dataset_name=args.dataset)
         shown = demo.on_dashboard(dashboard.url, args.dataset)
@@ -183,9 +197,11 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     _read_store(args).close()  # a store that cannot be read fails here, in one line
     bootstrap = _known_bootstrap(args)
     dashboard = _dashboard_class()(_store_location(args), bootstrap_servers=bootstrap,
-                                   kafka_config=_kafka_config(args), host=args.host, port=args.port)
+                                   kafka_config=_kafka_config(args), host=args.host, port=args.port,
+                                   viewer_port=args.viewer_port)
     lag = f"lag against Kafka at {bootstrap}" if bootstrap else "no Kafka cluster known: lag unknown"
-    print(f"strata dashboard: {dashboard.url}  ({lag}); Ctrl-C to stop", flush=True)
+    viewer = "" if dashboard.viewer_port is None else f"; Rerun's web viewer on port {dashboard.viewer_port}"
+    print(f"strata dashboard: {dashboard.url}  ({lag}){viewer}; Ctrl-C to stop", flush=True)
     dashboard.serve()
     return 0
 

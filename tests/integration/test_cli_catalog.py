@@ -122,7 +122,8 @@ def test_watch_prints_changes_as_they_happen(server: Server, client: sdk.Catalog
 
 @pytest.mark.own_store
 def test_up_serves_the_dashboard_and_prints_its_url(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "stack.cli", "up", "--data-dir", str(tmp_path), "--port", "0"]
+    command = [sys.executable, "-m", "stack.cli", "up", "--data-dir", str(tmp_path), "--port", "0",
+               "--viewer-port", "0"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         printed = []

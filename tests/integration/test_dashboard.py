@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ from stores import dump
 
 def start_dashboard(server: Server, port: int = 0) -> Dashboard:
     return Dashboard(server.store, bootstrap_servers=server.bootstrap_servers,
-                     kafka_config=server.kafka_options, port=port).start()
+                     kafka_config=server.kafka_options, port=port, viewer_port=0).start()
 
 
 @pytest.fixture
@@ -167,6 +168,22 @@ def test_a_segment_page_plots_the_reader_s_values_and_shows_the_recorded_frames(
     expected = np.asarray(Image.open(io.BytesIO(recorded)).convert("RGBA"))
     shown = np.array(browser.execute_script(PIXELS_OF_SHOWN_FRAME), dtype=np.uint8).reshape(expected.shape)
     assert np.array_equal(shown, expected)
+
+
+def test_a_segment_opens_in_rerun_s_web_viewer_from_its_page(dashboard: Dashboard, browser, dataset,
+                                                             make_rrd) -> None:
+    dataset.register(make_rrd("viewed")).wait()
+    dataset.register(make_rrd("viewed", name="viewed_extra"), layer_name="extra").wait()
+    open_live(browser, f"{dashboard.url}/datasets/{dataset.name}/segments/viewed")
+    link = WebDriverWait(browser, 30).until(lambda b: b.execute_script(
+        "const a = document.getElementById('viewer'); return a.hidden ? null : a.href"))
+    recording = f"{dashboard.url}/api/datasets/{dataset.name}/segments/viewed/recording.rrd"
+    assert link == f"http://127.0.0.1:{dashboard.viewer_port}/?url={urllib.parse.quote(recording, safe='')}"
+    browser.get(link)
+    fetched = WebDriverWait(browser, 120, poll_frequency=0.5).until(lambda b: b.execute_script(
+        "return performance.getEntriesByType('resource')"
+        ".filter((e) => e.name === arguments[0] && e.responseEnd).map((e) => e.responseStatus)", recording))
+    assert fetched == [200]  # the viewer, at the .rrd version of the recordings, read the merged layers
 
 
 def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.CatalogClient,
