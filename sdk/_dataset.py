@@ -127,12 +127,7 @@ class DatasetEntry(Entry[Dataset]):
         >>> before.segment_table().to_arrow_table()  # doctest: +SKIP
         """
         view = self._at(point)
-        record = view.store.dataset(self._id)
-        if record is None or record.deleted:
-            what = "did not exist yet" if record is None else "was deleted"
-            raise NotFoundError(f"dataset {self._seen.name!r} ({self._id}) {what} as of log offset "
-                                f"{view.point}")
-        return DatasetEntry(view, record)
+        return DatasetEntry(view, self._record_at(view))
 
     def _at(self, point: int | datetime | str) -> Connection:
         return self._internal.at(self._tag(point).offset if isinstance(point, str) else point)

@@ -80,6 +80,16 @@ class Entry(Generic[Record]):
         self._seen = record
         return record
 
+    def _record_at(self, view: Connection) -> Record:
+        """The entry as ``view`` (a connection as of a point) has it; ``NotFoundError`` if it did
+        not exist yet or was deleted then."""
+        record = self._lookup(view.store, self._id)
+        if record is None or record.deleted:
+            what = "did not exist yet" if record is None else "was deleted"
+            raise NotFoundError(f"{self._kind_name} {self._seen.name!r} ({self._id}) {what} as of log offset "
+                                f"{view.point}")
+        return record
+
     @property
     def id(self) -> uuid.UUID:
         return self._id

@@ -23,7 +23,6 @@ from sdk._connection import Connection
 from sdk._dataset import DatasetEntry, companion_dataset
 from sdk._entry import Entry
 from sdk._operations import Operation
-from sdk.errors import NotFoundError
 
 MAX_PART_BYTES = 768 * 1024
 """Arrow IPC bytes per ``WriteTable`` event, well under Kafka's default 1 MB message limit."""
@@ -93,12 +92,7 @@ class TableEntry(Entry[Table]):
         >>> table.as_of(1200).reader().to_arrow_table()  # doctest: +SKIP
         """
         view = self._internal.at(point)
-        record = view.store.table(self._id)
-        if record is None or record.deleted:
-            what = "did not exist yet" if record is None else "was deleted"
-            raise NotFoundError(f"table {self._seen.name!r} ({self._id}) {what} as of log offset "
-                                f"{view.point}")
-        return TableEntry(view, record)
+        return TableEntry(view, self._record_at(view))
 
     def reader(self) -> datafusion.DataFrame:
         """The table's rows as a DataFrame of the client's ``ctx``, in write order: appended rows
