@@ -4,17 +4,21 @@ reading it like any client, until ``stop()``."""
 from __future__ import annotations
 
 import threading
+from typing import Generic, TypeVar
 
 from projector import CatalogReader
 
+Store = TypeVar("Store", bound=CatalogReader)
 
-class Follower:
+
+class Follower(Generic[Store]):
     """Runs ``_run`` in a daemon thread named ``thread_name``; ``_run`` returns once ``_stop`` is
-    set."""
+    set. ``Store``: what it reads the store through (any ``CatalogReader``, or a backend's own
+    class where it needs more)."""
 
     thread_name = "strata-follower"
 
-    def __init__(self, store: CatalogReader) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

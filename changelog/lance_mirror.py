@@ -42,7 +42,7 @@ def copy_state(url: str, table_id: uuid.UUID) -> tuple[bool, int | None]:
     return True, int(properties[REVISION_KEY])
 
 
-class LanceMirror(Follower):
+class LanceMirror(Follower[CatalogReader]):
     """Copies the tables of ``store`` that have a ``storage_url`` to Lance, until ``stop()``.
 
     >>> mirror = LanceMirror(SqliteStore(path, read_only=True))  # doctest: +SKIP

@@ -26,7 +26,7 @@ RETRY_SECS = 5.0
 COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
 
 
-class ChangelogRelay(Follower):
+class ChangelogRelay(Follower[CatalogReader]):
     """Publishes the feed of ``store`` to ``CHANGES_TOPIC`` on ``bootstrap_servers``, from where the
     topic's last record left off, until ``stop()``.
 

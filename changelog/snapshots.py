@@ -29,7 +29,7 @@ def location(where: str | Path) -> snapshots.Location:
                               f"{bucket}/{key}".rstrip("/"), text.rstrip("/"))
 
 
-class Snapshotter(Follower):
+class Snapshotter(Follower[SqlStore]):
     """Writes a snapshot of ``store`` into ``where`` each time the catalog topic has advanced
     ``every`` records past the last one, until ``stop()``. It reads the store like any client,
     so folding never waits for it; a snapshot that cannot be written is said once and tried again
@@ -39,7 +39,6 @@ class Snapshotter(Follower):
 
     def __init__(self, store: SqlStore, where: snapshots.Location, every: int) -> None:
         super().__init__(store)
-        self.sql = store
         self.where = where
         self.every = every
         self.written: list[str] = []
@@ -60,9 +59,9 @@ class Snapshotter(Follower):
             if self._last is None:
                 newest = snapshots.newest(self.where)
                 self._last = 0 if newest is None else _offset(newest)
-            if self.sql.next_offsets().get((CATALOG_TOPIC, 0), 0) < self._last + self.every:
+            if self.store.next_offsets().get((CATALOG_TOPIC, 0), 0) < self._last + self.every:
                 return None
-            written = snapshots.write(self.sql, self.where)
+            written = snapshots.write(self.store, self.where)
         except Exception as exc:  # noqa: BLE001 - any storage fault: said once, tried at the next commit
             reason = f"{type(exc).__name__}: {exc}"
             if reason != self._failing:
