@@ -330,7 +330,8 @@ async def series(request: Request) -> pa.Table:
 
 
 async def frames(request: Request) -> Response:
-    """How many camera frames the image ``entity`` has on ``index``, and their times as text."""
+    """How many camera frames the image ``entity`` has on ``index``, and their times as text and
+    as the plots' x values (``recording.chart_x``)."""
     _known_parameters(request, "as_of", "index", "entity")
     catalog = _catalog(request)
     detail = await catalog.segment(request)
@@ -338,7 +339,8 @@ async def frames(request: Request) -> Response:
     table = await catalog.read_recording(recording.frames, detail, index, entity)
     field = table.schema.field(0)
     return _json({"entity": entity, "index": index, "count": table.num_rows,
-                  "times": [display(field, t) for t in table.column(0).to_pylist()]})
+                  "times": [display(field, t) for t in table.column(0).to_pylist()],
+                  "x": recording.chart_x(table.column(0)).tolist()})
 
 
 async def frame(request: Request) -> Response:

@@ -125,6 +125,14 @@ def frame_at(frames: pa.Table, entity: str, at: int) -> tuple[int, bytes, str]:
     return int(times[row]), blob.to_numpy().tobytes(), media
 
 
+def chart_x(index: pa.ChunkedArray) -> np.ndarray:
+    """Index values as the plots' x axis has them: seconds for timestamps and durations (as a
+    float, exact to a microsecond), others as they are."""
+    if pa.types.is_timestamp(index.type) or pa.types.is_duration(index.type):
+        return index.cast(pa.int64()).to_numpy() / 1e9
+    return index.cast(pa.float64()).to_numpy()
+
+
 def merged_rrd(dataset: str, detail: SegmentDetail) -> Path:
     """The segment's layers as one ``.rrd`` (``sdk._reader.segment_rrd``), recording id the
     segment id, for Rerun's viewer."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 from starlette.routing import Mount, Route
@@ -168,6 +169,14 @@ def test_a_segment_page_plots_the_reader_s_values_and_shows_the_recorded_frames(
     expected = np.asarray(Image.open(io.BytesIO(recorded)).convert("RGBA"))
     shown = np.array(browser.execute_script(PIXELS_OF_SHOWN_FRAME), dtype=np.uint8).reshape(expected.shape)
     assert np.array_equal(shown, expected)
+
+    over = browser.find_element(By.CSS_SELECTOR, "#plot .u-over")  # a click on the plot: that time's frame
+    left = browser.execute_script("return plot.valToPos(frameX[17], 'x') + 2")
+    offset = left - over.size["width"] / 2  # from the element's centre
+    ActionChains(browser).move_to_element_with_offset(over, offset, 0).click().perform()
+    WebDriverWait(browser, 30).until(
+        lambda b: b.find_element(By.ID, "frame").get_attribute("data-frame") == "17")
+    assert browser.find_element(By.ID, "scrubber").get_attribute("value") == "17"
 
 
 def test_a_segment_opens_in_rerun_s_web_viewer_from_its_page(dashboard: Dashboard, browser, dataset,
