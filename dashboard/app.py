@@ -27,7 +27,6 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from dashboard import recording
 from dashboard.feed import BUCKET_SECS, FeedHub
 from dashboard.segment import display, segment_json
 from events import CATALOG_TOPIC
@@ -311,9 +310,17 @@ async def segment(request: Request) -> Response:
     return _json({**segment_json(request.path_params["name"], detail), "viewer_port": catalog.viewer_port})
 
 
+def _recording() -> Any:
+    """``dashboard.recording``, loaded (with the SDK's reader) by the first route reading inside a
+    recording: the dashboard starts without it."""
+    from dashboard import recording
+
+    return recording
+
+
 def _index(request: Request, detail: SegmentDetail) -> str:
     """The query parameter ``index``, by default the segment's first timeline."""
-    index = request.query_params.get("index") or next(iter(recording.timelines(detail)), None)
+    index = request.query_params.get("index") or next(iter(_recording().timelines(detail)), None)
     if index is None:
         raise BadParameter("index", f"segment {detail.segment_id!r} has no timeline")
     return index
@@ -325,7 +332,7 @@ async def series(request: Request) -> pa.Table:
     _known_parameters(request, "as_of", "index", "entity")
     catalog = _catalog(request)
     detail = await catalog.segment(request)
-    return await catalog.read_recording(recording.series, detail, _index(request, detail),
+    return await catalog.read_recording(_recording().series, detail, _index(request, detail),
                                         request.query_params.getlist("entity"))
 
 
@@ -336,11 +343,11 @@ async def frames(request: Request) -> Response:
     catalog = _catalog(request)
     detail = await catalog.segment(request)
     entity, index = _required(request, "entity"), _index(request, detail)
-    table = await catalog.read_recording(recording.frames, detail, index, entity)
+    table = await catalog.read_recording(_recording().frames, detail, index, entity)
     field = table.schema.field(0)
     return _json({"entity": entity, "index": index, "count": table.num_rows,
                   "times": [display(field, t) for t in table.column(0).to_pylist()],
-                  "x": recording.chart_x(table.column(0)).tolist()})
+                  "x": _recording().chart_x(table.column(0)).tolist()})
 
 
 async def frame(request: Request) -> Response:
@@ -351,7 +358,7 @@ async def frame(request: Request) -> Response:
     catalog = _catalog(request)
     detail = await catalog.segment(request)
     entity, index = _required(request, "entity"), _index(request, detail)
-    table = await catalog.read_recording(recording.frames, detail, index, entity)
+    table = await catalog.read_recording(_recording().frames, detail, index, entity)
     if not table.num_rows:
         raise HTTPException(404, f"entity {entity!r} has no frame on timeline {index!r}")
     if "n" in request.query_params:
@@ -361,7 +368,7 @@ async def frame(request: Request) -> Response:
         at = table.column(0).cast(pa.int64())[number].as_py()
     else:
         at = _integer(request, "at")
-    shown, data, media_type = recording.frame_at(table, entity, at)
+    shown, data, media_type = _recording().frame_at(table, entity, at)
     return Response(data, media_type=media_type, headers={"X-Frame-Time": str(shown)})
 
 
@@ -372,7 +379,7 @@ async def segment_rrd(request: Request) -> Response:
     _known_parameters(request, "as_of")
     catalog = _catalog(request)
     detail = await catalog.segment(request)
-    path = await catalog.read_recording(recording.merged_rrd, request.path_params["name"], detail)
+    path = await catalog.read_recording(_recording().merged_rrd, request.path_params["name"], detail)
     return FileResponse(path, media_type="application/octet-stream", filename=f"{detail.segment_id}.rrd",
                         headers={"Access-Control-Allow-Origin": "*"})
 

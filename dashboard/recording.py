@@ -13,27 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from projector.views import Component, SegmentDetail
+from dashboard.segment import BLOB, MEDIA_TYPE, SCALAR, is_camera, is_series
+from projector.views import SegmentDetail
 from sdk._objects import ObjectStoreConfig
 from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions, read_segment, segment_rrd
 
-SCALAR = "rerun.components.Scalar"
-BLOB = "rerun.components.Blob"
-MEDIA_TYPE = "rerun.components.MediaType"
-ENCODED_IMAGE = "rerun.archetypes.EncodedImage"
 FRAMES_KEPT = 8
 """Entities whose frames are kept in memory (the page scrubs one camera at a time)."""
-
-
-def is_series(components: Sequence[Component]) -> bool:
-    """Whether an entity has scalars over time to plot."""
-    return any(c.component_type == SCALAR and not c.static for c in components)
-
-
-def is_camera(components: Sequence[Component]) -> bool:
-    """Whether an entity has encoded images (JPEG, PNG) over time."""
-    return any(c.component_type == BLOB and c.archetype == ENCODED_IMAGE and not c.static
-               for c in components)
 
 
 def _files(detail: SegmentDetail) -> tuple[LayerFile, ...]:

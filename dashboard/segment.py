@@ -1,20 +1,36 @@
-"""A segment as its page shows it: ``views.SegmentDetail`` as JSON, each property value written
+"""A segment as its page shows it: ``views.SegmentDetail`` as JSON (which entities have series to
+plot and camera frames to show among them), each property value written
 for a person by its Arrow type and Rerun component type (dates, durations, compact lists)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
 
-from dashboard.recording import is_camera, is_series
-from projector.views import SegmentDetail
+from projector.views import Component, SegmentDetail
 
 LIST_SHOWN = 8
 """A longer list shows this many items and how many more there are."""
 
 _TIMESTAMP_COMPONENTS = {"rerun.components.Timestamp"}
+SCALAR = "rerun.components.Scalar"
+BLOB = "rerun.components.Blob"
+MEDIA_TYPE = "rerun.components.MediaType"
+ENCODED_IMAGE = "rerun.archetypes.EncodedImage"
+
+
+def is_series(components: Sequence[Component]) -> bool:
+    """Whether an entity has scalars over time to plot."""
+    return any(c.component_type == SCALAR and not c.static for c in components)
+
+
+def is_camera(components: Sequence[Component]) -> bool:
+    """Whether an entity has encoded images (JPEG, PNG) over time."""
+    return any(c.component_type == BLOB and c.archetype == ENCODED_IMAGE and not c.static
+               for c in components)
 
 
 def _when(nanos: int) -> str:

@@ -101,7 +101,8 @@ def test_a_segment_page_shows_its_insides_and_a_new_layer_appears_on_it(
     open_live(browser, f"{dashboard.url}/datasets/{dataset.name}")
     link = wait_for_text(browser, '#segments tr[data-segment="episode_8"] a')
     assert link == "episode_8"
-    browser.find_element(By.CSS_SELECTOR, '#segments tr[data-segment="episode_8"] a').click()
+    browser.execute_script(  # found and clicked in one step: a re-render may replace the row
+        "document.querySelector(arguments[0]).click()", '#segments tr[data-segment="episode_8"] a')
     WebDriverWait(browser, 30).until(lambda b: b.current_url.endswith("/segments/episode_8"))
     WebDriverWait(browser, 30).until(lambda b: text_of(b, "#status") == "live")
     assert "EncodedImage:blob" in wait_for_text(browser, '#entities li[data-entity$="/image"]')
