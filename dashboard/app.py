@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from dashboard.feed import BUCKET_SECS, FeedHub
 from dashboard.segment import display, segment_json
-from events import CATALOG_TOPIC
+from events import CATALOG_TOPIC, StrataError
 from producers.log_reader import LogProbe
 from projector import CatalogReader, Change, feed, open_store
 from projector.feed import FEED_PAGE
@@ -110,7 +110,8 @@ class Catalog:
     """What the routes read: the store through one reading thread, the stats through another
     (it also asks Kafka), and the feed through the hub."""
 
-    def __init__(self, store: str, bootstrap_servers: str | None, kafka_config: dict | None) -> None:
+    def __init__(self, store: str, bootstrap_servers: str | None, kafka_config: dict | None,
+                 viewer_port: int | None = None) -> None:
         self.location = store
         self._open = partial(open_store, store, read_only=True)
         self._reads = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-read")
@@ -125,7 +126,7 @@ class Catalog:
         self.hub = FeedHub(self._open)
         self._stats: tuple[float, dict] | None = None
         self._stats_lock = asyncio.Lock()
-        self.viewer_port: int | None = None
+        self.viewer_port = viewer_port
         """Where Rerun's web viewer is served on the page's host, if it is."""
 
     async def start(self) -> None:
@@ -148,9 +149,17 @@ class Catalog:
 
     async def read_recording(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on a thread reading recordings (not the store's: a file read never holds
-        up the catalog's routes); its ``ValueError`` is a 400."""
+        up the catalog's routes). A recording gone since its registration is a 404, one changed
+        since a 409, object storage out of reach a 503, and what the segment does not have (a
+        ``ValueError``) a 400, each with its message."""
         try:
             return await asyncio.get_running_loop().run_in_executor(self._recordings, partial(fn, *args))
+        except LookupError as exc:
+            raise HTTPException(404, str(exc)) from None
+        except ConnectionError as exc:
+            raise HTTPException(503, str(exc)) from None
+        except StrataError as exc:
+            raise HTTPException(409, str(exc)) from None
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
 
@@ -511,8 +520,7 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
     """The dashboard of the store at ``store`` (a path or a postgresql:// URL), with the lag
     measured against the Kafka cluster at ``bootstrap_servers`` if given, and segment pages
     linking to Rerun's web viewer on ``viewer_port`` of the page's host if given."""
-    catalog = Catalog(store, bootstrap_servers, kafka_config)
-    catalog.viewer_port = viewer_port
+    catalog = Catalog(store, bootstrap_servers, kafka_config, viewer_port)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):

@@ -418,7 +418,13 @@ def test_asking_a_segment_for_what_it_does_not_have_is_a_400_saying_why(dashboar
     from stack.droid import write_episode
 
     write_episode(tmp_path / "episode.rrd", "episode_6", 6, steps=5)
-    dataset.register([(tmp_path / "episode.rrd").as_uri()]).wait()
+    gone, grown = tmp_path / "gone.rrd", tmp_path / "grown.rrd"
+    write_episode(gone, "gone", 2, steps=3)
+    write_episode(grown, "grown", 3, steps=3)
+    dataset.register([(tmp_path / "episode.rrd").as_uri(), gone.as_uri(), grown.as_uri()]).wait()
+    gone.unlink()
+    with grown.open("ab") as file:
+        file.write(b"more")
     base = f"{dashboard.url}/api/datasets/{dataset.name}/segments"
     for path, status, message in [
         ("episode_6/frame?entity=/action/joint_positions&n=0", 400,
@@ -437,6 +443,10 @@ def test_asking_a_segment_for_what_it_does_not_have_is_a_400_saying_why(dashboar
         ("episode_6/frame?n=0", 400, "entity: required"),
         ("nobody/frame?entity=/cameras/wrist_left/image&n=0", 404,
          f"dataset {dataset.name!r} has no segment 'nobody'"),
+        ("gone/series?entity=/action/joint_positions", 404,
+         f'segment "gone", layer "base": the recording at {gone.as_uri()} no longer exists'),
+        ("grown/frames?entity=/cameras/wrist_left/image", 409,
+         f'segment "grown", layer "base": the recording at {grown.as_uri()} has'),
     ]:
         got, _, body = get(f"{base}/{path}")
         assert got == status and message in json.loads(body)["error"], (path, body)
