@@ -33,7 +33,7 @@ from types import SimpleNamespace
 
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
-from bench import scenarios
+from bench import report, scenarios
 from bench.recordings import RecordingPool
 from bench.systems import layer_event, layer_templates, schema_event
 from changelog import CHANGES_TOPIC
@@ -44,7 +44,6 @@ from projector.stores.sqlite import SqliteStore
 from spark_streaming.job import paused_gc
 from stack import Server
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # Stamps the first time each segment's layer_added entry enters the page's feed (epoch ms).
 OBSERVE_FEED = """
 window.seen = {};
@@ -249,12 +248,7 @@ def main(argv: list[str] | None = None) -> None:
                                          screenshot=args.screenshot)
             print("throughput:", flush=True)
             results["throughput"] = throughput(server, pool, work, events=args.events, runs=args.runs)
-    RESULTS_DIR.mkdir(exist_ok=True)
-    stem = RESULTS_DIR / f"{results['date']}-live"
-    stem.with_suffix(".json").write_text(json.dumps(results, indent=2))
-    text = table(results)
-    stem.with_suffix(".md").write_text(f"# python -m bench.live ({results['date']})\n\n{text}\n")
-    print(text)
+    report.save("live", results, table(results))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import random
 import sys
 import tempfile
@@ -30,7 +29,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench import scenarios
+from bench import report, scenarios
 from bench.systems import layer_event, layer_templates, schema_event
 from dashboard import Dashboard
 from events import CATALOG_TOPIC, CreateDataset, Event, encode
@@ -39,8 +38,6 @@ from projector.stores.sqlite import SqliteStore
 from spark_streaming.job import paused_gc
 from stack import Server
 from stack.droid import write_episode
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 MARK = "const m = performance.getEntriesByName(arguments[0]); return m.length ? m[0].startTime : null;"
 LAST_FRAME = """
@@ -183,12 +180,7 @@ def main(argv: list[str] | None = None) -> None:
                 browser.get("about:blank")
         finally:
             browser.quit()
-    RESULTS_DIR.mkdir(exist_ok=True)
-    stem = RESULTS_DIR / f"{results['date']}-pages"
-    stem.with_suffix(".json").write_text(json.dumps(results, indent=2))
-    text = table(results)
-    stem.with_suffix(".md").write_text(f"# python -m bench.pages ({results['date']})\n\n{text}\n")
-    print(text)
+    report.save("pages", results, table(results))
 
 
 if __name__ == "__main__":

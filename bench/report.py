@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 NOT_APPLICABLE = "n/a"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 @dataclass
@@ -119,3 +120,13 @@ def write(results: dict, rows: list[Row], directory: Path, stem: str, header: st
     document = {**results, "table": [asdict(row) | {"ratio": row.ratio()} for row in rows]}
     paths["json"].write_text(json.dumps(document, indent=2, default=str) + "\n")
     return paths
+
+
+def save(module: str, results: dict, table: str) -> None:
+    """A one-system benchmark's run (``python -m bench.<module>``): ``<date>-<module>.json`` with
+    every number and ``.md`` with its table, under ``RESULTS_DIR``; the table printed."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    stem = RESULTS_DIR / f"{results['date']}-{module}"
+    stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    stem.with_suffix(".md").write_text(f"# python -m bench.{module} ({results['date']})\n\n{table}\n")
+    print(table)
