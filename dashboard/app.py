@@ -13,10 +13,11 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from functools import partial
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -28,12 +29,24 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dashboard.feed import BUCKET_SECS, FeedHub
+from dashboard.query import parse_sort, parse_where
 from dashboard.segment import display, segment_json
 from events import CATALOG_TOPIC, StrataError
 from producers.log_reader import LogProbe
 from projector import CatalogReader, Change, feed, open_store
 from projector.feed import FEED_PAGE
-from projector.views import SegmentDetail, at_point, dataset_segment_table, datasets_table, segment_detail
+from projector.views import (
+    HasLayer,
+    SegmentDetail,
+    SegmentPage,
+    SegmentQueryError,
+    at_point,
+    dataset_segment_table,
+    datasets_table,
+    layer_counts,
+    segment_detail,
+    select_segments,
+)
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRY_MILLIS = 1000
@@ -94,16 +107,24 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _json(data: Any, status_code: int = 200) -> Response:
+def _json(data: Any, status_code: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(json.dumps(data, default=_json_default, allow_nan=False), status_code,
-                    media_type="application/json")
+                    headers=headers, media_type="application/json")
 
 
-def _arrow(table: pa.Table) -> Response:
+def _arrow(table: pa.Table, headers: dict[str, str] | None = None) -> Response:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return Response(sink.getvalue().to_pybytes(), media_type=ARROW_STREAM)
+    return Response(sink.getvalue().to_pybytes(), headers=headers, media_type=ARROW_STREAM)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A table route's answer with headers of its own: ``X-Total-Count`` for a page of rows."""
+
+    table: pa.Table
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class Catalog:
@@ -244,6 +265,28 @@ def _limit(request: Request, default: int) -> int:
     return limit
 
 
+def _offset(request: Request) -> int:
+    value = request.query_params.get("offset", "0")
+    try:
+        offset = int(value)
+    except ValueError:
+        raise BadParameter("offset", f"expected an integer, got {value!r}") from None
+    if offset < 0:
+        raise BadParameter("offset", f"the first row is 0, got {offset}")
+    return offset
+
+
+T = TypeVar("T")
+
+
+def _parameter(name: str, parse: Callable[[], T]) -> T:
+    """``parse()``, its ``SegmentQueryError`` a 400 naming the query parameter ``name``."""
+    try:
+        return parse()
+    except SegmentQueryError as exc:
+        raise BadParameter(name, str(exc)) from None
+
+
 def _known_parameters(request: Request, *names: str) -> None:
     for name in request.query_params:
         if name not in names:
@@ -269,14 +312,40 @@ def _as_of(store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> Ca
         raise BadParameter("as_of", str(exc)) from None
 
 
-async def segments(request: Request) -> pa.Table:
-    """The segment table, now or ``as_of`` a log offset or a tag."""
+async def segments(request: Request) -> Rows:
+    """The segment table, now or ``as_of`` a log offset or a tag: the segments meeting every
+    ``where`` condition and having every ``layer``, by ``sort``, ``limit`` of them from ``offset``
+    (default: all); how many matched in ``X-Total-Count`` (``dashboard.query``, ``views.select_segments``)."""
+    _known_parameters(request, "as_of", "where", "layer", "sort", "offset", "limit")
+    catalog = _catalog(request)
+    dataset = await catalog.dataset(request.path_params["name"])
+    point, sort = request.query_params.get("as_of"), request.query_params.get("sort")
+    wheres, layers = request.query_params.getlist("where"), request.query_params.getlist("layer")
+    offset = _offset(request)
+    limit = _limit(request, MAX_LIMIT) if "limit" in request.query_params else None  # None: every row
+
+    def select() -> SegmentPage:
+        table = dataset_segment_table(_as_of(catalog.store, dataset.id, point), dataset.id)
+        conditions = [_parameter("where", partial(parse_where, table.schema, text)) for text in wheres]
+        conditions += [HasLayer(name) for name in layers]
+        key = None if sort is None else _parameter("sort", partial(parse_sort, table.schema, sort))
+        # Conditions are checked above: what select_segments still refuses is the sort key's type.
+        return _parameter("sort", partial(select_segments, table, tuple(conditions), sort=key,
+                                          offset=offset, limit=limit))
+
+    page = await catalog.read(select)
+    return Rows(page.rows, {"X-Total-Count": str(page.total)})
+
+
+async def layers(request: Request) -> pa.Table:
+    """The dataset's layer names and how many segments have each (``views.layer_counts``), now or
+    ``as_of`` a point: what the dataset page's layer choice offers."""
     _known_parameters(request, "as_of")
     catalog = _catalog(request)
     dataset = await catalog.dataset(request.path_params["name"])
     point = request.query_params.get("as_of")
     return await catalog.read(
-        lambda: dataset_segment_table(_as_of(catalog.store, dataset.id, point), dataset.id))
+        lambda: layer_counts(_as_of(catalog.store, dataset.id, point).layer_table(dataset.id)))
 
 
 async def tags(request: Request) -> pa.Table:
@@ -409,12 +478,19 @@ def _integer(request: Request, name: str) -> int:
 
 
 def _table_routes(path: str, endpoint: Callable[[Request], Any]) -> list[Route]:
-    """``path`` as JSON (a list of row objects) and ``path.arrow`` as an Arrow IPC stream."""
+    """``path`` as JSON (a list of row objects) and ``path.arrow`` as an Arrow IPC stream, of the
+    table ``endpoint`` returns (or of its ``Rows``, with their headers)."""
+    async def rows(request: Request) -> Rows:
+        answer = await endpoint(request)
+        return answer if isinstance(answer, Rows) else Rows(answer)
+
     async def as_json(request: Request) -> Response:
-        return _json((await endpoint(request)).to_pylist())
+        answer = await rows(request)
+        return _json(answer.table.to_pylist(), headers=answer.headers)
 
     async def as_arrow(request: Request) -> Response:
-        return _arrow(await endpoint(request))
+        answer = await rows(request)
+        return _arrow(answer.table, answer.headers)
 
     return [Route(path, as_json, methods=["GET"]), Route(f"{path}.arrow", as_arrow, methods=["GET"])]
 
@@ -544,6 +620,7 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
         Route("/api/datasets/{name}/segments/{segment_id}/frame", frame, methods=["GET"]),
         Route("/api/datasets/{name}/segments/{segment_id}/recording.rrd", segment_rrd, methods=["GET"]),
         *_table_routes("/api/datasets/{name}/tags", tags),
+        *_table_routes("/api/datasets/{name}/layers", layers),
         *_table_routes("/api/rejections", rejections),
         *_table_routes("/api/changes", changes),
         Route("/api/stats", stats, methods=["GET"]),

@@ -3,26 +3,34 @@ plain HTTP for the JSON and Arrow routes, and what bad requests get."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from datafusion import DataFrame, col, lit
+from datafusion import functions as f
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
 from starlette.routing import Mount, Route
 
 import dashboard as dashboard_package
 import sdk
 from browser import chromium
 from dashboard import ARROW_STREAM, Dashboard
-from events import CATALOG_TOPIC
+from events import CATALOG_TOPIC, DefineSchema, Event
+from producers import EventProducer
+from sdk._recordings import read_recording
 from stack import Server
 from stack_tools import produce_raw, wait_until
 from stores import dump
@@ -49,12 +57,18 @@ def browser():
 
 
 def get(url: str, *, headers: dict | None = None, method: str = "GET") -> tuple[int, str, bytes]:
+    status, answer_headers, body = get_with_headers(url, headers=headers, method=method)
+    return status, answer_headers["content-type"], body
+
+
+def get_with_headers(url: str, *, headers: dict | None = None, method: str = "GET"
+                     ) -> tuple[int, dict, bytes]:
     request = urllib.request.Request(url, headers=headers or {}, method=method)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.headers["content-type"], response.read()
+            return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        return error.code, error.headers["content-type"], error.read()
+        return error.code, error.headers, error.read()
 
 
 def text_of(browser, selector: str) -> str | None:
@@ -450,10 +464,46 @@ def test_asking_a_segment_for_what_it_does_not_have_is_a_400_saying_why(dashboar
     ]:
         got, _, body = get(f"{base}/{path}")
         assert got == status and message in json.loads(body)["error"], (path, body)
+def segments_query(**params: str | list[str]) -> str:
+    """``/api/datasets/{episodes}/segments?...``: the path of the ``episodes`` dataset's segments."""
+    return f"/api/datasets/{{episodes}}/segments?{urllib.parse.urlencode(params, doseq=True)}"
 
 
 @pytest.mark.parametrize(("path", "headers", "status", "message"), [
     ("/api/datasets/no-such-dataset/segments", {}, 404, "no dataset named 'no-such-dataset'"),
+    (segments_query(where="nope = 1"), {}, 400,
+     "where: no column 'nope' (columns: rerun_segment_id, rerun_layer_names, "),
+    (segments_query(where="success is true"), {}, 400,
+     "where: unknown operator 'is' (operators: =, !=, <, <=, >, >=, contains)"),
+    (segments_query(where="success"), {}, 400,
+     "where: 'success' is not a condition: write COLUMN OP VALUE (e.g. tracking_good = true) or layer "
+     "has NAME"),
+    (segments_query(where="success = maybe"), {}, 400,
+     "where: property:episode:success (list<item: bool>) is boolean: expected true or false, got 'maybe'"),
+    (segments_query(where="scene_id >= three"), {}, 400,
+     "where: property:episode:scene_id (list<item: int64>) holds integers: expected an integer, got 'three'"),
+    (segments_query(where="start_time > last week"), {}, 400,
+     "where: property:RecordingInfo:start_time holds timestamps (list<item: int64>): expected an ISO "
+     "8601 date"),
+    (segments_query(where="success > true"), {}, 400,
+     "where: property:episode:success is boolean (list<item: bool>): use = or != with true or false"),
+    (segments_query(where="rerun_size_bytes contains 3"), {}, 400,
+     "where: contains takes a string column (a substring) or a list column (an item); rerun_size_bytes is"),
+    (segments_query(where="building = ILIAD"), {}, 400,
+     "where: 'building' is the short name of several properties (property:episode:building, "
+     "property:quality:building): write the full name"),
+    (segments_query(where=["success = true", "scene_id = 1 or 2"]), {}, 400,
+     "where: property:episode:scene_id (list<item: int64>) holds integers: expected an integer, got "
+     "'1 or 2'"),
+    (segments_query(sort="nope"), {}, 400, "sort: no column 'nope'"),
+    (segments_query(sort="-"), {}, 400, "sort: expected COLUMN or -COLUMN (descending), got '-'"),
+    (segments_query(offset="-1"), {}, 400, "offset: the first row is 0, got -1"),
+    (segments_query(offset="first"), {}, 400, "offset: expected an integer, got 'first'"),
+    (segments_query(limit="0"), {}, 400, "limit: must be between 1 and 10000"),
+    (segments_query(limit="all"), {}, 400, "limit: expected an integer, got 'all'"),
+    ("/api/datasets/{episodes}/segments.arrow?where=nope%3D1", {}, 400, "where: no column 'nope'"),
+    ("/api/datasets/{episodes}/segments?page=2", {}, 400,
+     "page: unknown query parameter (this route takes: as_of, where, layer, sort, offset, limit)"),
     ("/datasets/no-such-dataset", {}, 404, "no dataset named &#x27;no-such-dataset&#x27;"),
     ("/api/changes?since=yesterday", {}, 400, "since: expected OFFSET or OFFSET.SEQ"),
     ("/api/changes?since=-3", {}, 400, "since: a log offset is >= 0"),
@@ -465,7 +515,10 @@ def test_asking_a_segment_for_what_it_does_not_have_is_a_400_saying_why(dashboar
     ("/events?dataset=no-such-dataset", {}, 404, "no dataset named 'no-such-dataset'"),
 ])
 def test_bad_requests_get_a_status_and_a_message(dashboard: Dashboard, path: str, headers: dict,
-                                                 status: int, message: str) -> None:
+                                                 status: int, message: str,
+                                                 request: pytest.FixtureRequest) -> None:
+    if "{episodes}" in path:
+        path = path.replace("{episodes}", request.getfixturevalue("episodes").name)
     got, _, body = get(f"{dashboard.url}{path}", headers=headers)
     assert got == status
     assert message in body.decode()
@@ -497,3 +550,191 @@ def test_a_reconnecting_stream_resumes_after_its_last_event_id(
             if line.startswith(b"id: "):
                 ids.append(line[4:].decode().strip())
     assert ids == [f"{c.position.offset}.{c.seq}" for c in changes[2:]]
+
+
+# -- search, sort and pages of the segment table ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def episodes(client: sdk.CatalogClient, tmp_path_factory: pytest.TempPathFactory) -> sdk.DatasetEntry:
+    """Six DROID-like episodes in a dataset of their own, their properties differing (``success``
+    false for 0 and 3, ``scene_id`` 0 to 5, their start times), three (1, 2, 4) with a ``quality``
+    layer whose properties are ``tracking_good`` (false for 2) and a ``building`` (so ``building``
+    names two properties)."""
+    import rerun as rr
+
+    from stack.droid import write_episode
+
+    directory = tmp_path_factory.mktemp("episodes")
+    dataset = client.create_dataset(f"episodes-{os.urandom(4).hex()}")
+    for i in range(6):
+        write_episode(directory / f"episode_{i}.rrd", f"episode_{i}", i, steps=5)
+    dataset.register([(directory / f"episode_{i}.rrd").as_uri() for i in range(6)]).wait()
+    for i in (1, 2, 4):
+        with rr.RecordingStream("strata-test", recording_id=f"episode_{i}") as rec:
+            rec.save(directory / f"quality_{i}.rrd")
+            rec.log("tracking_error", rr.Scalars([0.01 * i]))
+            rec.send_property("quality", rr.AnyValues(tracking_good=i != 2, building="lab"))
+    dataset.register([(directory / f"quality_{i}.rrd").as_uri() for i in (1, 2, 4)],
+                     layer_name="quality").wait()
+    return dataset
+
+
+def ids_of(frame: DataFrame) -> list[str]:
+    return frame.select(col("rerun_segment_id")).to_arrow_table().column(0).to_pylist()
+
+
+def first(column: str):
+    """The first item of a list column, as a DataFusion expression (the properties are one-item lists)."""
+    return f.array_element(col(column), lit(1))
+
+
+def page_ids(browser) -> list[str]:
+    return browser.execute_script(
+        'return [...document.querySelectorAll("#segments tbody tr")].map((tr) => tr.dataset.segment);')
+
+
+def wait_for_page(browser, expected: list[str], timeout_secs: float = 30) -> None:
+    WebDriverWait(browser, timeout_secs, poll_frequency=0.05).until(lambda b: page_ids(b) == expected)
+
+
+def click(browser, selector: str) -> None:
+    """A click on the element ``selector`` finds, found and clicked in one step (a live refresh
+    may replace the table's headers between two steps)."""
+    browser.execute_script("document.querySelector(arguments[0]).click();", selector)
+
+
+def filter_on_page(browser, text: str) -> None:
+    box = browser.find_element(By.ID, "where")
+    box.clear()
+    box.send_keys(text, Keys.ENTER)
+
+
+def test_a_filter_typed_on_the_page_selects_what_segment_table_selects(
+        dashboard: Dashboard, browser, episodes: sdk.DatasetEntry) -> None:
+    table = episodes.segment_table()
+    everything = ids_of(table)
+    open_live(browser, f"{dashboard.url}/datasets/{episodes.name}")
+    wait_for_page(browser, everything)
+
+    successful = ids_of(table.filter(f.array_has(col("property:episode:success"), lit(True)),
+                                     first("property:episode:scene_id") >= lit(2)))
+    assert 0 < len(successful) < len(everything)  # the filter leaves some segments out
+    filter_on_page(browser, "success = true and scene_id >= 2")
+    wait_for_page(browser, successful)
+    assert text_of(browser, "#range") == f"rows 1\u2013{len(successful)} of {len(successful)}"
+    assert urllib.parse.parse_qs(urllib.parse.urlparse(browser.current_url).query)["where"] == [
+        "success = true", "scene_id >= 2"]
+
+    with_quality = ids_of(table.filter(f.array_has(col("property:episode:success"), lit(True)),
+                                       first("property:episode:scene_id") >= lit(2),
+                                       f.array_has(col("rerun_layer_names"), lit("quality"))))
+    assert 0 < len(with_quality) < len(successful)
+    WebDriverWait(browser, 30).until(
+        lambda b: b.find_elements(By.CSS_SELECTOR, '#layer option[value="quality"]'))
+    Select(browser.find_element(By.ID, "layer")).select_by_value("quality")
+    wait_for_page(browser, with_quality)
+
+    tracking_good = ids_of(table.filter(f.array_has(col("property:quality:tracking_good"), lit(True))))
+    assert 0 < len(tracking_good) < len(everything)
+    Select(browser.find_element(By.ID, "layer")).select_by_value("")
+    filter_on_page(browser, "tracking_good = true")
+    wait_for_page(browser, tracking_good)
+
+    browser.back()  # the URL holds the view: back to the previous filter
+    wait_for_page(browser, successful)
+    assert browser.find_element(By.ID, "where").get_attribute("value") == "success = true and scene_id >= 2"
+
+    filter_on_page(browser, "")
+    wait_for_page(browser, everything)
+    header = 'th[data-column="property:episode:scene_id"]'
+    for arrow, ascending in (("\u25B2", True), ("\u25BC", False)):  # click, and again: descending
+        click(browser, header)
+        WebDriverWait(browser, 30).until(lambda b, arrow=arrow: (text_of(b, header) or "").endswith(arrow))
+        wait_for_page(browser, ids_of(table.sort(
+            first("property:episode:scene_id").sort(ascending=ascending, nulls_first=False))))
+    assert browser.current_url.endswith("?sort=-property%3Aepisode%3Ascene_id")
+
+    filter_on_page(browser, "success = maybe")  # a filter that does not fit: its message, no table
+    problem = wait_for_text(browser, "#segments-problem")
+    assert problem == ("where: property:episode:success (list<item: bool>) is boolean: expected true or "
+                       "false, got 'maybe'")
+    assert not browser.find_element(By.ID, "segments").is_displayed()
+
+
+@pytest.mark.parametrize("route", ["segments", "segments.arrow"])
+def test_the_segment_routes_filter_sort_and_page_as_segment_table_does(
+        dashboard: Dashboard, episodes: sdk.DatasetEntry, route: str) -> None:
+    table = episodes.segment_table()
+    starts = sorted(pa.table(table)["property:RecordingInfo:start_time"].to_pylist())
+    middle = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=(starts[2][0] + starts[3][0]) // 2000)
+    cases = [  # query parameters, and the same selection on segment_table(): offset and limit apart
+        ({"where": ["success = true", "scene_id >= 1"], "layer": "quality", "sort": "-real_time:start"},
+         table.filter(f.array_has(col("property:episode:success"), lit(True)),
+                      first("property:episode:scene_id") >= lit(1),
+                      f.array_has(col("rerun_layer_names"), lit("quality")))
+         .sort(col("real_time:start").sort(ascending=False, nulls_first=False)), 1, 1),
+        ({"where": ["scene_id != 3", "episode:building contains ILIAD"], "sort": "scene_id"},
+         table.filter(first("property:episode:scene_id") != lit(3),
+                      f.array_has(col("property:episode:building"), lit("ILIAD")))
+         .sort(first("property:episode:scene_id").sort(ascending=True, nulls_first=False)), 0, None),
+        ({"where": f"start_time > {middle.isoformat()}", "sort": "-start_time"},
+         table.filter(first("property:RecordingInfo:start_time") > lit(
+             (middle - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000))
+         .sort(first("property:RecordingInfo:start_time").sort(ascending=False, nulls_first=False)), 0, 2),
+        ({"where": "tracking_good = false"},
+         table.filter(f.array_has(col("property:quality:tracking_good"), lit(False))), 0, None),
+    ]
+    for params, selected, offset, limit in cases:
+        expected = pa.table(selected if limit is None else selected.limit(limit, offset=offset))
+        total = selected.count()
+        assert 0 < total < table.count() and expected.num_rows, params  # selects some, not all
+        page = {} if limit is None else {"offset": offset, "limit": limit}
+        query = urllib.parse.urlencode({**params, **page}, doseq=True)
+        url = f"{dashboard.url}/api/datasets/{episodes.name}/{route}?{query}"
+        status, headers, body = get_with_headers(url)
+        assert status == 200, body
+        assert headers["X-Total-Count"] == str(total), params
+        if route.endswith(".arrow"):
+            assert pa.ipc.open_stream(body).read_all().equals(expected), params
+        else:
+            rows = json.loads(body)
+            assert [r["rerun_segment_id"] for r in rows] == expected["rerun_segment_id"].to_pylist()
+
+
+def register_many(server: Server, dataset: sdk.DatasetEntry, uri: str, count: int) -> list[str]:
+    """``count`` segments, each one layer registering the recording at ``uri``: its events made
+    as the SDK makes them for that file (its schemas defined once, first), then sent straight to
+    the broker as a pipeline would (``producers.EventProducer``), through the Spark projector
+    like any other registration, without writing ``count`` files. Their ids, in order."""
+    template, schemas = read_recording(uri).register_layer("base")
+    ids = [f"many_{i:05d}" for i in range(count)]
+    events = [Event(dataset.id, DefineSchema(digest, schema)) for digest, schema in schemas.items()]
+    events += [Event(dataset.id, dataclasses.replace(template, segment_id=segment_id)) for segment_id in ids]
+    with EventProducer(server.bootstrap_servers) as producer:
+        positions = producer.send(events)
+    server.client()._internal.wait([positions[-1]], 600)
+    return ids
+
+
+def test_a_dataset_of_10000_segments_is_shown_100_rows_a_page(
+        server: Server, dashboard: Dashboard, browser, dataset, make_rrd) -> None:
+    ids = register_many(server, dataset, make_rrd("many", properties={"meta": {"robot": "franka"}}), 10_000)
+    assert pa.table(dataset.segment_table()).num_rows == 10_000
+    open_live(browser, f"{dashboard.url}/datasets/{dataset.name}")
+    wait_for_page(browser, ids[:100])
+    assert text_of(browser, "#range") == "rows 1\u2013100 of 10,000"
+    browser.find_element(By.ID, "next").click()
+    wait_for_page(browser, ids[100:200])
+    assert text_of(browser, "#range") == "rows 101\u2013200 of 10,000"
+    assert browser.current_url.endswith("?offset=100")
+    browser.back()
+    wait_for_page(browser, ids[:100])
+    asked = browser.execute_script(  # every segment request the page made, live refreshes included
+        'return performance.getEntriesByType("resource").map((e) => e.name)'
+        '.filter((url) => new URL(url).pathname.endsWith("/segments"));')
+    assert asked and all(urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["limit"] == ["100"]
+                         for url in asked), asked
+    status, headers, body = get_with_headers(
+        f"{dashboard.url}/api/datasets/{dataset.name}/segments?offset=9950&limit=100&sort=-rerun_segment_id")
+    assert status == 200 and headers["X-Total-Count"] == "10000"
+    assert [r["rerun_segment_id"] for r in json.loads(body)] == ids[49::-1]
