@@ -35,17 +35,14 @@ from events import CATALOG_TOPIC, StrataError
 from producers.log_reader import LogProbe
 from projector import CatalogReader, Change, feed, open_store
 from projector.feed import FEED_PAGE
+from projector.segment_filters import HasLayer, SegmentPage, SegmentQueryError, select_segments
 from projector.views import (
-    HasLayer,
     SegmentDetail,
-    SegmentPage,
-    SegmentQueryError,
     at_point,
     dataset_segment_table,
     datasets_table,
     layer_counts,
     segment_detail,
-    select_segments,
 )
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"

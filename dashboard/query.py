@@ -12,7 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from projector.views import (
+from dashboard.segment import TIMESTAMP_COMPONENT
+from projector.segment_filters import (
     OPERATORS,
     Condition,
     HasLayer,
@@ -25,9 +26,6 @@ from projector.views import (
 )
 
 SYNTAX = "COLUMN OP VALUE (e.g. tracking_good = true) or layer has NAME"
-TIMESTAMP_COMPONENT = b"rerun.components.Timestamp"
-"""Rerun's timestamps as int64 nanoseconds since the epoch (``property:RecordingInfo:start_time``):
-compared with dates too."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SYMBOLIC = re.compile(r"^(?P<column>[^<>=!~\s]+)\s*(?P<operator>[<>=!~]+)\s*(?P<value>.*)$", re.DOTALL)
 _LAYER = re.compile(r"^layer\s+has\s+(?P<name>.+)$", re.IGNORECASE | re.DOTALL)
@@ -81,7 +79,8 @@ def parse_value(field: pa.Field, text: str) -> Any:
             raise SegmentQueryError(f"{described} is boolean: expected true or false, got {text!r}")
         return text.lower() == "true"
     if pa.types.is_integer(kind):
-        if (field.metadata or {}).get(b"rerun:component_type") == TIMESTAMP_COMPONENT and not _is_int(text):
+        component_type = (field.metadata or {}).get(b"rerun:component_type", b"").decode()
+        if component_type == TIMESTAMP_COMPONENT and not _is_int(text):  # Rerun's: compared with dates too
             return (_date(field, text) - _EPOCH) // timedelta(microseconds=1) * 1000
         if not _is_int(text):
             raise SegmentQueryError(f"{described} holds integers: expected an integer, got {text!r}")

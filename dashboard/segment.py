@@ -15,7 +15,8 @@ from projector.views import Component, SegmentDetail
 LIST_SHOWN = 8
 """A longer list shows this many items and how many more there are."""
 
-_TIMESTAMP_COMPONENTS = {"rerun.components.Timestamp"}
+TIMESTAMP_COMPONENT = "rerun.components.Timestamp"
+"""Rerun's timestamps as int64 nanoseconds since the epoch (``property:RecordingInfo:start_time``)."""
 SCALAR = "rerun.components.Scalar"
 BLOB = "rerun.components.Blob"
 MEDIA_TYPE = "rerun.components.MediaType"
@@ -54,7 +55,7 @@ def display(field: pa.Field, value: Any) -> str:
     component_type = (field.metadata or {}).get(b"rerun:component_type", b"").decode()
     if isinstance(value, datetime):
         return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
-    if component_type in _TIMESTAMP_COMPONENTS and isinstance(value, int):
+    if component_type == TIMESTAMP_COMPONENT and isinstance(value, int):
         return _when(value)
     if isinstance(value, timedelta):
         return f"{value.total_seconds():g} s"

@@ -10,16 +10,15 @@ import pyarrow as pa
 import pytest
 
 from dashboard.query import parse_sort, parse_value, parse_where, split_condition
-from projector.views import (
-    TIMESTAMP,
+from projector.segment_filters import (
     Condition,
     HasLayer,
     SegmentQueryError,
     SortKey,
-    layer_counts,
     resolve_column,
     select_segments,
 )
+from projector.views import TIMESTAMP, layer_counts
 
 JULY_10_NS = 1_688_947_200_000_000_000
 """2023-07-10T00:00:00Z."""
