@@ -24,3 +24,11 @@ async function getJSON(url) {
   if (!response.ok) throw new Error(body.error || response.statusText);
   return body;
 }
+
+// An event stream closed as its page is left: a browser keeps six connections per host, and a
+// stream the server still holds open would make the seventh page wait for a free one.
+function follow(url) {
+  const source = new EventSource(url);
+  window.addEventListener("pagehide", () => source.close());
+  return source;
+}

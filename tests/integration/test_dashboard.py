@@ -210,6 +210,16 @@ def test_a_segment_opens_in_rerun_s_web_viewer_from_its_page(dashboard: Dashboar
     assert fetched == [200]  # the viewer, at the .rrd version of the recordings, read the merged layers
 
 
+def test_a_page_left_closes_its_event_stream(dashboard: Dashboard, browser, dataset, make_rrd) -> None:
+    """A browser holds six connections per host: a stream kept open by a page left behind (in the
+    back-forward cache) would make the seventh page opened wait for a free connection."""
+    dataset.register(make_rrd("left")).wait()
+    pages = [f"/datasets/{dataset.name}/segments/left", f"/datasets/{dataset.name}", "/"]
+    for path in pages * 3:
+        open_live(browser, f"{dashboard.url}{path}")
+        wait_until(lambda: dashboard.open_streams == 1, 10, "the streams of the pages left to close")
+
+
 def test_a_malformed_record_shows_with_its_reason(server: Server, client: sdk.CatalogClient,
                                                   dashboard: Dashboard, browser) -> None:
     open_live(browser, dashboard.url)
