@@ -50,6 +50,8 @@ RETRY_MILLIS = 1000
 """How soon a page's EventSource reconnects after the stream drops (a restarted dashboard)."""
 STATS_EVERY_SECS = 2.0
 MAX_LIMIT = 10_000
+SEGMENT_TABLES_KEPT = 4
+"""Segment tables kept between reads, the most recently built ones (``Catalog.segment_table``)."""
 RECORDING_READERS = 2
 """Recordings read at once for the segment pages' plots and frames."""
 
@@ -146,6 +148,8 @@ class Catalog:
         self._stats_lock = asyncio.Lock()
         self.viewer_port = viewer_port
         """Where Rerun's web viewer is served on the page's host, if it is."""
+        self._segment_tables: dict[tuple[uuid.UUID, str | None], tuple[tuple, pa.Table]] = {}
+        """By dataset and point: the store's offsets when it was built, and the segment table."""
 
     async def start(self) -> None:
         self._store = await self.read(self._open)
@@ -192,6 +196,21 @@ class Catalog:
         if detail is None:
             raise HTTPException(404, f"dataset {name!r} has no segment {segment_id!r}")
         return detail
+
+    def segment_table(self, dataset_id: uuid.UUID, point: str | None) -> pa.Table:
+        """The dataset's segment table, now or as of ``point`` (on the reading thread): built once
+        per commit of the store and kept for the next reads (a page's rows, its sort, its next
+        page, its layer choice) until the projector commits again."""
+        key = (dataset_id, point)
+        version = tuple(sorted(self.store.next_offsets().items()))
+        kept = self._segment_tables.get(key)
+        if kept is None or kept[0] != version:
+            table = dataset_segment_table(_as_of(self.store, dataset_id, point), dataset_id)
+            self._segment_tables.pop(key, None)
+            self._segment_tables[key] = kept = (version, table)
+            while len(self._segment_tables) > SEGMENT_TABLES_KEPT:
+                self._segment_tables.pop(next(iter(self._segment_tables)))
+        return kept[1]
 
     @property
     def store(self) -> CatalogReader:
@@ -322,7 +341,7 @@ async def segments(request: Request) -> Rows:
     limit = _limit(request, MAX_LIMIT) if "limit" in request.query_params else None  # None: every row
 
     def select() -> SegmentPage:
-        table = dataset_segment_table(_as_of(catalog.store, dataset.id, point), dataset.id)
+        table = catalog.segment_table(dataset.id, point)
         conditions = [_parameter("where", partial(parse_where, table.schema, text)) for text in wheres]
         conditions += [HasLayer(name) for name in layers]
         key = None if sort is None else _parameter("sort", partial(parse_sort, table.schema, sort))
@@ -341,8 +360,7 @@ async def layers(request: Request) -> pa.Table:
     catalog = _catalog(request)
     dataset = await catalog.dataset(request.path_params["name"])
     point = request.query_params.get("as_of")
-    return await catalog.read(
-        lambda: layer_counts(_as_of(catalog.store, dataset.id, point).layer_table(dataset.id)))
+    return await catalog.read(lambda: layer_counts(catalog.segment_table(dataset.id, point)))
 
 
 async def tags(request: Request) -> pa.Table:

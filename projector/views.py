@@ -194,12 +194,11 @@ def dataset_segment_table(store: CatalogReader, dataset_id: uuid.UUID) -> pa.Tab
     return segment_table(layers, property_schemas(store, layers))
 
 
-def layer_counts(layers: pa.Table) -> pa.Table:
-    """One row per layer name of a dataset's layer table, by name: ``name`` and the number of
-    ``segments`` having a layer of that name."""
-    counted = layers.group_by("layer_name").aggregate([("segment_id", "count_distinct")])
-    return pa.table({"name": counted["layer_name"], "segments": counted["segment_id_count_distinct"]}
-                    ).sort_by("name")
+def layer_counts(segments: pa.Table) -> pa.Table:
+    """One row per layer name of a segment table (``rerun_layer_names``), by name: ``name`` and
+    the number of ``segments`` having a layer of that name."""
+    counted = pc.value_counts(pc.list_flatten(segments.column("rerun_layer_names")))
+    return pa.table({"name": counted.field("values"), "segments": counted.field("counts")}).sort_by("name")
 
 
 @dataclass(frozen=True)

@@ -173,10 +173,10 @@ def test_an_empty_segment_table_selects_nothing() -> None:
 
 
 def test_layer_counts_count_segments_per_layer_name() -> None:
-    layers = pa.table({"segment_id": ["s1", "s1", "s2", "s3", "s3"],
-                       "layer_name": ["base", "quality", "base", "quality", "base"]})
-    assert layer_counts(layers).to_pylist() == [{"name": "base", "segments": 3},
-                                                {"name": "quality", "segments": 2}]
+    segments = pa.table({"rerun_segment_id": ["s1", "s2", "s3"],
+                         "rerun_layer_names": [["base", "quality"], ["base"], ["quality", "base"]]})
+    assert layer_counts(segments).to_pylist() == [{"name": "base", "segments": 3},
+                                                  {"name": "quality", "segments": 2}]
 
 
 AMBIGUOUS = pa.schema([("rerun_segment_id", pa.string()), ("property:episode:start", pa.list_(pa.int64())),
