@@ -726,25 +726,36 @@ def register_many(server: Server, dataset: sdk.DatasetEntry, uri: str, count: in
     return ids
 
 
-def test_a_dataset_of_10000_segments_is_shown_100_rows_a_page(
-        server: Server, dashboard: Dashboard, browser, dataset, make_rrd) -> None:
-    ids = register_many(server, dataset, make_rrd("many", properties={"meta": {"robot": "franka"}}), 10_000)
-    assert pa.table(dataset.segment_table()).num_rows == 10_000
-    open_live(browser, f"{dashboard.url}/datasets/{dataset.name}")
-    wait_for_page(browser, ids[:100])
-    assert text_of(browser, "#range") == "rows 1\u2013100 of 10,000"
-    browser.find_element(By.ID, "next").click()
-    wait_for_page(browser, ids[100:200])
-    assert text_of(browser, "#range") == "rows 101\u2013200 of 10,000"
-    assert browser.current_url.endswith("?offset=100")
-    browser.back()
-    wait_for_page(browser, ids[:100])
-    asked = browser.execute_script(  # every segment request the page made, live refreshes included
-        'return performance.getEntriesByType("resource").map((e) => e.name)'
-        '.filter((url) => new URL(url).pathname.endsWith("/segments"));')
-    assert asked and all(urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["limit"] == ["100"]
-                         for url in asked), asked
-    status, headers, body = get_with_headers(
-        f"{dashboard.url}/api/datasets/{dataset.name}/segments?offset=9950&limit=100&sort=-rerun_segment_id")
-    assert status == 200 and headers["X-Total-Count"] == "10000"
-    assert [r["rerun_segment_id"] for r in json.loads(body)] == ids[49::-1]
+@pytest.fixture
+def own_server(tmp_path, new_store) -> Iterator[Server]:
+    """A stack of this test's own: its log is not the shared stack's, which every replay test
+    replays whole."""
+    with Server(tmp_path / "stack", store=new_store()) as running:
+        yield running
+
+
+def test_a_dataset_of_10000_segments_is_shown_100_rows_a_page(own_server: Server, browser, make_rrd) -> None:
+    server = own_server
+    dataset = server.client().create_dataset("many")
+    with start_dashboard(server) as dashboard:
+        uri = make_rrd("many", properties={"meta": {"robot": "franka"}})
+        ids = register_many(server, dataset, uri, 10_000)
+        assert pa.table(dataset.segment_table()).num_rows == 10_000
+        open_live(browser, f"{dashboard.url}/datasets/{dataset.name}")
+        wait_for_page(browser, ids[:100])
+        assert text_of(browser, "#range") == "rows 1\u2013100 of 10,000"
+        browser.find_element(By.ID, "next").click()
+        wait_for_page(browser, ids[100:200])
+        assert text_of(browser, "#range") == "rows 101\u2013200 of 10,000"
+        assert browser.current_url.endswith("?offset=100")
+        browser.back()
+        wait_for_page(browser, ids[:100])
+        asked = browser.execute_script(  # every segment request the page made, live refreshes included
+            'return performance.getEntriesByType("resource").map((e) => e.name)'
+            '.filter((url) => new URL(url).pathname.endsWith("/segments"));')
+        assert asked and all(urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["limit"] == ["100"]
+                             for url in asked), asked
+        status, headers, body = get_with_headers(
+            f"{dashboard.url}/api/datasets/{dataset.name}/segments?offset=9950&limit=100&sort=-rerun_segment_id")
+        assert status == 200 and headers["X-Total-Count"] == "10000"
+        assert [r["rerun_segment_id"] for r in json.loads(body)] == ids[49::-1]
