@@ -269,24 +269,16 @@ def _catalog(request: Request) -> Catalog:
 
 
 def _limit(request: Request, default: int) -> int:
-    value = request.query_params.get("limit")
-    if value is None:
+    if "limit" not in request.query_params:
         return default
-    try:
-        limit = int(value)
-    except ValueError:
-        raise BadParameter("limit", f"expected an integer, got {value!r}") from None
+    limit = _integer(request, "limit")
     if not 1 <= limit <= MAX_LIMIT:
         raise BadParameter("limit", f"must be between 1 and {MAX_LIMIT}, got {limit}")
     return limit
 
 
 def _offset(request: Request) -> int:
-    value = request.query_params.get("offset", "0")
-    try:
-        offset = int(value)
-    except ValueError:
-        raise BadParameter("offset", f"expected an integer, got {value!r}") from None
+    offset = _integer(request, "offset") if "offset" in request.query_params else 0
     if offset < 0:
         raise BadParameter("offset", f"the first row is 0, got {offset}")
     return offset
