@@ -2,7 +2,7 @@
 # idempotent: a second run does nothing).
 VENV := .venv/bin
 
-.PHONY: setup demo up lint check test test-deps unit integration bench clean
+.PHONY: setup demo up lint check test test-deps unit integration bench docs clean
 
 setup:
 	bash scripts/setup.sh
@@ -39,6 +39,11 @@ integration: setup
 
 bench: setup
 	$(VENV)/python -m bench
+
+# The documentation site (docs/, mkdocs.yml) into site/. --strict: a broken link, page or API
+# reference fails the build.
+docs: setup
+	$(VENV)/mkdocs build --strict
 
 clean:
 	rm -rf .strata

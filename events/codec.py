@@ -117,8 +117,9 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
     """Encode ``event`` with the given schema version (default: the newest). Fields an older
     version lacks are left out, as a producer of that version would.
 
-    >>> decode(encode(Event(uuid.uuid4(), CreateDataset("droid")))).command
-    CreateDataset(name='droid')
+    Examples:
+        >>> decode(encode(Event(uuid.uuid4(), CreateDataset("droid")))).command
+        CreateDataset(name='droid')
     """
     schema = SCHEMAS[schema_version]
     known_fields = _COMMAND_FIELDS[schema_version].get(event.event_type)

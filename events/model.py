@@ -244,8 +244,9 @@ class Event:
     """One command, as appended to the log. ``dataset_id`` is the id of the entry it acts on: a
     dataset, or a table for the table commands.
 
-    >>> Event(dataset_id=uuid.uuid4(), command=CreateDataset("droid")).event_type
-    'CreateDataset'
+    Examples:
+        >>> Event(dataset_id=uuid.uuid4(), command=CreateDataset("droid")).event_type
+        'CreateDataset'
     """
 
     dataset_id: uuid.UUID

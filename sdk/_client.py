@@ -65,10 +65,11 @@ class CatalogClient:
     call with more than one of them and stopped by ``close()``; ``workers=0`` reads in this
     process.
 
-    >>> client = CatalogClient("localhost:9092", ".strata/store.db")  # doctest: +SKIP
-    >>> client = CatalogClient("kafka-1:9092", store="postgresql://reader@db/strata")  # doctest: +SKIP
-    >>> client = CatalogClient.from_state_dir(".strata")  # doctest: +SKIP
-    >>> client = CatalogClient(server.url())  # strata://HOST:PORT?store=...  # doctest: +SKIP
+    Examples:
+        >>> client = CatalogClient("localhost:9092", ".strata/store.db")  # doctest: +SKIP
+        >>> client = CatalogClient("kafka-1:9092", store="postgresql://reader@db/strata")  # doctest: +SKIP
+        >>> client = CatalogClient.from_state_dir(".strata")  # doctest: +SKIP
+        >>> client = CatalogClient(server.url())  # strata://HOST:PORT?store=...  # doctest: +SKIP
     """
 
     def __init__(
@@ -155,8 +156,9 @@ class CatalogClient:
         each refused write and its reason (the others are applied), ``ProjectionTimeoutError`` if
         the projection does not get there within ``timeout_secs``.
 
-        >>> table.append(rows); client.flush()  # doctest: +SKIP
-        [WriteOutcome(what="append of 10000 rows to table 'labels'", status=<Status.ACCEPTED...>)]
+        Examples:
+            >>> table.append(rows); client.flush()  # doctest: +SKIP
+            [WriteOutcome(what="append of 10000 rows to table 'labels'", status=<Status.ACCEPTED...>)]
         """
         return self._internal.settle(timeout_secs)
 
@@ -174,7 +176,8 @@ class CatalogClient:
         each read as of the point; it shares this client's connection, and a write through it is a
         ``ValueError``. ``ValueError`` for an offset past the end of the log.
 
-        >>> client.as_of(datetime(2026, 3, 3, tzinfo=timezone.utc)).dataset_names()  # doctest: +SKIP
+        Examples:
+            >>> client.as_of(datetime(2026, 3, 3, tzinfo=timezone.utc)).dataset_names()  # doctest: +SKIP
         """
         view = object.__new__(CatalogClient)
         view._internal = self._internal.at(point)
@@ -202,8 +205,9 @@ class CatalogClient:
         Raises ``AlreadyExistsError`` if the name is taken (unless ``exist_ok``, which returns
         the existing dataset), ``ValueError`` for an invalid name (nothing is sent).
 
-        >>> client.create_dataset("droid")  # doctest: +SKIP
-        DatasetEntry(name='droid', id=...)
+        Examples:
+            >>> client.create_dataset("droid")  # doctest: +SKIP
+            DatasetEntry(name='droid', id=...)
         """
         check_dataset_name(name)
         operation = Operation.submit(self._internal, uuid.uuid4(), CreateDataset(name),
@@ -260,8 +264,9 @@ class CatalogClient:
         blocks for new changes and ends once ``timeout_secs`` pass with none (``None``: never).
         Raises ``ValueError`` for a bad ``since``, ``LookupError`` for an unknown dataset.
 
-        >>> for change in client.changes(0, dataset="droid", timeout_secs=5):  # doctest: +SKIP
-        ...     print(change.position.offset, change.kind, change.segment_id, change.layer_name)
+        Examples:
+            >>> for change in client.changes(0, dataset="droid", timeout_secs=5):  # doctest: +SKIP
+            ...     print(change.position.offset, change.kind, change.segment_id, change.layer_name)
         """
         after = feed.start(self._internal.store, since)
         entry_id = None
@@ -284,8 +289,9 @@ class CatalogClient:
         for an invalid name or schema, or a ``url`` that already holds a Lance dataset (nothing
         is sent).
 
-        >>> client.create_table("labels", pa.schema([("id", pa.int64())]))  # doctest: +SKIP
-        TableEntry(name='labels', id=...)
+        Examples:
+            >>> client.create_table("labels", pa.schema([("id", pa.int64())]))  # doctest: +SKIP
+            TableEntry(name='labels', id=...)
         """
         check_table_name(name)
         if not isinstance(schema, pa.Schema):

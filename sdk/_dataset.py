@@ -123,8 +123,9 @@ class DatasetEntry(Entry[Dataset]):
         ``NotFoundError`` if the dataset did not exist then, ``ValueError`` for an offset past
         the end of the log.
 
-        >>> before = dataset.as_of(1200)  # doctest: +SKIP
-        >>> before.segment_table().to_arrow_table()  # doctest: +SKIP
+        Examples:
+            >>> before = dataset.as_of(1200)  # doctest: +SKIP
+            >>> before.segment_table().to_arrow_table()  # doctest: +SKIP
         """
         view = self._at(point)
         return DatasetEntry(view, self._record_at(view))
@@ -142,7 +143,8 @@ class DatasetEntry(Entry[Dataset]):
         ``old_registration_time``, ``new_registration_time``, ``property``, ``old_value``,
         ``new_value``.
 
-        >>> dataset.diff("train-2026-11-25").filter(col("change") == "layer_replaced")  # doctest: +SKIP
+        Examples:
+            >>> dataset.diff("train-2026-11-25").filter(col("change") == "layer_replaced")  # doctest: +SKIP
         """
         old = self._at(before).store
         new = self._internal.store if after is None else self._at(after).store
@@ -158,8 +160,9 @@ class DatasetEntry(Entry[Dataset]):
         (to move a tag, delete it first), ``ValueError`` for an invalid name or point (nothing is
         sent).
 
-        >>> dataset.create_tag("train-2026-11-25")  # doctest: +SKIP
-        Tag(dataset_id=..., name='train-2026-11-25', offset=48213, ...)
+        Examples:
+            >>> dataset.create_tag("train-2026-11-25")  # doctest: +SKIP
+            Tag(dataset_id=..., name='train-2026-11-25', offset=48213, ...)
         """
         check_tag_name(name)
         self._internal.writable()
@@ -225,8 +228,9 @@ class DatasetEntry(Entry[Dataset]):
         argument, or the same (segment, layer) twice in one call raises ``ValueError``; and then
         nothing is produced. Returns an operation to ``wait()`` on.
 
-        >>> dataset.register(["file:///data/a.rrd"], layer_name="quality").wait()  # doctest: +SKIP
-        RegistrationResult(segment_ids=['ILIAD_50aee79f_2023_07_12_20h_55m_08s'])
+        Examples:
+            >>> dataset.register(["file:///data/a.rrd"], layer_name="quality").wait()  # doctest: +SKIP
+            RegistrationResult(segment_ids=['ILIAD_50aee79f_2023_07_12_20h_55m_08s'])
         """
         self._internal.writable()
         uri_list = [uris] if isinstance(uris, str) else list(uris)
@@ -544,7 +548,8 @@ class DatasetEntry(Entry[Dataset]):
     ) -> datafusion.DataFrame:
         """Every segment's data as a DataFusion DataFrame (see ``DatasetSelection.reader``).
 
-        >>> dataset.reader(index="real_time").select("rerun_segment_id", "real_time")  # doctest: +SKIP
+        Examples:
+            >>> dataset.reader(index="real_time").select("rerun_segment_id", "real_time")  # doctest: +SKIP
         """
         return DatasetSelection(self._internal, self).reader(
             index, include_semantically_empty_columns=include_semantically_empty_columns,

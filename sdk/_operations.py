@@ -65,8 +65,9 @@ class RegistrationOperation:
         ``ValueError`` naming each failed item (the others are registered), and ``TimeoutError``
         (``ProjectionTimeoutError``) saying how far the projection got.
 
-        >>> dataset.register([uri]).wait(timeout_secs=10).segment_ids  # doctest: +SKIP
-        ['ILIAD_50aee79f_2023_07_12_20h_55m_08s']
+        Examples:
+            >>> dataset.register([uri]).wait(timeout_secs=10).segment_ids  # doctest: +SKIP
+            ['ILIAD_50aee79f_2023_07_12_20h_55m_08s']
         """
         from rerun.catalog import RegistrationResult
 

@@ -47,8 +47,9 @@ class SelectedDataset(Protocol):
 class DatasetSelection:
     """A dataset plus segment and content filters; ``reader()`` reads what they select.
 
-    >>> joints = dataset.filter_contents(["/action/**", "/observation/**"])  # doctest: +SKIP
-    >>> joints.filter_segments(["ep_1"]).reader(index="real_time")  # doctest: +SKIP
+    Examples:
+        >>> joints = dataset.filter_contents(["/action/**", "/observation/**"])  # doctest: +SKIP
+        >>> joints.filter_segments(["ep_1"]).reader(index="real_time")  # doctest: +SKIP
     """
 
     def __init__(self, internal: Connection, dataset: SelectedDataset,
@@ -157,7 +158,8 @@ class DatasetSelection:
         ``NotFoundError`` or ``RecordingChangedError`` naming the segment, layer and URL if a
         registered file is gone or changed.
 
-        >>> dataset.reader(index="real_time").filter(col("rerun_segment_id") == "ep_1")  # doctest: +SKIP
+        Examples:
+            >>> dataset.reader(index="real_time").filter(col("rerun_segment_id") == "ep_1")  # doctest: +SKIP
         """
         layers, segments, options, schema, values = self._plan(
             index, include_semantically_empty_columns, include_tombstone_columns, fill_latest_at,
@@ -189,7 +191,9 @@ class DatasetSelection:
         binary, unsigned integers wider signed ones. Raises what ``reader()`` raises, and
         ``ValueError`` for a selected column Spark cannot hold.
 
-        >>> dataset.filter_contents("/observation/**").to_spark(spark, "real_time").count()  # doctest: +SKIP
+        Examples:
+            >>> joints = dataset.filter_contents("/observation/**")  # doctest: +SKIP
+            >>> joints.to_spark(spark, "real_time").count()  # doctest: +SKIP
         """
         from sdk import _spark
 

@@ -89,7 +89,8 @@ class TableEntry(Entry[Table]):
         has; a write through it is a ``ValueError``. ``NotFoundError`` if the table did not exist
         then, ``ValueError`` for an offset past the end of the log.
 
-        >>> table.as_of(1200).reader().to_arrow_table()  # doctest: +SKIP
+        Examples:
+            >>> table.as_of(1200).reader().to_arrow_table()  # doctest: +SKIP
         """
         view = self._internal.at(point)
         return TableEntry(view, self._record_at(view))

@@ -30,10 +30,11 @@ class Server:
     when it is constructed and stops with ``shutdown()`` (or at the end of a ``with`` block, or
     when it goes out of scope; its processes never outlive the interpreter).
 
-    >>> server = Server(datasets={"droid": "/data/droid"})  # doctest: +SKIP
-    >>> client = server.client()  # doctest: +SKIP
-    >>> with Server(data_dir="/tmp/strata") as server:  # doctest: +SKIP
-    ...     dataset = server.client().create_dataset("droid")
+    Examples:
+        >>> server = Server(datasets={"droid": "/data/droid"})  # doctest: +SKIP
+        >>> client = server.client()  # doctest: +SKIP
+        >>> with Server(data_dir="/tmp/strata") as server:  # doctest: +SKIP
+        ...     dataset = server.client().create_dataset("droid")
 
     The constructor returns once the stack is ready: the embedded Kafka broker, its topics and
     the Spark projector, started side by side. That takes about 6 s on a 2-core machine with the

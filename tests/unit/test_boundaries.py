@@ -1,9 +1,9 @@
-"""The house's rooms (DESIGN.md, README "Layout"): arrows run only downwards, no module takes part
-in an import cycle, the fold stays pure and Spark stays a thin adapter.
+"""The house's rooms (DESIGN.md, the Layout of docs/architecture.md): arrows run only downwards,
+no module takes part in an import cycle, the fold stays pure and Spark stays a thin adapter.
 
-The order of the rooms is the README's Layout table, top room first: a room imports only rooms
-listed below it. Every import statement counts, also those inside functions or behind
-``TYPE_CHECKING``: a cycle there is still two modules that cannot be understood apart.
+The order of the rooms is the Layout table of docs/architecture.md, top room first: a room
+imports only rooms listed below it. Every import statement counts, also those inside functions or
+behind ``TYPE_CHECKING``: a cycle there is still two modules that cannot be understood apart.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+"""The page whose Layout table lists the rooms."""
 KAFKA_AND_SPARK = ("pyspark", "confluent_kafka")
 
 ALLOWED = {
@@ -127,9 +129,10 @@ def cycles(graph: Graph) -> list[list[str]]:
     return found
 
 
-def layout_rooms(readme: str) -> list[str]:
-    """The rooms of the README's Layout table, top first: the first path of each row."""
-    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+def layout_rooms(page: str) -> list[str]:
+    """The rooms of a page's Layout table (docs/architecture.md), top first: the first path of
+    each row."""
+    section = page.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     return [m[1] for m in re.finditer(r"^\| `([A-Za-z_]+)/`", section, re.M)]
 
 
@@ -161,11 +164,11 @@ def test_no_module_takes_part_in_an_import_cycle(graph: Graph) -> None:
     assert cycles(graph) == []
 
 
-def test_every_room_imports_only_rooms_listed_below_it_in_the_readme(graph: Graph) -> None:
-    rooms = layout_rooms((ROOT / "README.md").read_text())
+def test_every_room_imports_only_rooms_listed_below_it_in_the_layout(graph: Graph) -> None:
+    rooms = layout_rooms(ARCHITECTURE.read_text())
     assert {"stack", "sdk", "dashboard", "projector", "events"} <= set(rooms)
     code_rooms = {room_of(path) for path in graph if "/" in path}
-    assert code_rooms <= set(rooms), f"rooms missing from the README's Layout: {code_rooms - set(rooms)}"
+    assert code_rooms <= set(rooms), f"rooms missing from the Layout: {code_rooms - set(rooms)}"
     assert upward_imports(graph, rooms) == []
 
 
@@ -207,8 +210,8 @@ def test_an_import_of_a_room_listed_above_is_found(tmp_path: Path) -> None:
         "low/y.py": "import top\n",
         "loose/z.py": "import low\n",
     })
-    readme = "# t\n\n## Layout\n\n| path | what |\n| --- | --- |\n| `top/` | a |\n| `low/` | b |\n\n## Next\n"
-    rooms = layout_rooms(readme)
+    page = "# t\n\n## Layout\n\n| path | what |\n| --- | --- |\n| `top/` | a |\n| `low/` | b |\n\n## Next\n"
+    rooms = layout_rooms(page)
     assert rooms == ["top", "low"]
     assert upward_imports(import_graph(root), rooms) == ["loose/z.py -> low/__init__.py",
                                                           "low/y.py -> top/__init__.py"]
