@@ -43,7 +43,7 @@ bench: setup
 # The documentation site (docs/, mkdocs.yml) into site/. --strict: a broken link, page or API
 # reference fails the build.
 docs: setup
-	$(VENV)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/mkdocs build --strict
 
 clean:
 	rm -rf .strata

@@ -36,7 +36,7 @@ else
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar on -q --upgrade pip
   "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar on \
-    --config-settings editable_mode=compat -e ".[all,test]"
+    --config-settings editable_mode=compat -e ".[all,test,docs]"
   echo "$py_hash" > "$venv/.strata-installed"
 fi
 
