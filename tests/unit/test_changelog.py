@@ -1,0 +1,115 @@
+"""The changelog's followers where their input is not what they wrote: a changelog record whose
+source offset header is missing or malformed, and a Lance copy whose last version has no
+transaction to say whose it is."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import lance
+import pytest
+
+from changelog import relay
+from changelog.lance_mirror import REVISION_KEY, TABLE_KEY, LanceMirror, copy_state
+from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, offset_headers, source_offset
+from events import CreateTable, Event
+from projector import apply_batch
+from projector.stores.sqlite import SqliteStore
+
+from .conftest import LABELS, Log, write
+
+
+def test_a_record_s_source_offset_is_its_8_byte_header() -> None:
+    assert source_offset(dict(offset_headers(1234))) == 1234
+    assert source_offset(dict(offset_headers(0))) == 0
+
+
+@pytest.mark.parametrize("headers", [
+    {}, {"other": b"\x00" * 8}, {OFFSET_HEADER: None}, {OFFSET_HEADER: b"\x01\x02"},
+    {OFFSET_HEADER: "00000001"}])
+def test_a_record_without_a_well_formed_offset_header_has_no_source_offset(headers) -> None:
+    assert source_offset(headers) is None
+
+
+class LastRecord:
+    """The changelog topic's last record, as a consumer polls it."""
+
+    def __init__(self, headers: list[tuple[str, bytes | None]]) -> None:
+        self._headers = headers
+
+    def error(self) -> None:
+        return None
+
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        return self._headers
+
+
+class TopicEndingWith:
+    """A consumer of a changelog topic of 10 records, the last of which is ``record``."""
+
+    def __init__(self, record: LastRecord) -> None:
+        self.record = record
+
+    def __call__(self, config: dict[str, object]) -> TopicEndingWith:
+        return self
+
+    def get_watermark_offsets(self, partition: object, timeout: float) -> tuple[int, int]:
+        return 0, 10
+
+    def assign(self, partitions: list[object]) -> None:
+        pass
+
+    def poll(self, timeout: float) -> LastRecord:
+        return self.record
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_relay_resumes_from_the_offset_in_the_topic_s_last_record(monkeypatch) -> None:
+    monkeypatch.setattr(relay, "Consumer", TopicEndingWith(LastRecord(offset_headers(41))))
+    assert relay.resume_offset({}) == 41
+
+
+@pytest.mark.parametrize("headers", [[], [(OFFSET_HEADER, None)], [(OFFSET_HEADER, b"\x29")]])
+def test_a_last_record_strata_did_not_write_stops_the_relay_with_a_clear_error(monkeypatch, headers) -> None:
+    # A RuntimeError: the relay says so and tries again later (a TypeError would end its thread).
+    monkeypatch.setattr(relay, "Consumer", TopicEndingWith(LastRecord(headers)))
+    wanted = f"the last record of {CHANGES_TOPIC} has no 8-byte {OFFSET_HEADER} header"
+    with pytest.raises(RuntimeError, match=wanted):
+        relay.resume_offset({})
+
+
+def created_table_with_copy(tmp_path: Path) -> tuple[SqliteStore, uuid.UUID, str]:
+    """A store holding a created table of two rows whose Lance copy is kept at a URL."""
+    url = (tmp_path / "labels.lance").as_uri()
+    table_id = uuid.uuid4()
+    log = Log()
+    log.append(Event(table_id, CreateTable("labels", LABELS.serialize().to_pybytes(), storage_url=url)))
+    log.append(write(table_id, "append", [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]))
+    store = SqliteStore(tmp_path / "store.db")
+    apply_batch(store, log.records)
+    return store, table_id, url
+
+
+def test_a_copy_whose_last_version_has_no_transaction_is_written_again(tmp_path, monkeypatch) -> None:
+    store, table_id, url = created_table_with_copy(tmp_path)
+    try:
+        assert LanceMirror(store).sync() == 1
+        assert copy_state(url, table_id) == (True, 1)
+        # A mirror started again, over a copy whose last version Lance kept no transaction for
+        # (as a version another tool wrote may have): it cannot tell whose the copy is, so it
+        # writes its own version rather than failing at every commit.
+        with monkeypatch.context() as patched:
+            patched.setattr(lance.LanceDataset, "read_transaction", lambda self, version: None)
+            assert copy_state(url, table_id) == (True, None)
+            assert LanceMirror(store).sync() == 1
+    finally:
+        store.close()
+    dataset = lance.dataset(url)
+    properties = dataset.read_transaction(dataset.version).transaction_properties
+    assert dataset.version == 2
+    assert properties[TABLE_KEY] == str(table_id) and properties[REVISION_KEY] == "1"
+    assert sorted(dataset.to_table().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "label": "a"}, {"id": 2, "label": "b"}]
