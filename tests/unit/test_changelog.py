@@ -4,10 +4,10 @@ transaction to say whose it is."""
 
 from __future__ import annotations
 
+import sys
 import uuid
-from pathlib import Path
 
-import lance
+import pyarrow as pa
 import pytest
 
 from changelog import relay
@@ -81,35 +81,58 @@ def test_a_last_record_strata_did_not_write_stops_the_relay_with_a_clear_error(m
         relay.resume_offset({})
 
 
-def created_table_with_copy(tmp_path: Path) -> tuple[SqliteStore, uuid.UUID, str]:
-    """A store holding a created table of two rows whose Lance copy is kept at a URL."""
-    url = (tmp_path / "labels.lance").as_uri()
+class Version:
+    def __init__(self, transaction_properties: dict[str, str]) -> None:
+        self.transaction_properties = transaction_properties
+
+
+class LanceDatasets:
+    """What the mirror uses of pylance (``lance``): datasets by URL, each a list of versions, a
+    version the transaction properties it was written with, or None for a version Lance kept no
+    transaction for (``read_transaction`` answers None), as one another writer left may be."""
+
+    def __init__(self) -> None:
+        self.versions: dict[str, list[dict[str, str] | None]] = {}
+
+    def dataset(self, url: str) -> LanceDatasets.Dataset:
+        if url not in self.versions:
+            raise ValueError(f"no dataset at {url}")
+        return self.Dataset(self.versions[url])
+
+    def write_dataset(self, rows: pa.Table, url: str, *, mode: str, transaction_properties: dict[str, str]
+                      ) -> None:
+        assert mode == ("overwrite" if url in self.versions else "create")
+        self.versions.setdefault(url, []).append(dict(transaction_properties))
+
+    class Dataset:
+        def __init__(self, versions: list[dict[str, str] | None]) -> None:
+            self.versions = versions
+            self.version = len(versions)
+
+        def read_transaction(self, version: int) -> Version | None:
+            properties = self.versions[version - 1]
+            return None if properties is None else Version(properties)
+
+
+def test_a_copy_whose_last_version_has_no_transaction_is_written_again(tmp_path, monkeypatch) -> None:
+    lance = LanceDatasets()
+    monkeypatch.setitem(sys.modules, "lance", lance)
+    url = "file:///copies/labels.lance"
     table_id = uuid.uuid4()
     log = Log()
     log.append(Event(table_id, CreateTable("labels", LABELS.serialize().to_pybytes(), storage_url=url)))
     log.append(write(table_id, "append", [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]))
     store = SqliteStore(tmp_path / "store.db")
-    apply_batch(store, log.records)
-    return store, table_id, url
-
-
-def test_a_copy_whose_last_version_has_no_transaction_is_written_again(tmp_path, monkeypatch) -> None:
-    store, table_id, url = created_table_with_copy(tmp_path)
     try:
-        assert LanceMirror(store).sync() == 1
+        apply_batch(store, log.records)
+        # A dataset at the URL whose last version says nothing of whose it is: the mirror cannot
+        # tell it is its copy, so it writes one (rather than failing at every commit).
+        lance.versions[url] = [None]
+        assert copy_state(url, table_id) == (True, None)
+        mirror = LanceMirror(store)
+        assert mirror.sync() == 1
+        assert lance.versions[url] == [None, {TABLE_KEY: str(table_id), REVISION_KEY: "1"}]
         assert copy_state(url, table_id) == (True, 1)
-        # A mirror started again, over a copy whose last version Lance kept no transaction for
-        # (as a version another tool wrote may have): it cannot tell whose the copy is, so it
-        # writes its own version rather than failing at every commit.
-        with monkeypatch.context() as patched:
-            patched.setattr(lance.LanceDataset, "read_transaction", lambda self, version: None)
-            assert copy_state(url, table_id) == (True, None)
-            assert LanceMirror(store).sync() == 1
+        assert LanceMirror(store).sync() == 0  # started again: its copy is as the table
     finally:
         store.close()
-    dataset = lance.dataset(url)
-    properties = dataset.read_transaction(dataset.version).transaction_properties
-    assert dataset.version == 2
-    assert properties[TABLE_KEY] == str(table_id) and properties[REVISION_KEY] == "1"
-    assert sorted(dataset.to_table().to_pylist(), key=lambda r: r["id"]) == [
-        {"id": 1, "label": "a"}, {"id": 2, "label": "b"}]
