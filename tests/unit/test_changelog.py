@@ -89,10 +89,12 @@ class Version:
 class LanceDatasets:
     """What the mirror uses of pylance (``lance``): datasets by URL, each a list of versions, a
     version the transaction properties it was written with, or None for a version Lance kept no
-    transaction for (``read_transaction`` answers None), as one another writer left may be."""
+    transaction for (``read_transaction`` answers None), as one another writer left may be; and
+    the rows each dataset was last written with."""
 
     def __init__(self) -> None:
         self.versions: dict[str, list[dict[str, str] | None]] = {}
+        self.rows: dict[str, list[dict[str, object]]] = {}
 
     def dataset(self, url: str) -> LanceDatasets.Dataset:
         if url not in self.versions:
@@ -103,6 +105,7 @@ class LanceDatasets:
                       ) -> None:
         assert mode == ("overwrite" if url in self.versions else "create")
         self.versions.setdefault(url, []).append(dict(transaction_properties))
+        self.rows[url] = rows.to_pylist()
 
     class Dataset:
         def __init__(self, versions: list[dict[str, str] | None]) -> None:
@@ -129,9 +132,9 @@ def test_a_copy_whose_last_version_has_no_transaction_is_written_again(tmp_path,
         # tell it is its copy, so it writes one (rather than failing at every commit).
         lance.versions[url] = [None]
         assert copy_state(url, table_id) == (True, None)
-        mirror = LanceMirror(store)
-        assert mirror.sync() == 1
+        assert LanceMirror(store).sync() == 1
         assert lance.versions[url] == [None, {TABLE_KEY: str(table_id), REVISION_KEY: "1"}]
+        assert lance.rows[url] == [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]
         assert copy_state(url, table_id) == (True, 1)
         assert LanceMirror(store).sync() == 0  # started again: its copy is as the table
     finally:
