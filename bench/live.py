@@ -23,18 +23,19 @@ import dataclasses
 import datetime
 import json
 import statistics
-import sys
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
+from typing import TYPE_CHECKING, TypedDict
 
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 
-from bench import report, scenarios
+import sdk
+from bench import procs, report, scenarios
 from bench.recordings import RecordingPool
+from bench.scenarios import Percentiles
 from bench.systems import layer_event, layer_templates, schema_event
 from changelog import CHANGES_TOPIC
 from dashboard import Dashboard
@@ -43,6 +44,9 @@ from projector import ChangeKind, LogRecord, fold
 from projector.stores.sqlite import SqliteStore
 from spark_streaming.job import paused_gc
 from stack import Server
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
 
 # Stamps the first time each segment's layer_added entry enters the page's feed (epoch ms).
 OBSERVE_FEED = """
@@ -65,7 +69,7 @@ class Watcher(threading.Thread):
 
 
 class FeedWatcher(Watcher):
-    def __init__(self, client, dataset_name: str) -> None:
+    def __init__(self, client: sdk.CatalogClient, dataset_name: str) -> None:
         super().__init__("feed-watcher")
         self.client, self.dataset_name = client, dataset_name
 
@@ -89,16 +93,24 @@ class TopicWatcher(Watcher):
                 message = self.consumer.poll(0.2)
                 if message is None or message.error() is not None or message.value() is None:
                     continue
-                key = json.loads(message.key())
+                raw_key = message.key()
+                if raw_key is None:  # every changelog record has a key: not one of them
+                    continue
+                key = json.loads(raw_key)
                 if key[0] == "layer":
                     self.seen.setdefault(key[2], time.time())
         finally:
             self.consumer.close()
 
 
+class SeenAfterWait(Percentiles):
+    missed: int
+    """Registrations the watcher never saw."""
+
+
 def latency(server: Server, pool: RecordingPool, *, registrations: int, warmup: int,
-            screenshot: Path | None = None) -> dict:
-    from browser import chromium
+            screenshot: Path | None = None) -> dict[str, SeenAfterWait]:
+    from tests.browser import chromium
 
     client = server.client()
     dataset = client.create_dataset("live")
@@ -111,7 +123,7 @@ def latency(server: Server, pool: RecordingPool, *, registrations: int, warmup: 
         browser = chromium()
         try:
             browser.get(f"{dashboard.url}/datasets/{dataset.name}")
-            scenarios.procs.wait_until(lambda: browser.find_element("id", "status").text == "live",
+            procs.wait_until(lambda: browser.find_element("id", "status").text == "live",
                                        timeout_secs=60, what="the page's event stream")
             browser.execute_script(OBSERVE_FEED)
             time.sleep(1.0)  # the watchers are at the end of the feed and of the topic
@@ -125,13 +137,13 @@ def latency(server: Server, pool: RecordingPool, *, registrations: int, warmup: 
             stamped = browser.execute_script("return window.seen")
             if screenshot is not None:
                 _screenshot(server, browser, screenshot)
-            page = {segment: ms / 1000 for segment, ms in stamped.items()}
+            page: dict[str, float] = {segment: ms / 1000 for segment, ms in stamped.items()}
         finally:
             browser.quit()
     for watcher in watchers:
         watcher.stopping.set()
         watcher.join(10)
-    result = {}
+    result: dict[str, SeenAfterWait] = {}
     for name, seen in (("a_client_changes", watchers[0].seen), ("b_changelog_topic", watchers[1].seen),
                        ("c_page_dom", page)):
         delays = [(seen[s] - t) * 1000 for s, t in returned.items() if s in seen]
@@ -140,7 +152,7 @@ def latency(server: Server, pool: RecordingPool, *, registrations: int, warmup: 
     return result
 
 
-def _screenshot(server: Server, browser, path: Path) -> None:
+def _screenshot(server: Server, browser: WebDriver, path: Path) -> None:
     """The page after the registrations and one record a foreign producer got wrong."""
     producer = Producer({"bootstrap.servers": server.bootstrap_servers})
     producer.produce(CATALOG_TOPIC, b"{\"segment\": \"episode_x\"}  (JSON, not a strata event)")
@@ -180,20 +192,39 @@ def _fold_and_commit(records: list[bytes], path: Path, *, feed: bool, batch: int
         store.close()
 
 
-def throughput(server: Server, pool: RecordingPool, work: Path, *, events: int, runs: int) -> dict:
+class LiveThroughput(TypedDict):
+    records: int
+    runs: int
+    replay_events_per_s: dict[str, list[float]]
+    """``with_relay`` and ``no_changelog``, a number per run."""
+    commit_records_per_s: dict[str, list[float]]
+    """``with_feed`` and ``feed_emptied``, a number per run."""
+    medians: dict[str, float]
+    """Of each of those four."""
+    relay_ratio: float
+    feed_ratio: float
+
+
+class LiveResults(TypedDict):
+    date: str
+    args: dict[str, str]
+    latency: dict[str, SeenAfterWait]
+    throughput: LiveThroughput
+
+
+def throughput(server: Server, pool: RecordingPool, work: Path, *, events: int, runs: int) -> LiveThroughput:
     records = _records(pool, events)
     producer = Producer({"bootstrap.servers": server.bootstrap_servers, "linger.ms": 20})
     for value in records:
         producer.produce(CATALOG_TOPIC, value)
         producer.poll(0)
     producer.flush(120)
-    system = SimpleNamespace(server=server)
     replays: dict[str, list[float]] = {"with_relay": [], "no_changelog": []}
     commits: dict[str, list[float]] = {"with_feed": [], "feed_emptied": []}
     for run in range(runs):
         for mode, args in (("with_relay", ()), ("no_changelog", ("--no-changelog",))):
-            replayed = scenarios.replay(system, work / f"replay-{mode}-{run}", max_offsets=0,
-                                        projector_args=args)
+            replayed = scenarios.replay(server.bootstrap_servers, work / f"replay-{mode}-{run}",
+                                        max_offsets=0, projector_args=args)
             replays[mode].append(replayed["events_per_s"])
         for mode, feed in (("with_feed", True), ("feed_emptied", False)):
             seconds = _fold_and_commit(records, work / f"commit-{mode}-{run}.db", feed=feed)
@@ -206,7 +237,7 @@ def throughput(server: Server, pool: RecordingPool, work: Path, *, events: int, 
             "feed_ratio": round(medians["with_feed"] / medians["feed_emptied"], 3)}
 
 
-def table(results: dict) -> str:
+def table(results: LiveResults) -> str:
     lines = ["| latency from wait() | p50 ms | p99 ms | max ms | missed | target p50 |",
              "|---|---|---|---|---|---|"]
     for name, target in (("a_client_changes", 50), ("b_changelog_topic", 50), ("c_page_dom", 250)):
@@ -236,18 +267,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--recordings", type=Path, default=Path(".cache/bench-recordings"),
                         help="where the DROID-like episodes are written once and reused")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/browser.py
     pool = RecordingPool(args.recordings.absolute())
     with tempfile.TemporaryDirectory(prefix="strata-bench-live-") as tmp:
         work = Path(tmp)
         with Server(work / "stack") as server:
-            results = {"date": datetime.date.today().isoformat(), "args": {
-                k: str(v) for k, v in vars(args).items()}}
             print("latency:", flush=True)
-            results["latency"] = latency(server, pool, registrations=args.registrations, warmup=args.warmup,
-                                         screenshot=args.screenshot)
+            seen = latency(server, pool, registrations=args.registrations, warmup=args.warmup,
+                           screenshot=args.screenshot)
             print("throughput:", flush=True)
-            results["throughput"] = throughput(server, pool, work, events=args.events, runs=args.runs)
+            results: LiveResults = {
+                "date": datetime.date.today().isoformat(), "args": {k: str(v) for k, v in vars(args).items()},
+                "latency": seen,
+                "throughput": throughput(server, pool, work, events=args.events, runs=args.runs)}
     report.save("live", results, table(results))
 
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import random
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from bench import report, scenarios
+from bench.scenarios import Percentiles
 from bench.systems import layer_event, layer_templates, schema_event
 from dashboard import Dashboard
 from events import CATALOG_TOPIC, CreateDataset, Event, encode
@@ -38,6 +39,9 @@ from projector.stores.sqlite import SqliteStore
 from spark_streaming.job import paused_gc
 from stack import Server
 from stack.droid import write_episode
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
 
 MARK = "const m = performance.getEntriesByName(arguments[0]); return m.length ? m[0].startTime : null;"
 LAST_FRAME = """
@@ -53,7 +57,7 @@ scrubber.dispatchEvent(new Event("input"));
 """
 
 
-def _wait(browser, script: str, *args: object, timeout_secs: float = 60) -> float:
+def _wait(browser: WebDriver, script: str, *args: object, timeout_secs: float = 60) -> float:
     """The value of ``script`` once it is not null."""
     deadline = time.monotonic() + timeout_secs
     while (value := browser.execute_script(script, *args)) is None:
@@ -63,7 +67,7 @@ def _wait(browser, script: str, *args: object, timeout_secs: float = 60) -> floa
     return float(value)
 
 
-def first_plots(browser, url: str, names: list[str]) -> dict:
+def first_plots(browser: WebDriver, url: str, names: list[str]) -> Percentiles:
     times = []
     for name in names:
         browser.get(f"{url}/segments/{name}")
@@ -71,7 +75,7 @@ def first_plots(browser, url: str, names: list[str]) -> dict:
     return scenarios.percentiles(times)
 
 
-def frames(browser, page: str, count: int, scrubs: int) -> dict:
+def frames(browser: WebDriver, page: str, count: int, scrubs: int) -> Percentiles:
     browser.get(page)
     _wait(browser, LAST_FRAME, 0, 0)  # the first frame, shown on load
     rng = random.Random(7)
@@ -105,7 +109,7 @@ def large_dataset(path: Path, episode: Path, segments: int) -> str:
     return "large"
 
 
-def first_rows(browser, url: str, runs: int) -> dict:
+def first_rows(browser: WebDriver, url: str, runs: int) -> Percentiles:
     times = []
     for _ in range(runs):
         browser.get(url)
@@ -113,16 +117,24 @@ def first_rows(browser, url: str, runs: int) -> dict:
     return scenarios.percentiles(times)
 
 
-def table(results: dict) -> str:
+class PagesResults(TypedDict):
+    date: str
+    args: dict[str, str]
+    first_plot: Percentiles
+    frame: Percentiles
+    first_rows: Percentiles
+
+
+def table(results: PagesResults) -> str:
     lines = ["| metric | p50 ms | p90 ms | max ms | target p50 |", "|---|---:|---:|---:|---|"]
     given = results["args"]
-    for key, label, target in (
-            ("first_plot", f"segment page to first plot drawn ({given['segments']} segments)", "< 500"),
-            ("frame", f"scrubber to frame shown ({given['scrubs']} frames of {given['frame_size']})",
-             "< 150"),
-            ("first_rows", f"dataset page of {int(given['dataset_segments']):,} segments to first rows",
-             "< 1,000")):
-        r = results[key]
+    for r, label, target in (
+            (results["first_plot"], f"segment page to first plot drawn ({given['segments']} segments)",
+             "< 500"),
+            (results["frame"],
+             f"scrubber to frame shown ({given['scrubs']} frames of {given['frame_size']})", "< 150"),
+            (results["first_rows"],
+             f"dataset page of {int(given['dataset_segments']):,} segments to first rows", "< 1,000")):
         lines.append(f"| {label} | {r['p50_ms']} | {r['p90_ms']} | {r['max_ms']} | {target} |")
     return "\n".join(lines)
 
@@ -138,12 +150,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--screenshot", type=Path, default=None,
                         help="save a screenshot of a segment page to this .png")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/browser.py
-    from browser import chromium
+    from tests.browser import chromium
 
     width, height = (int(n) for n in args.frame_size.split("x"))
-    results: dict = {"date": datetime.date.today().isoformat(),
-                     "args": {k: str(v) for k, v in vars(args).items()}}
     with tempfile.TemporaryDirectory(prefix="strata-bench-pages-") as tmp:
         work = Path(tmp)
         print(f"writing {args.segments} DROID-like episodes and one with {args.frame_size} frames ...",
@@ -161,10 +170,10 @@ def main(argv: list[str] | None = None) -> None:
                                viewer_port=0) as dashboard:
                     url = f"{dashboard.url}/datasets/pages"
                     print("first plot ...", flush=True)
-                    results["first_plot"] = first_plots(browser, url, names)
-                    print(f"  {results['first_plot']}\nframe ...", flush=True)
-                    results["frame"] = frames(browser, f"{url}/segments/scrubbed", 120, args.scrubs)
-                    print(f"  {results['frame']}", flush=True)
+                    first_plot = first_plots(browser, url, names)
+                    print(f"  {first_plot}\nframe ...", flush=True)
+                    frame = frames(browser, f"{url}/segments/scrubbed", 120, args.scrubs)
+                    print(f"  {frame}", flush=True)
                     if args.screenshot is not None:
                         browser.get(f"{url}/segments/{names[0]}")
                         _wait(browser, MARK, "plot-drawn")
@@ -175,11 +184,14 @@ def main(argv: list[str] | None = None) -> None:
             print(f"folding a dataset of {args.dataset_segments:,} segments ...", flush=True)
             name = large_dataset(work / "large.db", work / f"{names[0]}.rrd", args.dataset_segments)
             with Dashboard(str(work / "large.db"), port=0) as dashboard:
-                results["first_rows"] = first_rows(browser, f"{dashboard.url}/datasets/{name}", args.runs)
-                print(f"  {results['first_rows']}", flush=True)
+                rows = first_rows(browser, f"{dashboard.url}/datasets/{name}", args.runs)
+                print(f"  {rows}", flush=True)
                 browser.get("about:blank")
         finally:
             browser.quit()
+    results: PagesResults = {"date": datetime.date.today().isoformat(),
+                             "args": {k: str(v) for k, v in vars(args).items()},
+                             "first_plot": first_plot, "frame": frame, "first_rows": rows}
     report.save("pages", results, table(results))
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 def _children(pid: int) -> list[int]:
-    children = []
+    children: list[int] = []
     task_dir = f"/proc/{pid}/task"
     try:
         tasks = os.listdir(task_dir)
@@ -26,7 +26,8 @@ def _children(pid: int) -> list[int]:
 
 def tree(pid: int) -> list[int]:
     """``pid`` and all its descendants still alive."""
-    found, pending = [], [pid]
+    found: list[int] = []
+    pending = [pid]
     while pending:
         current = pending.pop()
         if os.path.exists(f"/proc/{current}"):
@@ -88,7 +89,8 @@ def mib(value: int) -> float:
     return round(value / 2**20, 1)
 
 
-def wait_until(condition, *, timeout_secs: float, interval_secs: float = 0.05, what: str = "") -> float:
+def wait_until(condition: Callable[[], bool], *, timeout_secs: float, interval_secs: float = 0.05,
+               what: str = "") -> float:
     """Poll ``condition()`` until true; return the seconds it took. Raises ``TimeoutError``."""
     started = time.perf_counter()
     while not condition():

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict
 
 from bench import procs
 from bench.recordings import RecordingPool
@@ -37,10 +38,9 @@ def log_events(pool: RecordingPool, *, events: int, segments: int) -> Iterator[E
         added = n < segments * len(HISTORY_LAYERS)
         i = n // len(HISTORY_LAYERS) if added else draw.randrange(segments)
         layer = HISTORY_LAYERS[n % len(HISTORY_LAYERS)]
-        event = layer_event(dataset_id, templates["base"], i, f"file:///rebuild/{i}/{layer}-v{n}.rrd")
-        command = dataclasses.replace(event.command, layer_name=layer,
-                                      on_duplicate=OnDuplicate.ERROR if added else OnDuplicate.REPLACE)
-        yield dataclasses.replace(event, command=command)
+        template = dataclasses.replace(templates["base"], layer_name=layer,
+                                       on_duplicate=OnDuplicate.ERROR if added else OnDuplicate.REPLACE)
+        yield layer_event(dataset_id, template, i, f"file:///rebuild/{i}/{layer}-v{n}.rrd")
 
 
 def _produce(producer: EventProducer, events: Iterator[Event], count: int) -> None:
@@ -70,7 +70,7 @@ def _strata(directory: Path, name: str, *args: str) -> tuple[float, int, str]:
     return seconds, peak.peak_bytes, output
 
 
-def _projection(path: Path) -> dict:
+def _projection(path: Path) -> dict[str, list[tuple[object, ...]]]:
     """The store's projection, row by row: its tables but ``batches`` (where batches ended) and
     the feed's commit times (when, not what)."""
     store = SqliteStore(path, read_only=True)
@@ -83,7 +83,23 @@ def _projection(path: Path) -> dict:
     return rows
 
 
-def rebuild(pool: RecordingPool, directory: Path, *, events: int, snapshot_at: int, segments: int) -> dict:
+class RebuildResult(TypedDict):
+    events: int
+    segments: int
+    snapshot_at: int
+    prefix_replay_s: float
+    snapshot_write_s: float
+    snapshot_mb: float
+    from_0_s: float
+    from_0_peak_rss_mib: float
+    from_snapshot_s: float
+    from_snapshot_peak_rss_mib: float
+    speedup: float
+    stores_equal: bool
+
+
+def rebuild(pool: RecordingPool, directory: Path, *, events: int, snapshot_at: int, segments: int
+            ) -> RebuildResult:
     """A log of ``events`` DROID-like registrations and replacements (``log_events``). A snapshot
     is written of a store rebuilt from its first ``snapshot_at`` records (``strata replay``, then
     ``strata snapshot``); then the whole log is rebuilt from offset 0 and from that snapshot, and
@@ -124,11 +140,12 @@ def rebuild(pool: RecordingPool, directory: Path, *, events: int, snapshot_at: i
     whole, restored = (_projection(directory / name / "store.db") for name in ("whole", "from-snapshot"))
     equal = whole == restored
     snapshot_mb = sum(p.stat().st_size for p in (directory / "snapshots").rglob("*") if p.is_file()) / 2**20
-    result = {"events": events, "segments": segments, "snapshot_at": snapshot_at,
-              "prefix_replay_s": round(prefix_s, 1), "snapshot_write_s": round(snapshot_s, 1),
-              "snapshot_mb": round(snapshot_mb, 1),
-              "from_0_s": round(whole_s, 1), "from_0_peak_rss_mib": procs.mib(whole_rss),
-              "from_snapshot_s": round(from_s, 1), "from_snapshot_peak_rss_mib": procs.mib(from_rss),
-              "speedup": round(whole_s / from_s, 1), "stores_equal": equal}
+    result: RebuildResult = {
+        "events": events, "segments": segments, "snapshot_at": snapshot_at,
+        "prefix_replay_s": round(prefix_s, 1), "snapshot_write_s": round(snapshot_s, 1),
+        "snapshot_mb": round(snapshot_mb, 1),
+        "from_0_s": round(whole_s, 1), "from_0_peak_rss_mib": procs.mib(whole_rss),
+        "from_snapshot_s": round(from_s, 1), "from_snapshot_peak_rss_mib": procs.mib(from_rss),
+        "speedup": round(whole_s / from_s, 1), "stores_equal": equal}
     print(f"  strata: {result}", flush=True)
     return result

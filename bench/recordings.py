@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 LAYERS = ("base", "tracking_error", "quality")
 CHUNK = 500
 EPISODE_CHUNK = 50
+
+Chunk = TypeVar("Chunk")
 
 
 def segment_id(index: int) -> str:
@@ -87,8 +91,8 @@ class RecordingPool:
                     start, count)
         self._written[layer] = count
 
-    def _write(self, write, chunks: list, what: str, start: int, count: int, *, every: int = 10_000
-               ) -> None:
+    def _write(self, write: Callable[[Chunk], int], chunks: list[Chunk], what: str, start: int, count: int, *,
+               every: int = 10_000) -> None:
         began = time.perf_counter()
         done = start
         with multiprocessing.get_context("spawn").Pool(self.workers) as workers:

@@ -3,11 +3,74 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from bench.profile import LogSummary, ProgressSummary
+    from bench.rebuild import RebuildResult
+    from bench.scenarios import (
+        HistoryResult,
+        KafkaReadResult,
+        LatencyResult,
+        ProducerThroughputResult,
+        QueryResult,
+        ReadResult,
+        ReplayResult,
+        SdkThroughputResult,
+        SparkReadResult,
+        StagesResult,
+        StartupResult,
+        TablesResult,
+        WorkersResult,
+    )
 
 NOT_APPLICABLE = "n/a"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+class SystemResults(TypedDict, total=False):
+    """What one system measured, by scenario (queries and reads by size); ``error`` if it
+    stopped early."""
+
+    startup: StartupResult
+    latency: LatencyResult
+    sdk_throughput: SdkThroughputResult
+    queries: dict[str, QueryResult]
+    reads: dict[str, ReadResult]
+    tables: TablesResult
+    error: str
+
+
+class StrataResults(SystemResults, total=False):
+    """And what strata alone measures: workers by pool size."""
+
+    producer_throughput: ProducerThroughputResult
+    stages: StagesResult
+    history: HistoryResult
+    rebuild: RebuildResult
+    workers: dict[str, WorkersResult]
+    spark_read: SparkReadResult
+    latency_profile: ProgressSummary
+    live_profile: ProgressSummary
+    live_log_profile: LogSummary
+    replay: list[ReplayResult]
+    kafka_read: KafkaReadResult
+
+
+class RunResults(TypedDict):
+    """One run of ``python -m bench``, as its JSON file holds it (with the table)."""
+
+    date: str
+    scale: str
+    strata: StrataResults
+    rerun: SystemResults
+    timings_s: dict[str, float]
+    """Seconds per step of the run."""
+    options: dict[str, object]
+    machine: dict[str, object]
 
 
 @dataclass
@@ -43,7 +106,7 @@ class Row:
         return "yes" if ok else "no"
 
 
-def _cell(value) -> str:
+def _cell(value: float | str | None) -> str:
     if value is None:
         return "not measured"
     if isinstance(value, str):
@@ -65,15 +128,21 @@ def markdown(rows: list[Row], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(results: dict, path: Path) -> bool:
+QUERY_LINES: tuple[tuple[Literal["segment_table_ms", "manifest_ms"], str], ...] = (
+    ("segment_table_ms", "-"), ("manifest_ms", "--"))
+
+
+def plot(results: RunResults, path: Path) -> bool:
     """Latency distributions (ECDF) and query times; False if there is nothing to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    latency = {name: results[name].get("latency", {}).get("samples_ms") for name in ("strata", "rerun")}
-    queries = {name: results[name].get("queries") for name in ("strata", "rerun")}
+    systems: dict[str, SystemResults] = {"strata": results["strata"], "rerun": results["rerun"]}
+    latency = {name: measured["latency"].get("samples_ms") if "latency" in measured else None
+               for name, measured in systems.items()}
+    queries = {name: measured.get("queries") for name, measured in systems.items()}
     if not any(latency.values()) and not any(queries.values()):
         return False
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
@@ -92,7 +161,7 @@ def plot(results: dict, path: Path) -> bool:
     for name, marker in (("strata", "o"), ("rerun", "s")):
         sizes = queries[name] or {}
         xs = [int(size) for size in sizes]
-        for query, style in (("segment_table_ms", "-"), ("manifest_ms", "--")):
+        for query, style in QUERY_LINES:
             if xs:
                 right.plot(xs, [sizes[str(x)][query] for x in xs], style, marker=marker,
                            label=f"{name} {query.removesuffix('_ms')}()")
@@ -108,7 +177,7 @@ def plot(results: dict, path: Path) -> bool:
     return True
 
 
-def write(results: dict, rows: list[Row], directory: Path, stem: str, header: str) -> dict[str, Path]:
+def write(results: RunResults, rows: list[Row], directory: Path, stem: str, header: str) -> dict[str, Path]:
     """``<stem>.json``, ``<stem>.md`` and ``<stem>.png`` under ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = {"json": directory / f"{stem}.json", "markdown": directory / f"{stem}.md"}
@@ -122,7 +191,7 @@ def write(results: dict, rows: list[Row], directory: Path, stem: str, header: st
     return paths
 
 
-def save(module: str, results: dict, table: str) -> None:
+def save(module: str, results: Mapping[str, object], table: str) -> None:
     """A one-system benchmark's run (``python -m bench.<module>``): ``<date>-<module>.json`` with
     every number and ``.md`` with its table, under ``RESULTS_DIR``; the table printed."""
     RESULTS_DIR.mkdir(exist_ok=True)

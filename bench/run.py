@@ -44,12 +44,14 @@ import platform
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from bench import profile, rebuild, report, scenarios
 from bench.recordings import LAYERS, RecordingPool
-from bench.report import NOT_APPLICABLE, Row
-from bench.systems import RerunSystem, StrataSystem
+from bench.report import NOT_APPLICABLE, Row, RunResults, StrataResults, SystemResults
+from bench.systems import RerunSystem, StrataSystem, System
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
 SCENARIOS = ("startup", "latency", "throughput", "queries", "reads", "workers", "tables", "replay",
@@ -167,7 +169,12 @@ def prepare_recordings(pool: RecordingPool, args: argparse.Namespace) -> None:
         pool.ensure(layer, layered)
 
 
-def timed(timings: dict, name: str, function, *args, **kwargs):
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+def timed(timings: dict[str, float], name: str, function: Callable[Params, Result], *args: Params.args,
+          **kwargs: Params.kwargs) -> Result:
     print(f"== {name}", flush=True)
     started = time.perf_counter()
     try:
@@ -183,10 +190,10 @@ def failed(system: str, exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def run_common(args, system, pool: RecordingPool, timings: dict, results: dict, *,
-               query_sizes: list[int], producers: bool = False) -> None:
-    """The scenarios both systems run, in order, into ``results``; ``producers``: also events
-    through the producers API (strata only)."""
+def run_common(args: argparse.Namespace, system: System, pool: RecordingPool, timings: dict[str, float],
+               results: StrataResults, *, query_sizes: list[int]) -> None:
+    """The scenarios both systems run, in order, into ``results``; strata also events through the
+    producers API."""
     name = system.name
     results["startup"] = timed(timings, f"{name} startup", scenarios.startup, system, pool)
     if "latency" in args.only:
@@ -196,7 +203,7 @@ def run_common(args, system, pool: RecordingPool, timings: dict, results: dict, 
         results["sdk_throughput"] = timed(timings, f"{name} sdk throughput", scenarios.sdk_throughput,
                                           system, pool, datasets=args.sdk_datasets, count=args.sdk_count,
                                           batch=args.sdk_batch)
-        if producers:
+        if isinstance(system, StrataSystem):
             results["producer_throughput"] = timed(timings, f"{name} producer throughput",
                                                    scenarios.producer_throughput, system, pool,
                                                    count=args.producer_count)
@@ -211,9 +218,10 @@ def run_common(args, system, pool: RecordingPool, timings: dict, results: dict, 
                                   batch=args.table_batch, upserts=args.table_upserts)
 
 
-def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
+def run_strata(args: argparse.Namespace, pool: RecordingPool, work: Path, timings: dict[str, float]
+               ) -> StrataResults:
     system = StrataSystem(work / "strata")
-    results: dict = {}
+    results: StrataResults = {}
     try:
         if "stages" in args.only:  # first, while nothing else runs
             results["stages"] = timed(timings, "strata stages", scenarios.stages, pool, work / "stages",
@@ -225,7 +233,7 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
             results["rebuild"] = timed(timings, "strata rebuild", rebuild.rebuild, pool, work / "rebuild",
                                        events=args.rebuild_events, snapshot_at=args.rebuild_snapshot_at,
                                        segments=args.rebuild_segments)
-        run_common(args, system, pool, timings, results, query_sizes=args.query_sizes, producers=True)
+        run_common(args, system, pool, timings, results, query_sizes=args.query_sizes)
         if "workers" in args.only:
             results["workers"] = timed(timings, "strata workers", scenarios.worker_scaling, system, pool,
                                        segments=args.scaling_segments, files=args.scaling_files)
@@ -243,13 +251,14 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
             for cap in args.replay_caps:
                 directory = work / f"replay-{cap or 'uncapped'}"
                 outcome = timed(timings, f"strata replay (maxOffsetsPerTrigger {cap})", scenarios.replay,
-                                system, directory, max_offsets=cap)
+                                system.server.bootstrap_servers, directory, max_offsets=cap)
                 outcome["profile"] = profile.summarize_progress(
                     profile.progress_batches(Path(outcome["event_log_dir"])))
                 outcome["log_profile"] = profile.summarize_log(directory / "projector.log")
                 results["replay"].append(outcome)
             if results["replay"][0]["events"]:  # an empty topic has nothing to read
-                results["kafka_read"] = timed(timings, "strata kafka read", scenarios.kafka_read, system,
+                results["kafka_read"] = timed(timings, "strata kafka read", scenarios.kafka_read,
+                                              system.server.bootstrap_servers,
                                               batch=args.replay_caps[0] or MAX_OFFSETS_PER_TRIGGER)
     except Exception as exc:  # keep what was measured; the table shows the rest as missing
         results["error"] = failed("strata", exc)
@@ -258,9 +267,9 @@ def run_strata(args, pool: RecordingPool, work: Path, timings: dict) -> dict:
     return results
 
 
-def run_rerun(args, pool: RecordingPool, timings: dict) -> dict:
+def run_rerun(args: argparse.Namespace, pool: RecordingPool, timings: dict[str, float]) -> SystemResults:
     system = RerunSystem()
-    results: dict = {}
+    results: StrataResults = {}
     try:
         sizes = [s for s in args.query_sizes if s <= args.rerun_max_segments]
         run_common(args, system, pool, timings, results, query_sizes=sizes)
@@ -271,19 +280,21 @@ def run_rerun(args, pool: RecordingPool, timings: dict) -> dict:
     return results
 
 
-def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
+def rows_for(args: argparse.Namespace, strata: StrataResults, rerun: SystemResults) -> list[Row]:
     """The comparison table; a missing number stays missing, with the reason in the note."""
     rows: list[Row] = []
     both = bool(rerun)
 
-    def pick(results: dict, *keys):
+    def pick(results: Mapping[str, object], *keys: str) -> float | str | None:
+        """The number at ``keys`` in ``results``; None if it is not there."""
+        value: object = results
         for key in keys:
-            if not isinstance(results, dict) or key not in results:
+            if not isinstance(value, Mapping) or key not in value:
                 return None
-            results = results[key]
-        return results
+            value = value[key]
+        return value if isinstance(value, int | float | str) else None
 
-    def other(*keys):
+    def other(*keys: str) -> float | str | None:
         return pick(rerun, *keys) if both else None
 
     if "startup" in strata or "startup" in rerun:
@@ -301,6 +312,7 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                             pick(strata, "latency", key), other("latency", key), target,
                             note=f"{pick(strata, 'latency', 'calls')} calls after warm-up"))
     if "throughput" in args.only:
+        pipeline = strata.get("producer_throughput")
         rows.append(Row("throughput", f"SDK, {args.sdk_datasets} datasets x {args.sdk_count:,} DROID-like "
                         f"recordings in calls of {args.sdk_batch:,} (recordings/s)", "higher",
                         pick(strata, "sdk_throughput", "events_per_s"),
@@ -316,7 +328,7 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
         rows.append(Row("throughput", "bytes on the topic per registration (DROID-like episode)", "lower",
                         pick(strata, "producer_throughput", "registration_bytes"), NOT_APPLICABLE, 1_000,
                         note="each schema defined once, first: "
-                             f"{pick(strata, 'producer_throughput', 'schema_bytes')} bytes"))
+                             f"{pipeline['schema_bytes'] if pipeline else None} bytes"))
     if "queries" in args.only:
         for size in args.query_sizes:
             too_big = size > args.rerun_max_segments
@@ -353,9 +365,11 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                             measured["caller_peak_rss_mib"], NOT_APPLICABLE,
                             note=f"workers: {measured['workers_peak_rss_mib']} MiB in all"))
         if "1" in scaling and "2" in scaling:
-            for key, what in (("rows_per_s", "scan rows/s"), ("registrations_per_s", "registrations/s")):
-                rows.append(Row("workers", f"2 workers / 1 worker, {what} (x)", "higher",
-                                round(scaling["2"][key] / scaling["1"][key], 2), NOT_APPLICABLE, 1.7))
+            one, two = scaling["1"], scaling["2"]
+            for what, ratio in (("scan rows/s", two["rows_per_s"] / one["rows_per_s"]),
+                                ("registrations/s", two["registrations_per_s"] / one["registrations_per_s"])):
+                rows.append(Row("workers", f"2 workers / 1 worker, {what} (x)", "higher", round(ratio, 2),
+                                NOT_APPLICABLE, 1.7))
     if "tables" in args.only:
         size = f"{args.table_rows:,} rows x 10 columns"
         rows.append(Row("tables", f"append, {size} in calls of {args.table_batch:,}, then one read "
@@ -381,10 +395,10 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
                             pick(strata, "tables", "write_then_read", key),
                             other("tables", "write_then_read", key), note="reported, no target"))
     if "spark_read" in strata:
-        read = strata["spark_read"]
-        rows.append(Row("reads", f"Spark path: to_spark('real_time').count(), {read['segments']:,} "
-                        "DROID-like segments, local[*] (rows/s)", "higher", read["rows_per_s"],
-                        NOT_APPLICABLE, note=f"{read['segments_per_s']:,} segments/s; rerun has no "
+        spark = strata["spark_read"]
+        rows.append(Row("reads", f"Spark path: to_spark('real_time').count(), {spark['segments']:,} "
+                        "DROID-like segments, local[*] (rows/s)", "higher", spark["rows_per_s"],
+                        NOT_APPLICABLE, note=f"{spark['segments_per_s']:,} segments/s; rerun has no "
                                              "Spark path"))
     for outcome in strata.get("replay", []):
         cap = outcome["max_offsets_per_trigger"] or "no limit"
@@ -395,13 +409,13 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
         rows.append(Row("replay", f"peak RSS, maxOffsetsPerTrigger {cap} (MiB)", "lower",
                         outcome["peak_rss_mib"], NOT_APPLICABLE, 1_536, note="projector process tree"))
     if "kafka_read" in strata:
-        read = strata["kafka_read"]
-        note = (f"{read['events']:,} events of {read['mean_record_bytes']:,} bytes on average, batches of "
-                f"{read['batch']:,}: replay's ceiling without any Python work")
+        kafka = strata["kafka_read"]
+        note = (f"{kafka['events']:,} events of {kafka['mean_record_bytes']:,} bytes on average, batches of "
+                f"{kafka['batch']:,}: replay's ceiling without any Python work")
         rows.append(Row("replay", "Spark's Kafka source alone, counted in the JVM (events/s)", "higher",
-                        read["count_events_per_s"], NOT_APPLICABLE, note=note))
+                        kafka["count_events_per_s"], NOT_APPLICABLE, note=note))
         rows.append(Row("replay", "Spark's Kafka source alone, handed to Python as Arrow (events/s)",
-                        "higher", read["arrow_events_per_s"], NOT_APPLICABLE, note=note))
+                        "higher", kafka["arrow_events_per_s"], NOT_APPLICABLE, note=note))
     if "stages" in strata:
         stages = strata["stages"]
         note = f"{stages['events']:,} events in batches of {stages['batch']:,}"
@@ -422,7 +436,8 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
         note = (f"{kept['segments']:,} segments x 3 layers, then {kept['replacements']:,} replacements; "
                 "in process, SQLite")
         for read in ("segment_table", "manifest"):
-            now, then, before = (kept[k][f"{read}_ms"] for k in ("now", "as_of_middle", "without_history"))
+            now, then, before = (timings[f"{read}_ms"] for timings in
+                                 (kept["now"], kept["as_of_middle"], kept["without_history"]))
             rows.append(Row("history", f"{read}() now (ms)", "lower", now, NOT_APPLICABLE, note=note))
             rows.append(Row("history", f"{read}() as of the middle of the replacements (ms)", "lower", then,
                             NOT_APPLICABLE, note=f"{kept['as_of_middle'][f'{read}_rows']:,} rows"))
@@ -437,22 +452,22 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
         rows.append(Row("history", "fold and commit, in process (events/s)", "higher",
                         kept["fold_commit_events_per_s"], NOT_APPLICABLE, note=f"{kept['events']:,} events"))
     if "rebuild" in strata:
-        kept = strata["rebuild"]
-        note = (f"{kept['events']:,} events ({kept['segments']:,} segments x 3 layers, then replacements); "
-                "strata replay, Spark startup included")
-        rows.append(Row("rebuild", "rebuild from offset 0 (s)", "lower", kept["from_0_s"], NOT_APPLICABLE,
+        rebuilt = strata["rebuild"]
+        note = (f"{rebuilt['events']:,} events ({rebuilt['segments']:,} segments x 3 layers, then "
+                "replacements); strata replay, Spark startup included")
+        rows.append(Row("rebuild", "rebuild from offset 0 (s)", "lower", rebuilt["from_0_s"], NOT_APPLICABLE,
                         note=note))
-        rows.append(Row("rebuild", f"rebuild from a snapshot at {kept['snapshot_at']:,} (s)", "lower",
-                        kept["from_snapshot_s"], NOT_APPLICABLE, target=60,
-                        note=f"snapshot of {kept['snapshot_mb']:,} MB; the stores equal row by row: "
-                             f"{'yes' if kept['stores_equal'] else 'NO'}"))
-        rows.append(Row("rebuild", "from offset 0 / from the snapshot", "higher", kept["speedup"],
+        rows.append(Row("rebuild", f"rebuild from a snapshot at {rebuilt['snapshot_at']:,} (s)", "lower",
+                        rebuilt["from_snapshot_s"], NOT_APPLICABLE, target=60,
+                        note=f"snapshot of {rebuilt['snapshot_mb']:,} MB; the stores equal row by row: "
+                             f"{'yes' if rebuilt['stores_equal'] else 'NO'}"))
+        rows.append(Row("rebuild", "from offset 0 / from the snapshot", "higher", rebuilt["speedup"],
                         NOT_APPLICABLE, target=10))
-        for origin in ("from_0", "from_snapshot"):
-            rows.append(Row("rebuild", f"peak RSS, {origin.replace('_', ' ')} (MiB)", "lower",
-                            kept[f"{origin}_peak_rss_mib"], NOT_APPLICABLE,
+        for origin, peak_rss in (("from 0", rebuilt["from_0_peak_rss_mib"]),
+                                 ("from snapshot", rebuilt["from_snapshot_peak_rss_mib"])):
+            rows.append(Row("rebuild", f"peak RSS, {origin} (MiB)", "lower", peak_rss, NOT_APPLICABLE,
                             note="the strata replay process tree"))
-        rows.append(Row("rebuild", "strata snapshot of that store (s)", "lower", kept["snapshot_write_s"],
+        rows.append(Row("rebuild", "strata snapshot of that store (s)", "lower", rebuilt["snapshot_write_s"],
                         NOT_APPLICABLE))
     if both is False:
         for row in rows:
@@ -464,11 +479,12 @@ def rows_for(args, strata: dict, rerun: dict) -> list[Row]:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     today = datetime.date.today().isoformat()
-    timings: dict = {}
-    results = {"date": today, "scale": args.scale, "strata": {}, "rerun": {}, "timings_s": timings,
-               "options": {k: v for k, v in vars(args).items() if k not in ("results_dir", "work_dir")},
-               "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                           "platform": platform.platform()}}
+    timings: dict[str, float] = {}
+    results: RunResults = {
+        "date": today, "scale": args.scale, "strata": {}, "rerun": {}, "timings_s": timings,
+        "options": {k: v for k, v in vars(args).items() if k not in ("results_dir", "work_dir")},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()}}
     if args.work_dir:
         args.work_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="strata-bench-", dir=args.work_dir) as tmp:
@@ -486,19 +502,20 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(report.markdown(rows, header))
     print_profile(results["strata"])
-    for system in ("strata", "rerun"):
-        if results[system].get("error"):
-            print(f"{system} stopped early, its later scenarios are missing: {results[system]['error']}")
+    for system, measured in (("strata", results["strata"]), ("rerun", results["rerun"])):
+        if measured.get("error"):
+            print(f"{system} stopped early, its later scenarios are missing: {measured['error']}")
     for kind, path in paths.items():
         print(f"{kind}: {path}")
 
 
-def print_profile(strata: dict) -> None:
+def print_profile(strata: StrataResults) -> None:
     """Where strata's micro-batches spend their time, from Spark's progress and the projector log."""
-    for title, key in (("live projector, 1-2 record batches (read-your-writes)", "latency_profile"),
-                       ("live projector, all batches", "live_profile")):
-        if strata.get(key):
-            print(f"profile, {title}: {strata[key]}")
+    for title, summary in (
+            ("live projector, 1-2 record batches (read-your-writes)", strata.get("latency_profile")),
+            ("live projector, all batches", strata.get("live_profile"))):
+        if summary:
+            print(f"profile, {title}: {summary}")
     if strata.get("live_log_profile"):
         print(f"profile, live projector log: {strata['live_log_profile']}")
     for outcome in strata.get("replay", []):

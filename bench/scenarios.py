@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 import fastavro
 import pyarrow as pa
@@ -21,20 +22,40 @@ from datafusion import col, lit
 
 from bench import procs
 from bench.recordings import RecordingPool
-from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest, schema_event
+from bench.systems import (
+    SEND_CHUNK,
+    StrataSystem,
+    System,
+    layer_event,
+    layer_templates,
+    manifest,
+    schema_event,
+)
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
 from projector import CatalogReader, LogRecord, fold, open_store
 from projector.stores import sql_history
-from projector.stores.sql import TABLES
+from projector.stores.sql import TABLES, SqlStore
 from projector.stores.sqlite import SqliteStore
 from sdk._wait import wait_for_positions
 from spark_streaming.job import paused_gc
 
+if TYPE_CHECKING:
+    from bench.profile import LogSummary, ProgressSummary
+    from bench.systems import Dataset
+
 WAIT_SECS = 1800
 
 
-def percentiles(values_ms: list[float]) -> dict[str, float]:
+class Percentiles(TypedDict):
+    calls: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+def percentiles(values_ms: list[float]) -> Percentiles:
     ordered = sorted(values_ms)
 
     def at(q: float) -> float:
@@ -44,7 +65,13 @@ def percentiles(values_ms: list[float]) -> dict[str, float]:
             "max_ms": round(ordered[-1], 2)}
 
 
-def startup(system, pool: RecordingPool, *, idle_secs: float = 5.0) -> dict:
+class StartupResult(TypedDict):
+    start_s: float
+    first_registration_visible_s: float
+    idle_rss_mib: dict[str, float]
+
+
+def startup(system: System, pool: RecordingPool, *, idle_secs: float = 5.0) -> StartupResult:
     """Start the system, register one recording and wait for it; then the idle memory."""
     started = time.perf_counter()
     start_secs = system.start()
@@ -56,7 +83,11 @@ def startup(system, pool: RecordingPool, *, idle_secs: float = 5.0) -> dict:
             "idle_rss_mib": system.memory()}
 
 
-def latency(system, pool: RecordingPool, *, calls: int, warmup: int) -> dict:
+class LatencyResult(Percentiles):
+    samples_ms: NotRequired[list[float]]
+
+
+def latency(system: System, pool: RecordingPool, *, calls: int, warmup: int) -> LatencyResult:
     """One ``register([uri]).wait()`` of a DROID-like episode at a time; the warm-up calls are
     not measured."""
     dataset = system.client.create_dataset("latency")
@@ -71,7 +102,19 @@ def latency(system, pool: RecordingPool, *, calls: int, warmup: int) -> dict:
     return {**percentiles(measured), "samples_ms": [round(x, 2) for x in measured]}
 
 
-def sdk_throughput(system, pool: RecordingPool, *, datasets: int, count: int, batch: int) -> dict:
+class SdkThroughputResult(TypedDict):
+    datasets: int
+    recordings: int
+    batch: int
+    rows_visible: int
+    register_calls_s: float
+    until_wait_s: float
+    until_segment_table_s: float
+    events_per_s: float
+
+
+def sdk_throughput(system: System, pool: RecordingPool, *, datasets: int, count: int, batch: int
+                   ) -> SdkThroughputResult:
     """``datasets`` datasets of ``count`` DROID-like episodes each (the same files in every
     dataset), registered in calls of ``batch`` URIs, all sent before waiting on any."""
     uris = pool.episodes(count)
@@ -91,7 +134,21 @@ def sdk_throughput(system, pool: RecordingPool, *, datasets: int, count: int, ba
             "until_segment_table_s": round(visible, 2), "events_per_s": round(total / visible, 1)}
 
 
-def producer_throughput(system, pool: RecordingPool, *, count: int) -> dict:
+class ProducerThroughputResult(TypedDict):
+    events: int
+    rows_visible: int
+    registration_bytes: int
+    schema_bytes: list[int]
+    send_s: float
+    send_events_per_s: float
+    until_projected_s: float
+    projected_events_per_s: float
+    segment_table_s: float
+    until_segment_table_s: float
+    events_per_s: float
+
+
+def producer_throughput(system: StrataSystem, pool: RecordingPool, *, count: int) -> ProducerThroughputResult:
     """``count`` RegisterLayer events of DROID-like episodes, built and sent with
     ``producers.EventProducer`` as a data pipeline would (its schemas defined once, first), then
     read back through ``segment_table()``. Also the mean size of one registration event."""
@@ -111,9 +168,9 @@ def producer_throughput(system, pool: RecordingPool, *, count: int) -> dict:
             last = producer.send(events)[-1]
             done = start + len(events)
             if done % 100_000 < SEND_CHUNK or done == count:
+                at = system.client._internal.store.next_offsets().get((CATALOG_TOPIC, 0), 0)
                 print(f"  strata: {done:,}/{count:,} events sent ({time.perf_counter() - started:.0f} s, "
-                      f"store at offset {system.client._internal.store.next_offset(CATALOG_TOPIC, 0):,})",
-                      flush=True)
+                      f"store at offset {at:,})", flush=True)
     finally:
         producer.close()
     sent = time.perf_counter() - started
@@ -132,10 +189,18 @@ def producer_throughput(system, pool: RecordingPool, *, count: int) -> dict:
             "until_segment_table_s": round(visible, 2), "events_per_s": round(count / visible, 1)}
 
 
-def queries(system, pool: RecordingPool, *, sizes: list[int], repeats: int) -> dict:
+class QueryResult(TypedDict):
+    fill_s: float
+    segment_rows: int
+    manifest_rows: int
+    segment_table_ms: float
+    manifest_ms: float
+
+
+def queries(system: System, pool: RecordingPool, *, sizes: list[int], repeats: int) -> dict[str, QueryResult]:
     """For each size, a dataset of that many segments x 3 layers; then ``segment_table()`` and
     ``manifest()`` materialised with ``to_arrow_table()``, median of ``repeats`` runs."""
-    results = {}
+    results: dict[str, QueryResult] = {}
     for size in sizes:
         dataset = system.client.create_dataset(f"queries-{size}")
         started = time.perf_counter()
@@ -165,13 +230,25 @@ def topic_end_offset(bootstrap_servers: str) -> int:
         consumer.close()
 
 
-def replay(system, directory: Path, *, max_offsets: int, store: str | None = None,
-           projector_args: tuple[str, ...] = ()) -> dict:
-    """Rebuild the projection of the whole topic from offset 0 into a fresh store (``store``, an
-    empty PostgreSQL database's URL, or a SQLite file in ``directory``) and checkpoint, with the
-    real projector in a subprocess (given ``projector_args`` too); peak RSS of its process tree
-    from /proc."""
-    bootstrap = system.server.bootstrap_servers
+class ReplayResult(TypedDict):
+    events: int
+    max_offsets_per_trigger: int
+    startup_s: float
+    replay_s: float
+    events_per_s: float
+    events_per_s_with_startup: float
+    peak_rss_mib: float
+    event_log_dir: str
+    profile: NotRequired[ProgressSummary]
+    log_profile: NotRequired[LogSummary]
+
+
+def replay(bootstrap: str, directory: Path, *, max_offsets: int, store: str | None = None,
+           projector_args: tuple[str, ...] = ()) -> ReplayResult:
+    """Rebuild the projection of the whole topic on ``bootstrap`` from offset 0 into a fresh store
+    (``store``, an empty PostgreSQL database's URL, or a SQLite file in ``directory``) and
+    checkpoint, with the real projector in a subprocess (given ``projector_args`` too); peak RSS
+    of its process tree from /proc."""
     end = topic_end_offset(bootstrap)
     directory.mkdir(parents=True)
     store_path, ready = store or str(directory / "store.db"), directory / "ready"
@@ -189,12 +266,12 @@ def replay(system, directory: Path, *, max_offsets: int, store: str | None = Non
         with procs.PeakRss([process.pid]) as peak:
             started = time.perf_counter()
             startup_s = procs.wait_until(ready.exists, timeout_secs=300, what="projector start")
-            store = open_store(store_path, read_only=True)
+            replayed = open_store(store_path, read_only=True)
             try:
-                caught_up = procs.wait_until(lambda: _replayed(process, store, end, directory),
+                caught_up = procs.wait_until(lambda: _replayed(process, replayed, end, directory),
                                              timeout_secs=WAIT_SECS, interval_secs=0.2, what="replay end")
             finally:
-                store.close()
+                replayed.close()
             total = time.perf_counter() - started
     finally:
         process.terminate()
@@ -211,27 +288,35 @@ def replay(system, directory: Path, *, max_offsets: int, store: str | None = Non
             "event_log_dir": str(event_log)}
 
 
-def _replayed(process: subprocess.Popen, store: CatalogReader, end: int, directory: Path) -> bool:
+def _replayed(process: subprocess.Popen[bytes], store: SqlStore, end: int, directory: Path) -> bool:
     if process.poll() is not None:
         raise RuntimeError(f"the replaying projector exited with code {process.returncode} at offset "
                            f"{store.next_offset(CATALOG_TOPIC, 0):,}; see {directory / 'projector.log'}")
     return store.next_offset(CATALOG_TOPIC, 0) >= end
 
 
-def kafka_read(system, *, batch: int) -> dict:
+class KafkaReadResult(TypedDict):
+    events: int
+    batch: int
+    mean_record_bytes: int
+    count_events_per_s: float
+    arrow_events_per_s: float
+
+
+def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
     """Spark's Kafka source alone, with no Python work: the whole topic, from offset 0, in batch
     queries of ``batch`` offsets with the projector's Kafka options, as a replay's micro-batches
     read it. Read twice: counted in the JVM, then handed to Python as Arrow (``toArrow()``, what
     ``ProjectorJob.process`` does before decoding). The ceiling of replay's rate on this machine."""
+    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
     from spark_streaming.job import DEFAULT_KAFKA_OPTIONS, build_session
 
-    bootstrap = system.server.bootstrap_servers
     end = topic_end_offset(bootstrap)
     spark = build_session(app_name="strata-bench-kafka-read")
 
-    def between(start: int):
+    def between(start: int) -> DataFrame:
         reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
                   .option("assign", f'{{"{CATALOG_TOPIC}": [0]}}')
                   .option("startingOffsets", f'{{"{CATALOG_TOPIC}": {{"0": {start}}}}}')
@@ -247,7 +332,7 @@ def kafka_read(system, *, batch: int) -> dict:
               flush=True)
         started, records, value_bytes = time.perf_counter(), 0, 0
         for start in range(0, end, batch):
-            row = between(start).agg(F.count("*"), F.sum(F.length("value"))).first()
+            [row] = between(start).agg(F.count("*"), F.sum(F.length("value"))).collect()
             records, value_bytes = records + row[0], value_bytes + row[1]
         counted_s = time.perf_counter() - started
         print("  strata: ... and again, handed to Python as Arrow", flush=True)
@@ -265,7 +350,21 @@ def kafka_read(system, *, batch: int) -> dict:
 STAGES = ("decode", "batch_view", "fold", "commit")
 
 
-def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> dict:
+class Floors(TypedDict):
+    avro_body: float
+    sqlite_rows: float
+
+
+class StagesResult(TypedDict):
+    events: int
+    batch: int
+    us_per_event: dict[str, float]
+    total_us_per_event: float
+    events_per_s: float
+    floor_us_per_event: Floors
+
+
+def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> StagesResult:
     """The projector's Python work per event, stage by stage, without Spark or Kafka: ``events``
     register events of DROID-like episodes (their schemas defined first) are encoded, then
     decoded, folded and committed into a fresh SQLite store in batches of ``batch``, as
@@ -302,7 +401,7 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
         store.close()
     per_event = {stage: round(seconds / len(records) * 1e6, 1) for stage, seconds in spent.items()}
     total = sum(spent.values())
-    result = {"events": len(records), "batch": batch, "us_per_event": per_event,
+    result: StagesResult = {"events": len(records), "batch": batch, "us_per_event": per_event,
               "total_us_per_event": round(total / len(records) * 1e6, 1),
               "events_per_s": round(len(records) / total, 1),
               "floor_us_per_event": _floors(records[1 + len(definitions):], directory, batch)}
@@ -310,7 +409,16 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
     return result
 
 
-def _floors(records: list[bytes], directory: Path, batch: int) -> dict[str, float]:
+class _RegisterBody(TypedDict):
+    """The fields of a register event's Avro body read here: the body is the envelope, its
+    command a ``RegisterLayer`` record."""
+
+    dataset_id: uuid.UUID
+    event_id: uuid.UUID
+    command: dict[str, Any]
+
+
+def _floors(records: list[bytes], directory: Path, batch: int) -> Floors:
     """CPU per register event of the two steps no fold can avoid while events are decoded and
     rows written in Python: fastavro reading the Avro body alone (no model objects), and SQLite
     inserting the rows one accepted registration writes (a layer, a segment, an outcome) with one
@@ -318,11 +426,11 @@ def _floors(records: list[bytes], directory: Path, batch: int) -> dict[str, floa
     writer = codec.SCHEMAS[codec.SCHEMA_VERSION]
     with paused_gc():
         began = time.process_time()
-        bodies = [fastavro.schemaless_reader(io.BytesIO(value[codec.HEADER_SIZE:]), writer, None)
-                  for value in records]
+        bodies = [cast(_RegisterBody, fastavro.schemaless_reader(  # the envelope record
+            io.BytesIO(value[codec.HEADER_SIZE:]), writer, None)) for value in records]
         avro_s = time.process_time() - began
     dataset_id = str(bodies[0]["dataset_id"])
-    rows: dict[str, list[dict]] = {"layers": [], "segments": [], "outcomes": []}
+    rows: dict[str, list[dict[str, object]]] = {"layers": [], "segments": [], "outcomes": []}
     for offset, body in enumerate(bodies):
         command, event_id = body["command"], str(body["event_id"])
         at = {"topic": CATALOG_TOPIC, "partition": 0, "offset": offset}
@@ -358,18 +466,28 @@ def _floors(records: list[bytes], directory: Path, batch: int) -> dict[str, floa
             "sqlite_rows": round(insert_s / len(records) * 1e6, 1)}
 
 
-def reads(system, pool: RecordingPool, *, sizes: list[int], calls: int) -> dict:
+class ReadResult(TypedDict):
+    rows: int
+    columns: int
+    bytes: int
+    scan_s: float
+    first_scan_s: float
+    rows_per_s: float
+    one_segment: Percentiles
+
+
+def reads(system: System, pool: RecordingPool, *, sizes: list[int], calls: int) -> dict[str, ReadResult]:
     """``reader(index="real_time")`` over whole datasets of DROID-like episodes materialised to
     Arrow (rows/s, the median of three scans), and one segment by a ``rerun_segment_id`` filter
     (latency per call)."""
     uris = pool.episodes(max(sizes))
-    results = {}
+    results: dict[str, ReadResult] = {}
     for size in sizes:
         dataset = system.client.create_dataset(f"reads-{size}")
         dataset.register(uris[:size]).wait(timeout_secs=WAIT_SECS)
         ids = dataset.segment_ids()
 
-        def one(segment_id: str, dataset=dataset) -> pa.Table:
+        def one(segment_id: str, dataset: Dataset = dataset) -> pa.Table:
             return pa.table(dataset.reader(index="real_time")
                             .filter(col("rerun_segment_id") == lit(segment_id)))
 
@@ -394,8 +512,20 @@ def reads(system, pool: RecordingPool, *, sizes: list[int], calls: int) -> dict:
     return results
 
 
-def worker_scaling(system, pool: RecordingPool, *, segments: int, files: int,
-                   sizes: tuple[int, ...] = (0, 1, 2)) -> dict:
+class WorkersResult(TypedDict):
+    rows: int
+    scan_s: float
+    rows_per_s: float
+    caller_peak_rss_mib: float
+    workers_peak_rss_mib: float
+    files: int
+    register_read_s: float
+    register_s: float
+    registrations_per_s: float
+
+
+def worker_scaling(system: StrataSystem, pool: RecordingPool, *, segments: int, files: int,
+                   sizes: tuple[int, ...] = (0, 1, 2)) -> dict[str, WorkersResult]:
     """For clients of each size of worker pool (0: in the client's process): a full
     ``reader(index="real_time")`` scan of ``segments`` DROID-like episodes to Arrow (median of
     three, workers already started) with the peak RSS of the client and of its workers, and one
@@ -403,7 +533,7 @@ def worker_scaling(system, pool: RecordingPool, *, segments: int, files: int,
     uris = pool.episodes(max(segments, files))
     name = f"scaling-{segments}"
     system.client.create_dataset(name).register(uris[:segments]).wait(timeout_secs=WAIT_SECS)
-    results = {}
+    results: dict[str, WorkersResult] = {}
     for size in sizes:
         client = system.server.client(workers=size)
         dataset = client.get_dataset(name)
@@ -438,7 +568,15 @@ def worker_scaling(system, pool: RecordingPool, *, segments: int, files: int,
     return results
 
 
-def spark_read(system, pool: RecordingPool, *, segments: int) -> dict:
+class SparkReadResult(TypedDict):
+    segments: int
+    rows: int
+    seconds: float
+    rows_per_s: float
+    segments_per_s: float
+
+
+def spark_read(system: StrataSystem, pool: RecordingPool, *, segments: int) -> SparkReadResult:
     """``to_spark(spark, "real_time").count()`` over ``segments`` DROID-like episodes with Spark
     ``local[*]`` in this process: a partition per segment, read on the executors."""
     from pyspark.sql import SparkSession
@@ -482,7 +620,23 @@ def _table_rows(start: int, count: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=TABLE_SCHEMA)
 
 
-def tables(system, *, rows: int, batch: int, upserts: int, round_trips: int = 50) -> dict:
+class TablesResult(TypedDict):
+    rows: int
+    batch: int
+    append_s: float
+    append_sent_s: float
+    append_rows_per_s: float
+    append_call: Percentiles
+    upserts: int
+    upsert_rows_per_s: float | None
+    upsert_call: Percentiles | None
+    read_rows: int
+    read_s: float
+    read_rows_per_s: float
+    write_then_read: Percentiles
+
+
+def tables(system: System, *, rows: int, batch: int, upserts: int, round_trips: int = 50) -> TablesResult:
     """A 10-column table: ``append`` of ``rows`` rows in calls of ``batch``, then one ``reader()``
     that sees them all (rows/s end to end); ``upserts`` single-row ``upsert`` calls (every other
     one replaces an existing row, the others add one), then one read that sees them all; then
@@ -541,8 +695,22 @@ def tables(system, *, rows: int, batch: int, upserts: int, round_trips: int = 50
 HISTORY_LAYERS = ("base", "quality", "derived")
 
 
+class HistoryResult(TypedDict):
+    segments: int
+    layers: int
+    replacements: int
+    events: int
+    fold_commit_events_per_s: float
+    now: dict[str, float]
+    """Per read (``segment_table``, ``manifest``): its median ``<read>_ms`` and its ``<read>_rows``."""
+    as_of_middle: dict[str, float]
+    without_history: dict[str, float]
+    store_mb: float
+    store_without_history_mb: float
+
+
 def history(pool: RecordingPool, directory: Path, *, segments: int, replacements: int,
-            batch: int = 10_000, repeats: int = 3) -> dict:
+            batch: int = 10_000, repeats: int = 3) -> HistoryResult:
     """What keeping the catalog's past costs, in process (no Spark or Kafka): a dataset of
     ``segments`` DROID-like segments of 3 layers, then ``replacements`` re-registrations of
     random layers (``on_duplicate="replace"``), folded and committed into SQLite in batches of
@@ -562,16 +730,14 @@ def history(pool: RecordingPool, directory: Path, *, segments: int, replacements
               *(schema_event(dataset_id, d) for d in definitions)]
     for i in range(segments):
         for layer in HISTORY_LAYERS:
-            event = layer_event(dataset_id, templates["base"], i, f"file:///history/{i}/{layer}.rrd")
-            command = dataclasses.replace(event.command, layer_name=layer)
-            events.append(dataclasses.replace(event, command=command))
+            events.append(layer_event(dataset_id, dataclasses.replace(templates["base"], layer_name=layer), i,
+                                      f"file:///history/{i}/{layer}.rrd"))
     middle = len(events) + replacements // 2
     draw = random.Random(0)
     for n in range(replacements):
         i, layer = draw.randrange(segments), HISTORY_LAYERS[n % len(HISTORY_LAYERS)]
-        event = layer_event(dataset_id, templates["base"], i, f"file:///history/{i}/{layer}-v{n}.rrd")
-        events.append(dataclasses.replace(event, command=dataclasses.replace(
-            event.command, layer_name=layer, on_duplicate=OnDuplicate.REPLACE)))
+        replacing = dataclasses.replace(templates["base"], layer_name=layer, on_duplicate=OnDuplicate.REPLACE)
+        events.append(layer_event(dataset_id, replacing, i, f"file:///history/{i}/{layer}-v{n}.rrd"))
     records = [LogRecord.from_kafka(CATALOG_TOPIC, 0, offset, encode(event))
                for offset, event in enumerate(events)]
     directory.mkdir(parents=True)
@@ -587,13 +753,13 @@ def history(pool: RecordingPool, directory: Path, *, segments: int, replacements
 
     def reads(reader: CatalogReader) -> dict[str, float]:
         def segment_table() -> int:
-            return views.dataset_segment_table(reader, dataset_id).num_rows
+            return int(views.dataset_segment_table(reader, dataset_id).num_rows)
 
         def manifest_rows() -> int:
             layers = reader.layer_table(dataset_id)
-            return views.manifest_table(layers, views.property_schemas(reader, layers)).num_rows
+            return int(views.manifest_table(layers, views.property_schemas(reader, layers)).num_rows)
 
-        timings = {}
+        timings: dict[str, float] = {}
         for name, read in (("segment_table", segment_table), ("manifest", manifest_rows)):
             seconds = []
             for _ in range(repeats):
@@ -618,11 +784,12 @@ def history(pool: RecordingPool, directory: Path, *, segments: int, replacements
     bare_store = SqliteStore(bare)
     before = reads(bare_store)
     bare_store.close()
-    result = {"segments": segments, "layers": segments * len(HISTORY_LAYERS), "replacements": replacements,
-              "events": len(records), "fold_commit_events_per_s": round(len(records) / fold_s, 1),
-              "now": now, "as_of_middle": then, "without_history": before,
-              "store_mb": round(size_with / 2**20, 1),
-              "store_without_history_mb": round(_sqlite_size(bare) / 2**20, 1)}
+    result: HistoryResult = {
+        "segments": segments, "layers": segments * len(HISTORY_LAYERS), "replacements": replacements,
+        "events": len(records), "fold_commit_events_per_s": round(len(records) / fold_s, 1),
+        "now": now, "as_of_middle": then, "without_history": before,
+        "store_mb": round(size_with / 2**20, 1),
+        "store_without_history_mb": round(_sqlite_size(bare) / 2**20, 1)}
     print(f"  strata: {result}", flush=True)
     return result
 

@@ -12,8 +12,12 @@ import uuid
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 from unittest import mock
 
+import pyarrow as pa
+
+import sdk
 from bench import procs
 from bench.recordings import LAYERS, RecordingPool, segment_id
 from events import DefineSchema, Event, RegisterLayer
@@ -21,6 +25,13 @@ from producers import EventProducer
 from sdk._recordings import read_recording
 from sdk._wait import wait_for_positions
 from stack import Server, processes
+
+if TYPE_CHECKING:  # rerun.catalog is imported when rerun's server is measured, not before
+    import rerun.catalog
+
+    Client: TypeAlias = sdk.CatalogClient | rerun.catalog.CatalogClient
+    """A client of either system: the scenarios both run use what the two have in common."""
+    Dataset: TypeAlias = sdk.DatasetEntry | rerun.catalog.DatasetEntry
 
 SEND_CHUNK = 20_000
 PRODUCER_ID = "strata-bench-pipeline"
@@ -37,7 +48,8 @@ class ProbedServer(Server):
     def start_projector(self) -> None:
         start = processes.start
 
-        def start_probe(args, log_path, env=None):
+        def start_probe(args: list[str], log_path: Path, env: dict[str, str] | None = None
+                        ) -> subprocess.Popen[bytes]:
             at = args.index("spark_streaming")
             args = [*args[:at], "bench.probe", "--event-log-dir", str(self.event_log_dir), *args[at + 1:]]
             return start(args, log_path, env=env)
@@ -46,8 +58,33 @@ class ProbedServer(Server):
             super().start_projector()
 
     def process_roots(self) -> dict[str, int]:
-        """Pids of the broker and the projector, the roots of the stack's process trees."""
-        return {"broker": self.broker._process.pid, "projector": self._projector.pid}
+        """Pids of the broker and the projector, the roots of the stack's process trees.
+        ``RuntimeError`` if either is not running."""
+        broker = None if self.broker is None else self.broker._process
+        if broker is None or self._projector is None:
+            raise RuntimeError("the stack's broker and projector are not both running: no pids to measure")
+        return {"broker": broker.pid, "projector": self._projector.pid}
+
+
+class System(Protocol):
+    """A catalog under test, started by ``start()`` and stopped by ``close()``."""
+
+    name: str
+
+    @property
+    def client(self) -> Client: ...
+
+    def start(self) -> float: ...
+
+    def memory(self) -> dict[str, float]: ...
+
+    def fill(self, dataset: Dataset, pool: RecordingPool, segments: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _not_started(system: str) -> RuntimeError:
+    return RuntimeError(f"the {system} system is not started: call start() first")
 
 
 class StrataSystem:
@@ -58,8 +95,22 @@ class StrataSystem:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.event_log_dir = directory / "spark-events"
-        self.server: Server | None = None
-        self.client = None
+        self._server: Server | None = None
+        self._client: sdk.CatalogClient | None = None
+
+    @property
+    def server(self) -> Server:
+        """The stack; ``RuntimeError`` before ``start()``."""
+        if self._server is None:
+            raise _not_started(self.name)
+        return self._server
+
+    @property
+    def client(self) -> sdk.CatalogClient:
+        """A client of the stack; ``RuntimeError`` before ``start()``."""
+        if self._client is None:
+            raise _not_started(self.name)
+        return self._client
 
     def make_server(self) -> Server:
         return ProbedServer(self.directory / "stack", self.event_log_dir)
@@ -67,18 +118,26 @@ class StrataSystem:
     def start(self) -> float:
         """Construct the server (which starts it) and a client: the seconds that took."""
         started = time.perf_counter()
-        self.server = self.make_server()
-        self.client = self.server.client()
+        self._server = self.make_server()
+        self._client = self._server.client()
         return time.perf_counter() - started
 
     def memory(self) -> dict[str, float]:
-        roots = self.server.process_roots()
+        """RSS of the broker's and the projector's process trees, and their total (MiB).
+        ``TypeError`` for a server that does not say its pids (not a ``ProbedServer``)."""
+        server = self.server
+        if not isinstance(server, ProbedServer):
+            raise TypeError(f"the memory of a {type(server).__name__} is not measured: use a ProbedServer")
+        roots = server.process_roots()
         parts = {name: procs.mib(procs.tree_rss_bytes([pid])) for name, pid in roots.items()}
         return {**parts, "total": round(sum(parts.values()), 1)}
 
-    def fill(self, dataset, pool: RecordingPool, segments: int) -> None:
+    def fill(self, dataset: Dataset, pool: RecordingPool, segments: int) -> None:
         """Register ``segments`` x 3 layers through the producers API, as a pipeline would: the
-        events carry what the SDK reads from the same files (schemas by reference, properties)."""
+        events carry what the SDK reads from the same files (schemas by reference, properties).
+        ``TypeError`` for a dataset of another system."""
+        if not isinstance(dataset, sdk.DatasetEntry):
+            raise TypeError(f"strata fills datasets of its own, not a {type(dataset).__name__}")
         definitions, templates = layer_templates({layer: pool.uris(layer, 1)[0] for layer in LAYERS})
         producer = EventProducer(self.server.bootstrap_servers)
         try:
@@ -92,15 +151,15 @@ class StrataSystem:
         wait_for_positions(self.client._internal.store, [last], timeout_secs=1800)
 
     def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
+        if self._server is not None:
+            self._server.close()
 
 
 def layer_templates(uris: Mapping[str, str]) -> tuple[list[DefineSchema], dict[str, RegisterLayer]]:
     """Per layer, the RegisterLayer the SDK produces for that layer's file in ``uris``, and the
     DefineSchema commands for the schemas they name, which a pipeline produces once, first."""
     definitions: dict[str, bytes] = {}
-    templates = {}
+    templates: dict[str, RegisterLayer] = {}
     for layer, uri in uris.items():
         templates[layer], named = read_recording(uri).register_layer(layer)
         definitions.update(named)
@@ -123,25 +182,40 @@ class RerunSystem:
     name = "rerun"
 
     def __init__(self) -> None:
-        self.process: subprocess.Popen | None = None
-        self.client = None
+        self._process: subprocess.Popen[str] | None = None
+        self._client: rerun.catalog.CatalogClient | None = None
+
+    @property
+    def process(self) -> subprocess.Popen[str]:
+        """The server's process; ``RuntimeError`` before ``start()``."""
+        if self._process is None:
+            raise _not_started(self.name)
+        return self._process
+
+    @property
+    def client(self) -> rerun.catalog.CatalogClient:
+        """A client of the server; ``RuntimeError`` before ``start()``."""
+        if self._client is None:
+            raise _not_started(self.name)
+        return self._client
 
     def start(self) -> float:
         from rerun.catalog import CatalogClient
 
         started = time.perf_counter()
-        self.process = subprocess.Popen([sys.executable, "-m", "bench.rerun_server"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        url = self.process.stdout.readline().strip()
+        self._process = subprocess.Popen([sys.executable, "-m", "bench.rerun_server"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None  # stdout=PIPE
+        url = self._process.stdout.readline().strip()
         if not url:
-            raise RuntimeError(f"rerun's server exited with code {self.process.wait()}")
-        self.client = CatalogClient(url)
+            raise RuntimeError(f"rerun's server exited with code {self._process.wait()}")
+        self._client = CatalogClient(url)
         return time.perf_counter() - started
 
     def memory(self) -> dict[str, float]:
         return {"total": procs.mib(procs.tree_rss_bytes([self.process.pid]))}
 
-    def fill(self, dataset, pool: RecordingPool, segments: int, *, batch: int = 2_000) -> None:
+    def fill(self, dataset: Dataset, pool: RecordingPool, segments: int, *, batch: int = 2_000) -> None:
         """Register ``segments`` x 3 layer files, ``batch`` files per call (rerun's server keeps
         every file of a call open: 10,000 per call ran out of 20,000 file descriptors)."""
         for layer in LAYERS:
@@ -151,18 +225,20 @@ class RerunSystem:
             print(f"  rerun: registered {segments:,} files of layer {layer}", flush=True)
 
     def close(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        process = self._process
+        if process is None or process.poll() is not None:
             return
-        self.process.stdin.close()
-        self.process.terminate()
+        if process.stdin is not None:
+            process.stdin.close()
+        process.terminate()
         try:
-            self.process.wait(30)
+            process.wait(30)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            process.kill()
+            process.wait()
 
 
-def manifest(dataset):
+def manifest(dataset: Dataset) -> pa.Table:
     """``manifest()`` as an Arrow table; rerun marks it deprecated (debugging use), strata not."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)

@@ -24,10 +24,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from bench import scenarios
 from bench.recordings import RecordingPool
+from bench.scenarios import LatencyResult, QueryResult, ReplayResult, SdkThroughputResult
 from bench.systems import StrataSystem
 from stack import Server
 from tests.postgres import EmbeddedPostgres
@@ -40,17 +43,44 @@ class Stack(StrataSystem):
     """The embedded stack on a store of one kind (``sdk.Server``, no probe)."""
 
     def __init__(self, name: str, directory: Path, store: str | None) -> None:
+        super().__init__(directory)
         self.name = name
-        self.directory, self.store = directory, store
-        self.server = None
-        self.client = None
+        self.store = store
 
     def make_server(self) -> Server:
         return Server(self.directory, store=self.store)
 
 
+class StoreRun(TypedDict):
+    latency: LatencyResult
+    throughput: SdkThroughputResult
+    queries: QueryResult
+    replay: ReplayResult
+
+
+class S3Registrations(TypedDict):
+    recordings: int
+    seconds: float
+    registrations_per_s: float
+    server_bytes_per_recording: int
+
+
+class S3Result(TypedDict):
+    local: S3Registrations
+    s3: S3Registrations
+    recording_bytes_mean: int
+
+
+class TeamResults(TypedDict):
+    date: str
+    options: dict[str, object]
+    stores: NotRequired[dict[str, StoreRun]]
+    """``sqlite`` and ``postgresql``."""
+    s3: NotRequired[S3Result]
+
+
 def run_store(name: str, work: Path, store: str | None, replay_store: str | None, pool: RecordingPool,
-              args: argparse.Namespace) -> dict:
+              args: argparse.Namespace) -> StoreRun:
     stack = Stack(name, work / name, store)
     stack.start()
     try:
@@ -60,14 +90,14 @@ def run_store(name: str, work: Path, store: str | None, replay_store: str | None
                                               count=args.sdk_count, batch=args.sdk_batch)
         queries = scenarios.queries(stack, pool, sizes=[args.segments], repeats=3)[str(args.segments)]
         stack.server.stop_projector()
-        replay = scenarios.replay(stack, work / f"{name}-replay", max_offsets=args.replay_cap,
-                                  store=replay_store)
+        replay = scenarios.replay(stack.server.bootstrap_servers, work / f"{name}-replay",
+                                  max_offsets=args.replay_cap, store=replay_store)
     finally:
         stack.close()
     return {"latency": latency, "throughput": throughput, "queries": queries, "replay": replay}
 
 
-def run_s3(work: Path, pool: RecordingPool, args: argparse.Namespace) -> dict:
+def run_s3(work: Path, pool: RecordingPool, args: argparse.Namespace) -> S3Result:
     uris = pool.episodes(args.s3_count)
     with EmbeddedS3() as s3:
         started = time.perf_counter()
@@ -77,7 +107,7 @@ def run_s3(work: Path, pool: RecordingPool, args: argparse.Namespace) -> dict:
         stack = Stack("s3", work / "s3", None)
         stack.start()
         try:
-            results = {}
+            results: dict[str, S3Registrations] = {}
             for kind, batch_uris, config in (("local", uris, None), ("s3", urls, s3.config())):
                 dataset = stack.client.create_dataset(f"from-{kind}")
                 sent_before = s3.bytes_sent()
@@ -90,27 +120,27 @@ def run_s3(work: Path, pool: RecordingPool, args: argparse.Namespace) -> dict:
                                  "registrations_per_s": round(rows / elapsed, 1),
                                  "server_bytes_per_recording": round((s3.bytes_sent() - sent_before) / rows)}
                 print(f"  s3: {kind}: {results[kind]}", flush=True)
-            results["recording_bytes_mean"] = round(statistics.mean(
-                Path(uri.removeprefix("file://")).stat().st_size for uri in uris))
+            mean = round(statistics.mean(Path(uri.removeprefix("file://")).stat().st_size for uri in uris))
         finally:
             stack.close()
-    return results
+    return {"local": results["local"], "s3": results["s3"], "recording_bytes_mean": mean}
 
 
-def table(results: dict, header: str) -> str:
+def table(results: TeamResults, header: str) -> str:
     lines = [header, ""]
     if "stores" in results:
         sqlite, pg = results["stores"]["sqlite"], results["stores"]["postgresql"]
-        rows = [("read-your-writes p50 (ms)", "lower", ("latency", "p50_ms")),
-                ("read-your-writes p99 (ms)", "lower", ("latency", "p99_ms")),
-                ("SDK batch registrations/s", "higher", ("throughput", "events_per_s")),
-                (f"segment_table() at {results['options']['segments']:,} segments (ms)", "lower",
-                 ("queries", "segment_table_ms")),
-                ("replay events/s", "higher", ("replay", "events_per_s"))]
+        rows: list[tuple[str, str, Callable[[StoreRun], float]]] = [
+            ("read-your-writes p50 (ms)", "lower", lambda run: run["latency"]["p50_ms"]),
+            ("read-your-writes p99 (ms)", "lower", lambda run: run["latency"]["p99_ms"]),
+            ("SDK batch registrations/s", "higher", lambda run: run["throughput"]["events_per_s"]),
+            (f"segment_table() at {results['options']['segments']:,} segments (ms)", "lower",
+             lambda run: run["queries"]["segment_table_ms"]),
+            ("replay events/s", "higher", lambda run: run["replay"]["events_per_s"])]
         lines += ["| metric | SQLite | PostgreSQL | PostgreSQL cost (x SQLite) | target | meets |",
                   "| --- | ---: | ---: | ---: | ---: | --- |"]
-        for metric, better, (section, key) in rows:
-            a, b = sqlite[section][key], pg[section][key]
+        for metric, better, measured in rows:
+            a, b = measured(sqlite), measured(pg)
             cost = b / a if better == "lower" else a / b
             lines.append(f"| {metric} | {a:,} | {b:,} | {cost:.2f}x | <= 1.50x | "
                          f"{'yes' if cost <= 1.5 else 'no'} |")
@@ -145,7 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     today = datetime.date.today().isoformat()
-    results: dict = {"date": today, "options": {k: v for k, v in vars(args).items() if k != "results_dir"}}
+    results: TeamResults = {"date": today,
+                            "options": {k: v for k, v in vars(args).items() if k != "results_dir"}}
     with tempfile.TemporaryDirectory(prefix="strata-bench-team-") as tmp:
         work = Path(tmp)
         pool = RecordingPool(work / "recordings")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 
 from changelog.follower import Follower
 from projector import CatalogReader, Table
@@ -29,14 +28,18 @@ REVISION_KEY = "strata.revision"
 
 def copy_state(url: str, table_id: uuid.UUID) -> tuple[bool, int | None]:
     """Whether a Lance dataset is at ``url``, and the revision of ``table_id`` a mirror last wrote
-    it at (None if its last version is not one of this table's)."""
+    it at (None if its last version is not one of this table's, or has no transaction to say
+    whose it is). Raises what Lance raises for a dataset it cannot read."""
     import lance
 
     try:
         dataset = lance.dataset(url)
     except (ValueError, OSError):  # nothing there yet
         return False, None
-    properties = dataset.read_transaction(dataset.version).transaction_properties or {}
+    transaction = dataset.read_transaction(dataset.version)
+    if transaction is None:  # a version Lance kept no transaction for: not one the mirror wrote
+        return True, None
+    properties = transaction.transaction_properties or {}
     if properties.get(TABLE_KEY) != str(table_id) or REVISION_KEY not in properties:
         return True, None
     return True, int(properties[REVISION_KEY])
@@ -91,7 +94,7 @@ class LanceMirror(Follower[CatalogReader]):
         import lance
 
         rows = self.store.table_data(table)
-        properties: dict[str, Any] = {TABLE_KEY: str(table.id), REVISION_KEY: str(table.revision)}
+        properties = {TABLE_KEY: str(table.id), REVISION_KEY: str(table.revision)}
         lance.write_dataset(rows, table.storage_url, mode="overwrite" if exists else "create",
                             transaction_properties=properties)
         log.info("table %r: Lance copy at %s written at revision %d (%d rows)", table.name,

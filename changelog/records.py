@@ -6,8 +6,9 @@ import io
 import json
 import uuid
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from importlib import resources
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import fastavro
 
@@ -18,13 +19,99 @@ CHANGES_TOPIC = "strata.catalog.changes"
 OFFSET_HEADER = "strata.source.offset"
 """Every record's header: the source offset (8 bytes, big-endian) of the change it follows."""
 
-SCHEMA = fastavro.parse_schema(json.loads(
-    resources.files("events").joinpath("schemas", "catalog_change.v1.avsc").read_text()))
+SCHEMA = cast(dict[str, Any], fastavro.parse_schema(json.loads(  # a record schema parses to a dict
+    resources.files("events").joinpath("schemas", "catalog_change.v1.avsc").read_text())))
 _FINGERPRINT = schema_fingerprint(SCHEMA)
+
+
+
+def offset_headers(offset: int) -> list[tuple[str, str | bytes | None]]:
+    """The headers of a record that follows the change at source offset ``offset``."""
+    return [(OFFSET_HEADER, offset.to_bytes(8, "big"))]
+
+
+def source_offset(headers: Mapping[str, str | bytes | None]) -> int | None:
+    """The source offset in a changelog record's headers; None if they carry none, or one that is
+    not 8 bytes (a null value, say): a record strata did not write."""
+    value = headers.get(OFFSET_HEADER)
+    if not isinstance(value, bytes) or len(value) != 8:
+        return None
+    return int.from_bytes(value, "big")
+
 
 Key = tuple[str, ...]
 """("dataset", id), ("segment", dataset id, segment id), ("layer", dataset id, segment id, layer
 name), ("table", id) or ("rejection", topic, partition, offset); on the wire, a JSON array."""
+
+
+
+class DatasetState(TypedDict):
+    id: str
+    name: str
+    created_at: datetime
+    default_blueprint: str | None
+
+
+class SegmentState(TypedDict):
+    dataset_id: str
+    segment_id: str
+    position: int
+    created_offset: int
+
+
+class IndexRangeState(TypedDict):
+    timeline: str
+    kind: str
+    start: int
+    end: int
+
+
+class LayerState(TypedDict):
+    dataset_id: str
+    segment_id: str
+    layer_name: str
+    storage_url: str
+    size_bytes: int
+    schema_sha256: str
+    registered_at: datetime
+    registered_offset: int
+    event_id: str
+    num_chunks: int | None
+    index_ranges: list[IndexRangeState]
+    properties: bytes
+    properties_schema_sha256: str
+    properties_batch: bytes
+
+
+class TableState(TypedDict):
+    id: str
+    name: str
+    created_at: datetime
+    updated_at: datetime
+    storage_url: str
+    lance_version: int | None
+    revision: int
+
+
+class RejectionState(TypedDict):
+    reason: str
+    entry_id: str | None
+
+
+State = tuple[str, DatasetState | SegmentState | LayerState | TableState | RejectionState]
+"""A value's ``state``, as written: the record's full name and its fields."""
+
+
+class ChangelogValue(TypedDict):
+    """A changelog value as read back. Its state's fields are those of the ``State`` written,
+    with ids as ``uuid.UUID`` (fastavro reads the ``uuid`` logical type so)."""
+
+    source_topic: str
+    source_partition: int
+    source_offset: int
+    change: str
+    state: tuple[str, dict[str, Any]]
+
 
 _DATASET_KINDS = {ChangeKind.DATASET_CREATED, ChangeKind.DATASET_RENAMED, ChangeKind.DATASET_DELETED,
                   ChangeKind.DEFAULT_BLUEPRINT_SET}
@@ -77,15 +164,17 @@ def records_of(store: CatalogReader, latest: Mapping[Key, Change]
         yield change, json.dumps(key).encode(), value
 
 
-def decode_value(value: bytes) -> dict[str, Any]:
-    """A changelog value as a dict; ``state`` is a (record name, fields) pair."""
+def decode_value(value: bytes) -> ChangelogValue:
+    """A changelog value as a dict; ``state`` is a (record name, fields) pair. ``ValueError`` for
+    bytes that are not one."""
     if value[:2] != MAGIC or value[2:10] != _FINGERPRINT:
         raise ValueError("not a strata changelog value (wrong single-object header)")
-    return fastavro.schemaless_reader(io.BytesIO(value[10:]), SCHEMA, return_record_name=True)
+    record = fastavro.schemaless_reader(io.BytesIO(value[10:]), SCHEMA, return_record_name=True)
+    return cast(ChangelogValue, record)  # what SCHEMA, a record, reads into
 
 
 def _state(store: CatalogReader, key: Key, change: Change, segments: Mapping[tuple[uuid.UUID, str], Segment],
-           layers: Mapping[tuple[uuid.UUID, str, str], Layer]) -> tuple[str, dict[str, Any]] | None:
+           layers: Mapping[tuple[uuid.UUID, str, str], Layer]) -> State | None:
     kind = key[0]
     if kind == "rejection":
         return "strata.changelog.RejectionState", {
@@ -104,19 +193,19 @@ def _state(store: CatalogReader, key: Key, change: Change, segments: Mapping[tup
     return None if layer is None else _layer_state(layer)
 
 
-def _dataset_state(d: Dataset) -> tuple[str, dict[str, Any]]:
+def _dataset_state(d: Dataset) -> tuple[str, DatasetState]:
     return "strata.changelog.DatasetState", {
         "id": str(d.id), "name": d.name, "created_at": d.created_at,
         "default_blueprint": d.default_blueprint}
 
 
-def _segment_state(s: Segment) -> tuple[str, dict[str, Any]]:
+def _segment_state(s: Segment) -> tuple[str, SegmentState]:
     return "strata.changelog.SegmentState", {
         "dataset_id": str(s.dataset_id), "segment_id": s.segment_id, "position": s.position,
         "created_offset": s.created_by.offset}
 
 
-def _layer_state(x: Layer) -> tuple[str, dict[str, Any]]:
+def _layer_state(x: Layer) -> tuple[str, LayerState]:
     return "strata.changelog.LayerState", {
         "dataset_id": str(x.dataset_id), "segment_id": x.segment_id, "layer_name": x.layer_name,
         "storage_url": x.storage_url, "size_bytes": x.size_bytes, "schema_sha256": x.schema_sha256,
@@ -128,7 +217,7 @@ def _layer_state(x: Layer) -> tuple[str, dict[str, Any]]:
         "properties_batch": x.properties_batch}
 
 
-def _table_state(t: Table) -> tuple[str, dict[str, Any]]:
+def _table_state(t: Table) -> tuple[str, TableState]:
     return "strata.changelog.TableState", {
         "id": str(t.id), "name": t.name, "created_at": t.created_at, "updated_at": t.updated_at,
         "storage_url": t.storage_url, "lance_version": t.lance_version, "revision": t.revision}

@@ -12,7 +12,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from changelog.follower import Follower
-from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, Key, key_of, records_of
+from changelog.records import (
+    CHANGES_TOPIC,
+    OFFSET_HEADER,
+    Key,
+    key_of,
+    offset_headers,
+    records_of,
+    source_offset,
+)
 from producers._logging import LOGGER
 from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
 from producers.topics import create_topics
@@ -90,7 +98,7 @@ class ChangelogRelay(Follower[CatalogReader]):
                 latest.pop(key, None)  # re-inserted: the dict stays in order of last change
                 latest[key] = change
         for change, kafka_key, value in records_of(self.store, latest):
-            headers = [(OFFSET_HEADER, change.position.offset.to_bytes(8, "big"))]
+            headers = offset_headers(change.position.offset)
             while True:
                 try:
                     producer.produce(CHANGES_TOPIC, value, kafka_key, headers=headers,
@@ -114,7 +122,8 @@ def ensure_changelog_topic(bootstrap_servers: str, config: Mapping[str, Any],
                            timeout_secs: float = 30.0) -> None:
     """Create the compacted changelog topic (one partition) if it is missing."""
     refusal = RefusalWatch()
-    admin = AdminClient({**config, "error_cb": refusal})
+    admin_config: dict[str, Any] = {**config, "error_cb": refusal}  # confluent's stubs allow no callables
+    admin = AdminClient(admin_config)
     metadata = cluster_metadata(admin, bootstrap_servers, refusal, timeout_secs)
     if CHANGES_TOPIC in metadata.topics:
         return
@@ -125,7 +134,8 @@ def ensure_changelog_topic(bootstrap_servers: str, config: Mapping[str, Any],
 
 def resume_offset(config: Mapping[str, Any], timeout_secs: float = 30.0) -> int:
     """The source offset in the changelog's last record: the relay publishes again from there
-    (that record's change included, harmlessly); 0 for an empty topic."""
+    (that record's change included, harmlessly); 0 for an empty topic. Raises ``ConnectionError``
+    if the topic cannot be read, ``RuntimeError`` if its last record is not one strata wrote."""
     consumer = Consumer({**config, "group.id": f"strata-changelog-{uuid.uuid4()}",
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
@@ -141,11 +151,11 @@ def resume_offset(config: Mapping[str, Any], timeout_secs: float = 30.0) -> int:
                 continue
             if message.error() is not None:
                 raise ConnectionError(f"reading {CHANGES_TOPIC} failed: {message.error()}")
-            headers = dict(message.headers() or [])
-            if OFFSET_HEADER not in headers:
-                raise RuntimeError(f"the last record of {CHANGES_TOPIC} has no {OFFSET_HEADER} header: "
-                                   "the topic holds records strata did not write")
-            return int.from_bytes(headers[OFFSET_HEADER], "big")
+            offset = source_offset(dict(message.headers() or []))
+            if offset is None:
+                raise RuntimeError(f"the last record of {CHANGES_TOPIC} has no 8-byte {OFFSET_HEADER} "
+                                   "header: the topic holds records strata did not write")
+            return offset
         raise ConnectionError(f"reading the last record of {CHANGES_TOPIC} took over {timeout_secs:g} s")
     finally:
         consumer.close()

@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         while not stop_requested and query.isActive:
             try:
-                query.awaitTermination(0.5)
+                # pyspark annotates an int but takes a float: it waits int(timeout * 1000) ms.
+                query.awaitTermination(0.5)  # type: ignore[arg-type]
             except StreamingQueryException:
                 break  # the query failed; query.exception() below says why
         error = query.exception()

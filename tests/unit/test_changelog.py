@@ -1,0 +1,141 @@
+"""The changelog's followers where their input is not what they wrote: a changelog record whose
+source offset header is missing or malformed, and a Lance copy whose last version has no
+transaction to say whose it is."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from changelog import relay
+from changelog.lance_mirror import REVISION_KEY, TABLE_KEY, LanceMirror, copy_state
+from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, offset_headers, source_offset
+from events import CreateTable, Event
+from projector import apply_batch
+from projector.stores.sqlite import SqliteStore
+
+from .conftest import LABELS, Log, write
+
+
+def test_a_record_s_source_offset_is_its_8_byte_header() -> None:
+    assert source_offset(dict(offset_headers(1234))) == 1234
+    assert source_offset(dict(offset_headers(0))) == 0
+
+
+@pytest.mark.parametrize("headers", [
+    {}, {"other": b"\x00" * 8}, {OFFSET_HEADER: None}, {OFFSET_HEADER: b"\x01\x02"},
+    {OFFSET_HEADER: "00000001"}])
+def test_a_record_without_a_well_formed_offset_header_has_no_source_offset(headers) -> None:
+    assert source_offset(headers) is None
+
+
+class LastRecord:
+    """The changelog topic's last record, as a consumer polls it."""
+
+    def __init__(self, headers: list[tuple[str, bytes | None]]) -> None:
+        self._headers = headers
+
+    def error(self) -> None:
+        return None
+
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        return self._headers
+
+
+class TopicEndingWith:
+    """A consumer of a changelog topic of 10 records, the last of which is ``record``."""
+
+    def __init__(self, record: LastRecord) -> None:
+        self.record = record
+
+    def __call__(self, config: dict[str, object]) -> TopicEndingWith:
+        return self
+
+    def get_watermark_offsets(self, partition: object, timeout: float) -> tuple[int, int]:
+        return 0, 10
+
+    def assign(self, partitions: list[object]) -> None:
+        pass
+
+    def poll(self, timeout: float) -> LastRecord:
+        return self.record
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_relay_resumes_from_the_offset_in_the_topic_s_last_record(monkeypatch) -> None:
+    monkeypatch.setattr(relay, "Consumer", TopicEndingWith(LastRecord(offset_headers(41))))
+    assert relay.resume_offset({}) == 41
+
+
+@pytest.mark.parametrize("headers", [[], [(OFFSET_HEADER, None)], [(OFFSET_HEADER, b"\x29")]])
+def test_a_last_record_strata_did_not_write_stops_the_relay_with_a_clear_error(monkeypatch, headers) -> None:
+    # A RuntimeError: the relay says so and tries again later (a TypeError would end its thread).
+    monkeypatch.setattr(relay, "Consumer", TopicEndingWith(LastRecord(headers)))
+    wanted = f"the last record of {CHANGES_TOPIC} has no 8-byte {OFFSET_HEADER} header"
+    with pytest.raises(RuntimeError, match=wanted):
+        relay.resume_offset({})
+
+
+class Version:
+    def __init__(self, transaction_properties: dict[str, str]) -> None:
+        self.transaction_properties = transaction_properties
+
+
+class LanceDatasets:
+    """What the mirror uses of pylance (``lance``): datasets by URL, each a list of versions, a
+    version the transaction properties it was written with, or None for a version Lance kept no
+    transaction for (``read_transaction`` answers None), as one another writer left may be; and
+    the rows each dataset was last written with."""
+
+    def __init__(self) -> None:
+        self.versions: dict[str, list[dict[str, str] | None]] = {}
+        self.rows: dict[str, list[dict[str, object]]] = {}
+
+    def dataset(self, url: str) -> LanceDatasets.Dataset:
+        if url not in self.versions:
+            raise ValueError(f"no dataset at {url}")
+        return self.Dataset(self.versions[url])
+
+    def write_dataset(self, rows: pa.Table, url: str, *, mode: str, transaction_properties: dict[str, str]
+                      ) -> None:
+        assert mode == ("overwrite" if url in self.versions else "create")
+        self.versions.setdefault(url, []).append(dict(transaction_properties))
+        self.rows[url] = rows.to_pylist()
+
+    class Dataset:
+        def __init__(self, versions: list[dict[str, str] | None]) -> None:
+            self.versions = versions
+            self.version = len(versions)
+
+        def read_transaction(self, version: int) -> Version | None:
+            properties = self.versions[version - 1]
+            return None if properties is None else Version(properties)
+
+
+def test_a_copy_whose_last_version_has_no_transaction_is_written_again(tmp_path, monkeypatch) -> None:
+    lance = LanceDatasets()
+    monkeypatch.setitem(sys.modules, "lance", lance)
+    url = "file:///copies/labels.lance"
+    table_id = uuid.uuid4()
+    log = Log()
+    log.append(Event(table_id, CreateTable("labels", LABELS.serialize().to_pybytes(), storage_url=url)))
+    log.append(write(table_id, "append", [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]))
+    store = SqliteStore(tmp_path / "store.db")
+    try:
+        apply_batch(store, log.records)
+        # A dataset at the URL whose last version says nothing of whose it is: the mirror cannot
+        # tell it is its copy, so it writes one (rather than failing at every commit).
+        lance.versions[url] = [None]
+        assert copy_state(url, table_id) == (True, None)
+        assert LanceMirror(store).sync() == 1
+        assert lance.versions[url] == [None, {TABLE_KEY: str(table_id), REVISION_KEY: "1"}]
+        assert lance.rows[url] == [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]
+        assert copy_state(url, table_id) == (True, 1)
+        assert LanceMirror(store).sync() == 0  # started again: its copy is as the table
+    finally:
+        store.close()
