@@ -17,7 +17,7 @@ import time
 import uvicorn
 
 import settings
-from dashboard.app import ARROW_STREAM, create_app
+from dashboard.app import ARROW_STREAM, create_app, sources
 from dashboard.viewer import web_viewer
 
 DEFAULT_PORT = settings.DASHBOARD_PORT
@@ -54,7 +54,7 @@ class Dashboard:
     @property
     def open_streams(self) -> int:
         """Event streams open now."""
-        return self.app.state.catalog.hub.subscribers
+        return sources(self.app).feed.subscribers
 
     def serve(self) -> None:
         """Serve until Ctrl-C or SIGTERM."""

@@ -1,19 +1,30 @@
 """The dashboard's pieces that need no stack: cursors from query parameters, the rate chart's
-buckets, and property values written for a person."""
+buckets, property values written for a person, the parts the routes read, and routes over a
+store made by the fold."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from starlette.exceptions import HTTPException
 
 from dashboard.app import BadParameter, parse_cursor
 from dashboard.feed import BUCKET_SECS, WINDOW_SECS, FeedHub
+from dashboard.recording_reads import RecordingReads
 from dashboard.segment import display
-from projector import Change, ChangeKind, LogPosition
+from dashboard.segment_tables import SegmentTables
+from events import Event
+from projector import CatalogReader, Change, ChangeKind, LogPosition, apply_batch, open_store
+from projector.stores.sqlite import SqliteStore
+from sdk.errors import NotFoundError, ObjectStoreError, RecordingChangedError
+
+from .conftest import create, log_record, register
 
 
 @pytest.mark.parametrize(("value", "cursor"), [("0", (0, -1)), ("17", (17, -1)), ("17.0", (17, 0)),
@@ -66,3 +77,75 @@ def test_the_rates_count_registrations_and_rejections_per_bucket() -> None:
 ])
 def test_a_property_is_written_by_its_type(field: pa.Field, value, text: str) -> None:
     assert display(field, value) == text
+
+
+# -- the parts the routes read ------------------------------------------------------------------
+
+def fold_store(path: Path, events: list[Event], first_offset: int = 0) -> None:
+    """``events`` folded into the SQLite store at ``path`` from ``first_offset`` on, as the
+    projector commits a batch."""
+    store = SqliteStore(path)
+    try:
+        apply_batch(store, [log_record(event, first_offset + n) for n, event in enumerate(events)])
+    finally:
+        store.close()
+
+
+def test_a_segment_table_is_built_once_per_commit_and_the_last_few_are_kept(tmp_path: Path) -> None:
+    robots, arms = uuid.uuid4(), uuid.uuid4()
+    fold_store(tmp_path / "store.db", [create(robots, "robots"), register(robots, "ep1"),
+                                       create(arms, "arms"), register(arms, "ep1")])
+    built: list[tuple[uuid.UUID, str | None]] = []
+
+    def now_or_at(store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> CatalogReader:
+        built.append((dataset_id, point))
+        return store if point is None else store.at(int(point))
+
+    tables = SegmentTables(now_or_at, kept=2)
+    store = open_store(tmp_path / "store.db", read_only=True)
+    try:
+        first = tables.table(store, robots, None)
+        assert tables.table(store, robots, None) is first and built == [(robots, None)]
+        assert first.column("rerun_segment_id").to_pylist() == ["ep1"]
+        fold_store(tmp_path / "store.db", [register(robots, "ep2")], first_offset=4)
+        after_commit = tables.table(store, robots, None)
+        assert after_commit.column("rerun_segment_id").to_pylist() == ["ep1", "ep2"]
+        assert tables.table(store, robots, "2").column("rerun_segment_id").to_pylist() == ["ep1"]
+        assert built == [(robots, None), (robots, None), (robots, "2")]
+        tables.table(store, arms, None)  # a third table: the oldest one kept, (robots, None), goes
+        tables.table(store, robots, "2")
+        tables.table(store, arms, None)
+        assert built == [(robots, None), (robots, None), (robots, "2"), (arms, None)]
+        assert tables.table(store, robots, None).equals(after_commit)
+        assert built[-1] == (robots, None)  # built again
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    (NotFoundError("the recording at file:///gone.rrd no longer exists"), 404),
+    (RecordingChangedError("the recording at file:///grown.rrd has 12 bytes, but 10 were registered"), 409),
+    (ObjectStoreError("s3 is out of reach"), 503),
+    (ConnectionError("s3 is out of reach"), 503),
+    (ValueError("segment 's' has no entity '/nope'"), 400),
+])
+def test_a_recording_read_s_error_is_answered_with_its_status_and_message(error: Exception,
+                                                                          status: int) -> None:
+    def fail() -> None:
+        raise error
+
+    reads = RecordingReads()
+    try:
+        with pytest.raises(HTTPException) as answered:
+            asyncio.run(reads.run(fail))
+    finally:
+        reads.close()
+    assert (answered.value.status_code, answered.value.detail) == (status, str(error))
+
+
+def test_a_recording_read_s_result_comes_back() -> None:
+    reads = RecordingReads()
+    try:
+        assert asyncio.run(reads.run(divmod, 17, 5)) == (3, 2)
+    finally:
+        reads.close()
