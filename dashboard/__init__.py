@@ -13,6 +13,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import uvicorn
 
@@ -31,7 +33,8 @@ class Dashboard:
     background one (``start``/``stop``). ``port=0`` picks a free port. With ``viewer_port``,
     Rerun's web viewer is served on that port too (``dashboard.viewer``; 0: a free one)."""
 
-    def __init__(self, store: str, *, bootstrap_servers: str | None = None, kafka_config: dict | None = None,
+    def __init__(self, store: str, *, bootstrap_servers: str | None = None,
+                 kafka_config: Mapping[str, Any] | None = None,
                  host: str = "127.0.0.1", port: int = DEFAULT_PORT, viewer_port: int | None = None) -> None:
         self._socket = _bind(host, port)
         try:

@@ -12,7 +12,7 @@ import html
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import partial
@@ -34,9 +34,9 @@ from dashboard.recording_reads import RecordingReads
 from dashboard.segment import display, segment_json
 from dashboard.segment_tables import SegmentTables
 from dashboard.stats import StatsProbe
-from dashboard.store_reads import StoreReads
+from dashboard.store_reads import StoreNotOpenError, StoreReads
 from projector import CatalogReader, Change, Dataset, feed
-from projector.feed import FEED_PAGE
+from projector.feed import FEED_PAGE, Cursor
 from projector.segment_filters import HasLayer, SegmentPage, SegmentQueryError, select_segments
 from projector.views import SegmentDetail, at_point, datasets_table, layer_counts, segment_detail
 
@@ -230,6 +230,11 @@ async def datasets(request: Request) -> pa.Table:
     return await _sources(request).store.run(datasets_table)
 
 
+def _changes(store: CatalogReader, after: Cursor, entry_id: uuid.UUID | None, limit: int) -> list[Change]:
+    """The feed's changes after ``after``, of entry ``entry_id`` only if given, ``limit`` at most."""
+    return store.changes(after, entry_id=entry_id, limit=limit)
+
+
 def _as_of(store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> CatalogReader:
     """``store`` as of the query parameter ``as_of`` (``views.at_point``); None: now."""
     if point is None:
@@ -303,7 +308,7 @@ async def changes(request: Request) -> pa.Table:
     limit = _limit(request, FEED_PAGE)
     name = request.query_params.get("dataset")
     entry_id = (await _dataset(sources, name)).id if name is not None else None
-    page = await sources.store.run(lambda store: store.changes(after, entry_id=entry_id, limit=limit))
+    page = await sources.store.run(_changes, after, entry_id, limit)
     return pa.Table.from_pylist([change_row(c) for c in page], schema=CHANGES_SCHEMA)
 
 
@@ -439,7 +444,7 @@ async def events(request: Request) -> Response:
     elif since is not None:
         after = parse_cursor("since", since)
     else:
-        after = await sources.store.run(lambda store: feed.start(store, None))
+        after = await sources.store.run(feed.start, None)
     name = request.query_params.get("dataset")
     entry_id = (await _dataset(sources, name)).id if name is not None else None
     queue = sources.feed.subscribe()  # before the catch-up read: nothing falls between the two
@@ -449,12 +454,11 @@ async def events(request: Request) -> Response:
                                event="change", id=f"{change.position.offset}.{change.seq}",
                                retry=RETRY_MILLIS)
 
-    async def stream():
+    async def stream() -> AsyncIterator[ServerSentEvent]:
         cursor = after
         try:
             while True:  # catch up from the store
-                page = await sources.store.run(
-                    lambda store, after=cursor: store.changes(after, entry_id=entry_id, limit=FEED_PAGE))
+                page = await sources.store.run(_changes, cursor, entry_id, FEED_PAGE)
                 for change in page:
                     yield event(change)
                 if page:
@@ -468,12 +472,12 @@ async def events(request: Request) -> Response:
                                           event="stats")
                     next_stats = time.monotonic() + STATS_EVERY_SECS
                 try:
-                    page = await asyncio.wait_for(queue.get(), next_stats - time.monotonic())
+                    live = await asyncio.wait_for(queue.get(), next_stats - time.monotonic())
                 except TimeoutError:
                     continue
-                if page is None:
+                if live is None:
                     return  # too far behind: the browser reconnects and catches up from the store
-                for change in page:
+                for change in live:
                     if change.cursor > cursor and (entry_id is None or change.entry_id == entry_id):
                         yield event(change)
                         cursor = change.cursor
@@ -499,7 +503,7 @@ def _not_found(exc: HTTPException) -> Response:
                         f'<p><a href="/">All datasets</a></p>', 404)
 
 
-def _dataset_page(page: str) -> Callable[[Request], Any]:
+def _dataset_page(page: str) -> Callable[[Request], Awaitable[Response]]:
     """The route of a page of one dataset (``page`` in ``static/``): a page saying so if the
     dataset does not exist; the page reads the rest from the JSON routes."""
     async def serve(request: Request) -> Response:
@@ -512,19 +516,22 @@ def _dataset_page(page: str) -> Callable[[Request], Any]:
     return serve
 
 
-async def _error(request: Request, exc: HTTPException) -> Response:
-    return _json({"error": exc.detail, "status": exc.status_code}, exc.status_code)
+async def _error(request: Request, exc: Exception) -> Response:
+    """A route's ``HTTPException`` as JSON with its status; a read of the store before the app
+    has opened it (``StoreNotOpenError``), a 503."""
+    status, message = (exc.status_code, exc.detail) if isinstance(exc, HTTPException) else (503, str(exc))
+    return _json({"error": message, "status": status}, status)
 
 
 def create_app(store: str, *, bootstrap_servers: str | None = None,
-               kafka_config: dict | None = None, viewer_port: int | None = None) -> Starlette:
+               kafka_config: Mapping[str, Any] | None = None, viewer_port: int | None = None) -> Starlette:
     """The dashboard of the store at ``store`` (a path or a postgresql:// URL), with the lag
     measured against the Kafka cluster at ``bootstrap_servers`` if given, and segment pages
     linking to Rerun's web viewer on ``viewer_port`` of the page's host if given."""
     sources = Sources.of(store, bootstrap_servers, kafka_config, viewer_port)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette):
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await sources.start()
         try:
             yield
@@ -550,6 +557,7 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
         Route("/api/stats", stats, methods=["GET"]),
         Route("/events", events, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _error})
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: _error, StoreNotOpenError: _error})
     app.state.sources = sources
     return app

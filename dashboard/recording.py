@@ -115,8 +115,8 @@ def chart_x(index: pa.ChunkedArray) -> np.ndarray:
     """Index values as the plots' x axis has them: seconds for timestamps and durations (as a
     float, exact to a microsecond), others as they are."""
     if pa.types.is_timestamp(index.type) or pa.types.is_duration(index.type):
-        return index.cast(pa.int64()).to_numpy() / 1e9
-    return index.cast(pa.float64()).to_numpy()
+        return np.asarray(index.cast(pa.int64()).to_numpy(), dtype=np.float64) / 1e9
+    return np.asarray(index.cast(pa.float64()).to_numpy(), dtype=np.float64)
 
 
 def merged_rrd(dataset: str, detail: SegmentDetail) -> Path:

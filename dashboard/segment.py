@@ -70,7 +70,8 @@ def segment_json(dataset: str, detail: SegmentDetail) -> dict[str, Any]:
     """The segment page's data: its layers, properties (raw and as text), timelines, entities,
     and which of those have series to plot and camera frames to show."""
     row = detail.row
-    properties, timelines = [], {}
+    properties: list[dict[str, Any]] = []
+    timelines: dict[str, dict[str, str]] = {}
     for field in row.schema:
         value = row.column(field.name)[0].as_py()
         if field.name.startswith("property:"):

@@ -11,11 +11,12 @@ import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from events import StrataError
 from projector import CatalogReader, open_store
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 
@@ -47,8 +48,9 @@ class StoreReads:
         if self._store is None:
             self._store = await asyncio.get_running_loop().run_in_executor(self._thread, self.open_connection)
 
-    async def run(self, read: Callable[[CatalogReader], T]) -> T:
-        """``read(store)`` on the reading thread; what it returns or raises.
+    async def run(self, read: Callable[Concatenate[CatalogReader, P], T], *args: P.args,
+                  **kwargs: P.kwargs) -> T:
+        """``read(store, *args, **kwargs)`` on the reading thread; what it returns or raises.
 
         Raises ``StoreNotOpenError`` before ``open()`` or after ``close()``.
 
@@ -58,7 +60,8 @@ class StoreReads:
         if store is None:
             state = "closed" if self._closed else "not open yet: the app opens it as it starts (its lifespan)"
             raise StoreNotOpenError(f"the dashboard's store {self.location} is {state}")
-        return await asyncio.get_running_loop().run_in_executor(self._thread, partial(read, store))
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, partial(read, store, *args, **kwargs))
 
     def close(self) -> None:
         """Close the store on its thread, once the reads queued before are done."""

@@ -5,6 +5,7 @@ store made by the fold."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -12,13 +13,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
-from dashboard.app import BadParameter, parse_cursor
+from dashboard.app import BadParameter, create_app, parse_cursor
 from dashboard.feed import BUCKET_SECS, WINDOW_SECS, FeedHub
 from dashboard.recording_reads import RecordingReads
 from dashboard.segment import display
 from dashboard.segment_tables import SegmentTables
+from dashboard.store_reads import StoreNotOpenError, StoreReads
 from events import Event
 from projector import CatalogReader, Change, ChangeKind, LogPosition, apply_batch, open_store
 from projector.stores.sqlite import SqliteStore
@@ -149,3 +152,93 @@ def test_a_recording_read_s_result_comes_back() -> None:
         assert asyncio.run(reads.run(divmod, 17, 5)) == (3, 2)
     finally:
         reads.close()
+
+
+def test_the_store_is_read_only_between_open_and_close(tmp_path: Path) -> None:
+    robots = uuid.uuid4()
+    fold_store(tmp_path / "store.db", [create(robots, "robots")])
+    reads = StoreReads(str(tmp_path / "store.db"))
+
+    async def name_of_robots() -> str | None:
+        dataset = await reads.run(lambda store: store.dataset(robots))
+        return None if dataset is None else dataset.name
+
+    with pytest.raises(StoreNotOpenError, match=r"store .*store\.db is not open yet: the app opens it"):
+        asyncio.run(name_of_robots())
+
+    async def open_then_read() -> str | None:
+        await reads.open()
+        return await name_of_robots()
+
+    assert asyncio.run(open_then_read()) == "robots"
+    reads.close()
+    with pytest.raises(StoreNotOpenError, match=r"store .*store\.db is closed"):
+        asyncio.run(name_of_robots())
+    with pytest.raises(StoreNotOpenError, match="does not reopen"):
+        asyncio.run(reads.open())
+
+
+def asgi_get(app: Starlette, path: str) -> tuple[int, bytes]:
+    """One GET of ``path`` from ``app``, called as the ASGI server calls it, without running its
+    lifespan: its status and body."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "root_path": "", "headers": [(b"host", b"test")], "server": ("test", 80),
+             "client": ("test", 1)}
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def test_a_route_read_before_the_app_started_is_a_503_saying_so(tmp_path: Path) -> None:
+    fold_store(tmp_path / "store.db", [create(uuid.uuid4(), "robots")])
+    app = create_app(str(tmp_path / "store.db"))
+    for path in ("/api/datasets", "/api/datasets/robots/segments", "/datasets/robots"):
+        status, body = asgi_get(app, path)
+        assert status == 503, path
+        assert "is not open yet: the app opens it as it starts" in json.loads(body)["error"]
+
+
+def test_the_feed_hub_hands_each_page_of_the_feed_to_every_subscriber(tmp_path: Path) -> None:
+    robots = uuid.uuid4()
+    fold_store(tmp_path / "store.db", [create(robots, "robots"), register(robots, "ep1")])
+    def store() -> CatalogReader:
+        return open_store(tmp_path / "store.db", read_only=True)
+
+    FeedHub(store).stop()  # never started: nothing to stop
+    hub = FeedHub(store)
+
+    async def follow() -> list[list[Change] | None]:
+        queues = [hub.subscribe(), hub.subscribe()]
+        hub.start(asyncio.get_running_loop())
+        with pytest.raises(RuntimeError, match="followed already"):
+            hub.start(asyncio.get_running_loop())
+        try:
+            return [await asyncio.wait_for(queue.get(), 30) for queue in queues]
+        finally:
+            await asyncio.to_thread(hub.stop)
+
+    pages = asyncio.run(follow())
+    shown = [(ChangeKind.DATASET_CREATED, ""), (ChangeKind.LAYER_ADDED, "ep1"),
+             (ChangeKind.SEGMENT_ADDED, "ep1")]
+    assert [[(c.kind, c.segment_id) for c in page or [] if c.entry_id == robots] for page in pages] == [
+        shown, shown]
+    assert hub.error is None
+
+
+def test_a_feed_hub_that_cannot_open_its_store_says_why(tmp_path: Path) -> None:
+    hub = FeedHub(lambda: open_store(tmp_path / "missing" / "store.db", read_only=True))
+
+    async def follow() -> None:
+        hub.start(asyncio.get_running_loop())
+        await asyncio.to_thread(hub.stop)
+
+    asyncio.run(follow())
+    assert hub.error is not None and hub.error.startswith("opening the store to read the change feed failed")
