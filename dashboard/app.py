@@ -11,6 +11,7 @@ import functools
 import html
 import json
 import time
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -179,13 +180,17 @@ async def _segment(request: Request) -> SegmentDetail:
     """The segment of the route's ``name`` and ``segment_id``, ``as_of`` the query parameter;
     a 404 naming the dataset if it has no such segment."""
     sources = _sources(request)
-    name, segment_id = request.path_params["name"], request.path_params["segment_id"]
-    dataset = await _dataset(sources, name)
-    point = request.query_params.get("as_of")
+    dataset = await _dataset(sources, request.path_params["name"])
+    return await _segment_of(sources, dataset, request)
+
+
+async def _segment_of(sources: Sources, dataset: Dataset, request: Request) -> SegmentDetail:
+    """``_segment``, its dataset found already."""
+    segment_id, point = request.path_params["segment_id"], request.query_params.get("as_of")
     detail = await sources.store.run(
         lambda store: segment_detail(_as_of(store, dataset.id, point), dataset.id, segment_id))
     if detail is None:
-        raise HTTPException(404, f"dataset {name!r} has no segment {segment_id!r}")
+        raise HTTPException(404, f"dataset {dataset.name!r} has no segment {segment_id!r}")
     return detail
 
 
@@ -313,11 +318,18 @@ async def changes(request: Request) -> pa.Table:
 
 
 async def segment(request: Request) -> Response:
-    """One segment: its layers, properties, timelines and entity tree (``dashboard.segment``)."""
+    """One segment: its layers, properties, timelines and entity tree, the timelines each entity
+    has data on and the one its page opens on (``dashboard.segment``)."""
     _known_parameters(request, "as_of")
+    sources = _sources(request)
     detail = await _segment(request)
-    return _json({**segment_json(request.path_params["name"], detail),
-                  "viewer_port": _sources(request).viewer_port})
+    try:
+        timelines: dict[str, list[str]] | None = await sources.recordings.run(
+            _recording().entity_timelines, detail)
+    except HTTPException:
+        timelines = None  # its recordings out of reach: the routes reading them say why when asked
+    return _json({**segment_json(request.path_params["name"], detail, timelines),
+                  "viewer_port": sources.viewer_port})
 
 
 def _recording() -> Any:
@@ -498,19 +510,36 @@ async def index(request: Request) -> Response:
     return HTMLResponse(_static("index.html"))
 
 
-def _not_found(exc: HTTPException) -> Response:
-    return HTMLResponse(f"<!doctype html><title>strata: not found</title><p>{html.escape(exc.detail)}</p>"
-                        f'<p><a href="/">All datasets</a></p>', 404)
+def _error_page(exc: HTTPException, back: str, back_text: str) -> Response:
+    """A page saying what ``exc`` says, with its status, and a link back to ``back``."""
+    title = "not found" if exc.status_code == 404 else "bad request"
+    link = f'<a href="{html.escape(back)}">{html.escape(back_text)}</a>'
+    return HTMLResponse(
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>strata: {title}</title>'
+        f'<link rel="stylesheet" href="/static/style.css"></head><body><header><h1><a href="/">strata '
+        f'catalog</a></h1></header><main><section class="wide"><p class="reason">{html.escape(exc.detail)}'
+        f"</p><p>{link}</p></section></main></body></html>", exc.status_code)
 
 
 def _dataset_page(page: str) -> Callable[[Request], Awaitable[Response]]:
-    """The route of a page of one dataset (``page`` in ``static/``): a page saying so if the
-    dataset does not exist; the page reads the rest from the JSON routes."""
+    """The route of a page of one dataset, or of one of its segments (``page`` in ``static/``):
+    it answers what the page's JSON route answers for the same dataset, segment and ``as_of``
+    (404 for one that does not exist, 400 for a point of history the dataset does not have), with
+    a page saying so; else the page, which reads the rest from the JSON routes."""
     async def serve(request: Request) -> Response:
+        sources = _sources(request)
+        name, point = request.path_params["name"], request.query_params.get("as_of")
         try:
-            await _dataset(_sources(request), request.path_params["name"])
+            dataset = await _dataset(sources, name)
         except HTTPException as exc:
-            return _not_found(exc)
+            return _error_page(exc, "/", "All datasets")
+        try:
+            if "segment_id" in request.path_params:
+                await _segment_of(sources, dataset, request)
+            elif point is not None:
+                await sources.store.run(_as_of, dataset.id, point)
+        except HTTPException as exc:
+            return _error_page(exc, f"/datasets/{urllib.parse.quote(name, safe='')}", f"Segments of {name}")
         return HTMLResponse(_static(page))
 
     return serve

@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import urllib.error
+import urllib.request
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,15 +19,17 @@ import pytest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
+from dashboard import ARROW_STREAM, Dashboard
 from dashboard.app import BadParameter, create_app, parse_cursor
 from dashboard.feed import BUCKET_SECS, WINDOW_SECS, FeedHub
 from dashboard.recording_reads import RecordingReads
-from dashboard.segment import display
+from dashboard.segment import display, opening_timeline
 from dashboard.segment_tables import SegmentTables
 from dashboard.store_reads import StoreNotOpenError, StoreReads
-from events import Event
+from events import CreateDataset, DefineSchema, Event
 from projector import CatalogReader, Change, ChangeKind, LogPosition, apply_batch, open_store
 from projector.stores.sqlite import SqliteStore
+from sdk._recordings import read_recording
 from sdk.errors import NotFoundError, ObjectStoreError, RecordingChangedError
 
 from .conftest import create, log_record, register
@@ -242,3 +247,119 @@ def test_a_feed_hub_that_cannot_open_its_store_says_why(tmp_path: Path) -> None:
 
     asyncio.run(follow())
     assert hub.error is not None and hub.error.startswith("opening the store to read the change feed failed")
+
+
+# -- the segment page, on a recording whose series are not on its first timeline ---------------
+
+def write_joints_recording(path: Path, recording_id: str) -> None:
+    """A recording that is not DROID-like: the scalar series ``/joints`` (60 rows of 3 values)
+    sent with ``send_columns`` on a ``step`` timeline only, and camera images logged with
+    ``rec.log``, which puts them on ``log_time``: the segment's first timeline is ``log_time``."""
+    import numpy as np
+    import rerun as rr
+
+    with rr.RecordingStream("strata-test", recording_id=recording_id) as rec:
+        rec.save(path)
+        rec.send_columns("/joints", indexes=[rr.TimeColumn("step", sequence=np.arange(60))],
+                         columns=rr.Scalars.columns(scalars=np.linspace(0, 1, 180).reshape(60, 3)))
+        for i in range(4):
+            rec.log("/camera/image", rr.Image(np.full((8, 8, 3), 40 * i, dtype=np.uint8)))
+
+
+def store_with(path: Path, dataset: str, recordings: list[Path]) -> Path:
+    """A store made by the fold from the log a client would write: ``dataset`` created, then each
+    recording registered as its ``base`` layer (its schemas defined first)."""
+    dataset_id = uuid.uuid4()
+    events: list[Event] = [Event(dataset_id, CreateDataset(dataset))]
+    for recording in recordings:
+        command, schemas = read_recording(recording.as_uri()).register_layer("base")
+        events += [Event(dataset_id, DefineSchema(digest, schema)) for digest, schema in schemas.items()]
+        events.append(Event(dataset_id, command))
+    fold_store(path, events)
+    return path
+
+
+@pytest.fixture(scope="module")
+def joints_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+    """The dashboard of a store holding dataset ``robots``, whose segment ``joints_0`` is the
+    recording of ``write_joints_recording``."""
+    directory = tmp_path_factory.mktemp("joints")
+    write_joints_recording(directory / "joints_0.rrd", "joints_0")
+    store = store_with(directory / "store.db", "robots", [directory / "joints_0.rrd"])
+    with Dashboard(str(store), port=0) as running:
+        yield running
+
+
+def get(url: str) -> tuple[int, str, bytes]:
+    """The status, content type and body of a GET, whatever the status."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.headers["content-type"], response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["content-type"], error.read()
+
+
+def test_a_segment_page_opens_on_a_timeline_its_series_have_data_on(joints_dashboard: Dashboard) -> None:
+    base = f"{joints_dashboard.url}/api/datasets/robots/segments/joints_0"
+    status, _, body = get(base)
+    assert status == 200
+    page = json.loads(body)
+    assert [t["name"] for t in page["timelines"]] == ["log_time", "step"]  # as in the report
+    assert page["series"] == ["/joints"]
+    assert page["entity_timelines"]["/joints"] == ["step"]
+    assert page["entity_timelines"]["/camera/image"] == ["log_time"]
+    assert page["index"] == "step"
+    status, kind, body = get(f"{base}/series.arrow?index={page['index']}&entity=/joints")
+    assert (status, kind) == (200, ARROW_STREAM)
+    series = pa.ipc.open_stream(body).read_all()
+    values = series.column("/joints:Scalars:scalars").to_pylist()
+    assert len(values) == 60 and {len(v) for v in values} == {3}
+    # On the segment's first timeline the series has nothing to draw: the page says so and
+    # offers the series' timelines (entity_timelines) rather than a blank plot.
+    status, _, body = get(f"{base}/series.arrow?index=log_time&entity=/joints")
+    assert status == 200 and pa.ipc.open_stream(body).read_all().num_rows == 0
+
+
+@pytest.mark.parametrize(("path", "status", "message", "back"), [
+    ("/datasets/robots/segments/nobody", 404, "dataset &#x27;robots&#x27; has no segment &#x27;nobody&#x27;",
+     'href="/datasets/robots"'),
+    ("/datasets/nothing/segments/joints_0", 404, "no dataset named &#x27;nothing&#x27;", 'href="/"'),
+    ("/datasets/nothing", 404, "no dataset named &#x27;nothing&#x27;", 'href="/"'),
+    ("/datasets/robots/segments/joints_0?as_of=v9", 400,
+     "as_of: &#x27;v9&#x27; is neither a log offset nor a tag of the dataset", 'href="/datasets/robots"'),
+    ("/datasets/robots?as_of=v9", 400, "as_of: &#x27;v9&#x27; is neither a log offset nor a tag",
+     'href="/datasets/robots"'),
+    ("/datasets/robots/segments/joints_0?as_of=0", 404,  # before it was registered
+     "dataset &#x27;robots&#x27; has no segment &#x27;joints_0&#x27;", 'href="/datasets/robots"'),
+])
+def test_a_page_of_what_does_not_exist_answers_its_status(joints_dashboard: Dashboard, path: str,
+                                                          status: int, message: str, back: str) -> None:
+    got, kind, body = get(f"{joints_dashboard.url}{path}")
+    assert (got, kind) == (status, "text/html; charset=utf-8")
+    text = body.decode()
+    assert f'<main><section class="wide"><p class="reason">{message}' in text and back in text
+
+
+@pytest.mark.parametrize("path", ["/", "/datasets/robots", "/datasets/robots?as_of={end}",
+                                  "/datasets/robots/segments/joints_0",
+                                  "/datasets/robots/segments/joints_0?as_of={end}"])
+def test_the_pages_of_what_exists_answer_200(joints_dashboard: Dashboard, path: str) -> None:
+    end = json.loads(get(f"{joints_dashboard.url}/api/stats")[2])["store_offset"]  # as of now
+    status, kind, body = get(f"{joints_dashboard.url}{path.format(end=end)}")
+    assert (status, kind) == (200, "text/html; charset=utf-8") and b"<script" in body
+
+
+@pytest.mark.parametrize(("series", "cameras", "entity_timelines", "opens_on"), [
+    (["/joints"], [], {"/joints": ["step"]}, "step"),
+    (["/joints", "/arm"], ["/cam"], {"/joints": ["frame", "step"], "/arm": ["log_time"],
+                                     "/cam": ["log_time"]}, "step"),  # the segment's order
+    (["/joints"], ["/cam"], {"/joints": [], "/cam": ["frame"]}, "frame"),  # static series: the camera's
+    ([], ["/cam"], {"/cam": ["frame"]}, "frame"),
+    (["/joints"], [], None, "log_time"),  # unknown: the segment's first
+    ([], [], {}, "log_time"),
+])
+def test_a_segment_page_opens_on_the_first_timeline_its_first_series_has_data_on(
+        series: list[str], cameras: list[str], entity_timelines: dict[str, list[str]] | None,
+        opens_on: str) -> None:
+    assert opening_timeline(["log_time", "step", "frame"], series, cameras, entity_timelines) == opens_on
+    assert opening_timeline([], series, cameras, entity_timelines) is None
