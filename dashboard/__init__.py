@@ -19,7 +19,7 @@ from typing import Any
 import uvicorn
 
 import settings
-from dashboard.app import ARROW_STREAM, create_app, sources
+from dashboard.app import ARROW_STREAM, create_app, sources_of
 from dashboard.viewer import web_viewer
 
 DEFAULT_PORT = settings.DASHBOARD_PORT
@@ -57,7 +57,7 @@ class Dashboard:
     @property
     def open_streams(self) -> int:
         """Event streams open now."""
-        return sources(self.app).feed.subscribers
+        return sources_of(self.app).feed.subscribers
 
     def serve(self) -> None:
         """Serve until Ctrl-C or SIGTERM."""

@@ -148,13 +148,15 @@ class Sources:
         self.feed.start(asyncio.get_running_loop())
 
     def close(self) -> None:
+        """Stop following the feed, then close the store's reads, the stats' and the recordings'
+        once what each has under way is done."""
         self.feed.stop()
         self.store.close()
         self.stats.close()
         self.recordings.close()
 
 
-def sources(app: Starlette) -> Sources:
+def sources_of(app: Starlette) -> Sources:
     """The parts the routes of ``app`` (made by ``create_app``) read."""
     found = app.state.sources
     if not isinstance(found, Sources):
@@ -163,7 +165,7 @@ def sources(app: Starlette) -> Sources:
 
 
 def _sources(request: Request) -> Sources:
-    return sources(request.app)
+    return sources_of(request.app)
 
 
 async def _dataset(sources: Sources, name: str) -> Dataset:
