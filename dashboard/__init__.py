@@ -13,11 +13,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import uvicorn
 
 import settings
-from dashboard.app import ARROW_STREAM, create_app
+from dashboard.app import ARROW_STREAM, create_app, sources_of
 from dashboard.viewer import web_viewer
 
 DEFAULT_PORT = settings.DASHBOARD_PORT
@@ -31,7 +33,8 @@ class Dashboard:
     background one (``start``/``stop``). ``port=0`` picks a free port. With ``viewer_port``,
     Rerun's web viewer is served on that port too (``dashboard.viewer``; 0: a free one)."""
 
-    def __init__(self, store: str, *, bootstrap_servers: str | None = None, kafka_config: dict | None = None,
+    def __init__(self, store: str, *, bootstrap_servers: str | None = None,
+                 kafka_config: Mapping[str, Any] | None = None,
                  host: str = "127.0.0.1", port: int = DEFAULT_PORT, viewer_port: int | None = None) -> None:
         self._socket = _bind(host, port)
         try:
@@ -54,7 +57,7 @@ class Dashboard:
     @property
     def open_streams(self) -> int:
         """Event streams open now."""
-        return self.app.state.catalog.hub.subscribers
+        return sources_of(self.app).feed.subscribers
 
     def serve(self) -> None:
         """Serve until Ctrl-C or SIGTERM."""

@@ -1,6 +1,7 @@
-"""The dashboard's routes: the live page, the catalog as JSON and as Arrow IPC streams, and
-Server-Sent Events of the change feed. Every route only reads the store (opened read-only); the
-Kafka log is only asked for its end offset, for the projection's lag."""
+"""The dashboard's routes, and their wiring to the parts they read (``Sources``): the live page,
+the catalog as JSON and as Arrow IPC streams, and Server-Sent Events of the change feed. Every
+route only reads the store (opened read-only); the Kafka log is only asked for its end offset,
+for the projection's lag."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import functools
 import html
 import json
 import time
+import urllib.parse
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from functools import partial
 from importlib import resources
 from typing import Any, TypeVar
@@ -28,32 +29,23 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from dashboard.feed import BUCKET_SECS, FeedHub
+from dashboard.feed import FeedHub
 from dashboard.query import parse_sort, parse_where
+from dashboard.recording_reads import RecordingReads
 from dashboard.segment import display, segment_json
-from events import CATALOG_TOPIC, StrataError
-from producers.log_reader import LogProbe
-from projector import CatalogReader, Change, feed, open_store
-from projector.feed import FEED_PAGE
+from dashboard.segment_tables import SegmentTables
+from dashboard.stats import StatsProbe
+from dashboard.store_reads import StoreNotOpenError, StoreReads
+from projector import CatalogReader, Change, Dataset, feed
+from projector.feed import FEED_PAGE, Cursor
 from projector.segment_filters import HasLayer, SegmentPage, SegmentQueryError, select_segments
-from projector.views import (
-    SegmentDetail,
-    at_point,
-    dataset_segment_table,
-    datasets_table,
-    layer_counts,
-    segment_detail,
-)
+from projector.views import SegmentDetail, at_point, datasets_table, layer_counts, segment_detail
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRY_MILLIS = 1000
 """How soon a page's EventSource reconnects after the stream drops (a restarted dashboard)."""
 STATS_EVERY_SECS = 2.0
 MAX_LIMIT = 10_000
-SEGMENT_TABLES_KEPT = 4
-"""Segment tables kept between reads, the most recently built ones (``Catalog.segment_table``)."""
-RECORDING_READERS = 2
-"""Recordings read at once for the segment pages' plots and frames."""
 
 CHANGES_SCHEMA = pa.schema([
     ("cursor", pa.string()), ("offset", pa.int64()), ("seq", pa.int32()), ("kind", pa.string()),
@@ -126,146 +118,82 @@ class Rows:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class Catalog:
-    """What the routes read: the store through one reading thread, the stats through another
-    (it also asks Kafka), and the feed through the hub."""
+@dataclass(frozen=True)
+class Sources:
+    """What the routes read, a part per job: the store (``StoreReads``), the recordings
+    (``RecordingReads``), the segment tables kept between reads (``SegmentTables``), the lag and
+    rates (``StatsProbe``) and the change feed (``FeedHub``)."""
 
-    def __init__(self, store: str, bootstrap_servers: str | None, kafka_config: dict | None,
-                 viewer_port: int | None = None) -> None:
-        self.location = store
-        self._open = partial(open_store, store, read_only=True)
-        self._reads = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-read")
-        self._measures = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-stats")
-        self._recordings = ThreadPoolExecutor(RECORDING_READERS,
-                                             thread_name_prefix="strata-dashboard-recordings")
-        self._store: CatalogReader | None = None
-        self._stats_store: CatalogReader | None = None
-        self._bootstrap_servers = bootstrap_servers
-        self._kafka_config = kafka_config
-        self._probe: LogProbe | None = None
-        self.hub = FeedHub(self._open)
-        self._stats: tuple[float, dict] | None = None
-        self._stats_lock = asyncio.Lock()
-        self.viewer_port = viewer_port
-        """Where Rerun's web viewer is served on the page's host, if it is."""
-        self._segment_tables: dict[tuple[uuid.UUID, str | None], tuple[tuple, pa.Table]] = {}
-        """By dataset and point: the store's offsets when it was built, and the segment table."""
+    store: StoreReads
+    recordings: RecordingReads
+    segment_tables: SegmentTables
+    stats: StatsProbe
+    feed: FeedHub
+    viewer_port: int | None
+    """Where Rerun's web viewer is served on the page's host, if it is."""
+
+    @classmethod
+    def of(cls, store: str, bootstrap_servers: str | None, kafka_config: Mapping[str, Any] | None,
+           viewer_port: int | None) -> Sources:
+        """The parts reading the store at ``store``, none started."""
+        reads = StoreReads(store)
+        feed_hub = FeedHub(reads.open_connection)
+        return cls(reads, RecordingReads(), SegmentTables(_as_of), StatsProbe(
+            store, reads.open_connection, feed_hub, bootstrap_servers=bootstrap_servers,
+            kafka_config=kafka_config), feed_hub, viewer_port)
 
     async def start(self) -> None:
-        self._store = await self.read(self._open)
-        self.hub.start(asyncio.get_running_loop())
+        """Open the store and start following its feed. Raises what opening the store raises."""
+        await self.store.open()
+        self.feed.start(asyncio.get_running_loop())
 
-    async def close(self) -> None:
-        self.hub.stop()
-        for executor, closing in ((self._reads, self._store), (self._measures, self._stats_store)):
-            if closing is not None:
-                executor.submit(closing.close)
-            executor.shutdown(wait=True)
-        self._recordings.shutdown(wait=True)
-        if self._probe is not None:
-            self._probe.close()
-
-    async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` on the reading thread; ``fn`` may use ``self.store``."""
-        return await asyncio.get_running_loop().run_in_executor(self._reads, partial(fn, *args, **kwargs))
-
-    async def read_recording(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` on a thread reading recordings (not the store's: a file read never holds
-        up the catalog's routes). A recording gone since its registration is a 404, one changed
-        since a 409, object storage out of reach a 503, and what the segment does not have (a
-        ``ValueError``) a 400, each with its message."""
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._recordings, partial(fn, *args))
-        except LookupError as exc:
-            raise HTTPException(404, str(exc)) from None
-        except ConnectionError as exc:
-            raise HTTPException(503, str(exc)) from None
-        except StrataError as exc:
-            raise HTTPException(409, str(exc)) from None
-        except ValueError as exc:
-            raise HTTPException(400, str(exc)) from None
-
-    async def segment(self, request: Request) -> SegmentDetail:
-        """The segment of the route's ``name`` and ``segment_id``, ``as_of`` the query parameter;
-        a 404 naming the dataset if it has no such segment."""
-        name, segment_id = request.path_params["name"], request.path_params["segment_id"]
-        dataset = await self.dataset(name)
-        point = request.query_params.get("as_of")
-        detail = await self.read(
-            lambda: segment_detail(_as_of(self.store, dataset.id, point), dataset.id, segment_id))
-        if detail is None:
-            raise HTTPException(404, f"dataset {name!r} has no segment {segment_id!r}")
-        return detail
-
-    def segment_table(self, dataset_id: uuid.UUID, point: str | None) -> pa.Table:
-        """The dataset's segment table, now or as of ``point`` (on the reading thread): built once
-        per commit of the store and kept for the next reads (a page's rows, its sort, its next
-        page, its layer choice) until the projector commits again."""
-        key = (dataset_id, point)
-        version = tuple(sorted(self.store.next_offsets().items()))
-        kept = self._segment_tables.get(key)
-        if kept is None or kept[0] != version:
-            table = dataset_segment_table(_as_of(self.store, dataset_id, point), dataset_id)
-            self._segment_tables.pop(key, None)
-            self._segment_tables[key] = kept = (version, table)
-            while len(self._segment_tables) > SEGMENT_TABLES_KEPT:
-                self._segment_tables.pop(next(iter(self._segment_tables)))
-        return kept[1]
-
-    @property
-    def store(self) -> CatalogReader:
-        return self._store
-
-    async def dataset(self, name: str):
-        dataset = await self.read(lambda: self.store.dataset_by_name(name))
-        if dataset is None:
-            known = await self.read(lambda: [d.name for d in self.store.datasets() if not d.hidden])
-            known_text = ", ".join(known) or "none yet"
-            raise HTTPException(404, f"no dataset named {name!r} (datasets: {known_text})")
-        return dataset
-
-    async def stats(self) -> dict:
-        """The projection's lag and the change rates, measured at most once a second."""
-        async with self._stats_lock:
-            if self._stats is None or time.monotonic() - self._stats[0] >= 1.0:
-                measured = await asyncio.get_running_loop().run_in_executor(self._measures, self._measure)
-                self._stats = (time.monotonic(), measured)
-        return self._stats[1]
-
-    def _measure(self) -> dict:
-        if self._stats_store is None:
-            self._stats_store = self._open()
-        store_offset = self._stats_store.next_offsets().get((CATALOG_TOPIC, 0), 0)
-        stats: dict[str, Any] = {"store": self.location, "store_offset": store_offset,
-                                 "log_end_offset": None, "lag_records": None, "lag_seconds": None,
-                                 "kafka_error": None, "feed_error": self.hub.error,
-                                 "open_streams": self.hub.subscribers}
-        if self._bootstrap_servers is None:
-            stats["kafka_error"] = "no Kafka cluster given (--bootstrap-servers): the lag is unknown"
-        else:
-            try:
-                if self._probe is None:
-                    self._probe = LogProbe(self._bootstrap_servers, config=self._kafka_config)
-                end = self._probe.end_offset(CATALOG_TOPIC, 0)
-                stats["log_end_offset"] = end
-                stats["lag_records"] = max(0, end - store_offset)
-                stats["lag_seconds"] = 0.0
-                if end > store_offset:
-                    appended = self._probe.append_time(CATALOG_TOPIC, 0, store_offset)
-                    stats["lag_seconds"] = None if appended is None else max(0.0, time.time() - appended)
-            except ConnectionError as exc:
-                stats["kafka_error"] = str(exc)
-        series = self.hub.rates()
-        last_minute = series[-60 // BUCKET_SECS:]
-        for rate in ("registrations_per_sec", "rejections_per_sec"):
-            stats[rate] = sum(bucket[rate] for bucket in last_minute) / len(last_minute)
-        stats["series"] = series
-        stats["measured_at"] = datetime.now(UTC)
-        return stats
+    def close(self) -> None:
+        """Stop following the feed, then close the store's reads, the stats' and the recordings'
+        once what each has under way is done."""
+        self.feed.stop()
+        self.store.close()
+        self.stats.close()
+        self.recordings.close()
 
 
-def _catalog(request: Request) -> Catalog:
-    return request.app.state.catalog
+def sources_of(app: Starlette) -> Sources:
+    """The parts the routes of ``app`` (made by ``create_app``) read."""
+    found = app.state.sources
+    if not isinstance(found, Sources):
+        raise TypeError(f"{app!r} is not an app of create_app: it has no dashboard sources")
+    return found
+
+
+def _sources(request: Request) -> Sources:
+    return sources_of(request.app)
+
+
+async def _dataset(sources: Sources, name: str) -> Dataset:
+    """The live dataset ``name``; a 404 listing the datasets if there is none."""
+    dataset = await sources.store.run(lambda store: store.dataset_by_name(name))
+    if dataset is None:
+        known = await sources.store.run(lambda store: [d.name for d in store.datasets() if not d.hidden])
+        known_text = ", ".join(known) or "none yet"
+        raise HTTPException(404, f"no dataset named {name!r} (datasets: {known_text})")
+    return dataset
+
+
+async def _segment(request: Request) -> SegmentDetail:
+    """The segment of the route's ``name`` and ``segment_id``, ``as_of`` the query parameter;
+    a 404 naming the dataset if it has no such segment."""
+    sources = _sources(request)
+    dataset = await _dataset(sources, request.path_params["name"])
+    return await _segment_of(sources, dataset, request)
+
+
+async def _segment_of(sources: Sources, dataset: Dataset, request: Request) -> SegmentDetail:
+    """``_segment``, its dataset found already."""
+    segment_id, point = request.path_params["segment_id"], request.query_params.get("as_of")
+    detail = await sources.store.run(
+        lambda store: segment_detail(_as_of(store, dataset.id, point), dataset.id, segment_id))
+    if detail is None:
+        raise HTTPException(404, f"dataset {dataset.name!r} has no segment {segment_id!r}")
+    return detail
 
 
 def _limit(request: Request, default: int) -> int:
@@ -306,8 +234,12 @@ def _known_parameters(request: Request, *names: str) -> None:
 
 async def datasets(request: Request) -> pa.Table:
     _known_parameters(request)
-    catalog = _catalog(request)
-    return await catalog.read(lambda: datasets_table(catalog.store))
+    return await _sources(request).store.run(datasets_table)
+
+
+def _changes(store: CatalogReader, after: Cursor, entry_id: uuid.UUID | None, limit: int) -> list[Change]:
+    """The feed's changes after ``after``, of entry ``entry_id`` only if given, ``limit`` at most."""
+    return store.changes(after, entry_id=entry_id, limit=limit)
 
 
 def _as_of(store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> CatalogReader:
@@ -325,15 +257,15 @@ async def segments(request: Request) -> Rows:
     ``where`` condition and having every ``layer``, by ``sort``, ``limit`` of them from ``offset``
     (default: all); how many matched in ``X-Total-Count`` (``dashboard.query``, ``views.select_segments``)."""
     _known_parameters(request, "as_of", "where", "layer", "sort", "offset", "limit")
-    catalog = _catalog(request)
-    dataset = await catalog.dataset(request.path_params["name"])
+    sources = _sources(request)
+    dataset = await _dataset(sources, request.path_params["name"])
     point, sort = request.query_params.get("as_of"), request.query_params.get("sort")
     wheres, layers = request.query_params.getlist("where"), request.query_params.getlist("layer")
     offset = _offset(request)
     limit = _limit(request, MAX_LIMIT) if "limit" in request.query_params else None  # None: every row
 
-    def select() -> SegmentPage:
-        table = catalog.segment_table(dataset.id, point)
+    def select(store: CatalogReader) -> SegmentPage:
+        table = sources.segment_tables.table(store, dataset.id, point)
         conditions = [_parameter("where", partial(parse_where, table.schema, text)) for text in wheres]
         conditions += [HasLayer(name) for name in layers]
         key = None if sort is None else _parameter("sort", partial(parse_sort, table.schema, sort))
@@ -341,7 +273,7 @@ async def segments(request: Request) -> Rows:
         return _parameter("sort", partial(select_segments, table, tuple(conditions), sort=key,
                                           offset=offset, limit=limit))
 
-    page = await catalog.read(select)
+    page = await sources.store.run(select)
     return Rows(page.rows, {"X-Total-Count": str(page.total)})
 
 
@@ -349,25 +281,25 @@ async def layers(request: Request) -> pa.Table:
     """The dataset's layer names and how many segments have each (``views.layer_counts``), now or
     ``as_of`` a point: what the dataset page's layer choice offers."""
     _known_parameters(request, "as_of")
-    catalog = _catalog(request)
-    dataset = await catalog.dataset(request.path_params["name"])
+    sources = _sources(request)
+    dataset = await _dataset(sources, request.path_params["name"])
     point = request.query_params.get("as_of")
-    return await catalog.read(lambda: layer_counts(catalog.segment_table(dataset.id, point)))
+    return await sources.store.run(
+        lambda store: layer_counts(sources.segment_tables.table(store, dataset.id, point)))
 
 
 async def tags(request: Request) -> pa.Table:
     _known_parameters(request)
-    catalog = _catalog(request)
-    dataset = await catalog.dataset(request.path_params["name"])
-    rows = await catalog.read(lambda: catalog.store.tags(dataset.id))
+    sources = _sources(request)
+    dataset = await _dataset(sources, request.path_params["name"])
+    rows = await sources.store.run(lambda store: store.tags(dataset.id))
     return pa.Table.from_pylist(
         [{"name": t.name, "offset": t.offset, "created_at": t.created_at} for t in rows], schema=TAGS_SCHEMA)
 
 
 async def rejections(request: Request) -> pa.Table:
     _known_parameters(request)
-    catalog = _catalog(request)
-    rows = await catalog.read(lambda: catalog.store.rejections())
+    rows = await _sources(request).store.run(lambda store: store.rejections())
     return pa.Table.from_pylist([
         {"topic": r.position.topic, "partition": r.position.partition, "offset": r.position.offset,
          "size_bytes": len(r.raw), "reason": r.reason, "event_id": str(r.event_id) if r.event_id else None}
@@ -377,22 +309,29 @@ async def rejections(request: Request) -> pa.Table:
 async def changes(request: Request) -> pa.Table:
     """The feed after ``since`` (default: from the start), at most ``limit`` entries."""
     _known_parameters(request, "since", "dataset", "limit")
-    catalog = _catalog(request)
+    sources = _sources(request)
     since = request.query_params.get("since")
     after = parse_cursor("since", since) if since is not None else (-1, 0)
     limit = _limit(request, FEED_PAGE)
     name = request.query_params.get("dataset")
-    entry_id = (await catalog.dataset(name)).id if name is not None else None
-    page = await catalog.read(lambda: catalog.store.changes(after, entry_id=entry_id, limit=limit))
+    entry_id = (await _dataset(sources, name)).id if name is not None else None
+    page = await sources.store.run(_changes, after, entry_id, limit)
     return pa.Table.from_pylist([change_row(c) for c in page], schema=CHANGES_SCHEMA)
 
 
 async def segment(request: Request) -> Response:
-    """One segment: its layers, properties, timelines and entity tree (``dashboard.segment``)."""
+    """One segment: its layers, properties, timelines and entity tree, the timelines each entity
+    has data on and the one its page opens on (``dashboard.segment``)."""
     _known_parameters(request, "as_of")
-    catalog = _catalog(request)
-    detail = await catalog.segment(request)
-    return _json({**segment_json(request.path_params["name"], detail), "viewer_port": catalog.viewer_port})
+    sources = _sources(request)
+    detail = await _segment(request)
+    try:
+        timelines: dict[str, list[str]] | None = await sources.recordings.run(
+            _recording().entity_timelines, detail)
+    except HTTPException:
+        timelines = None  # its recordings out of reach: the routes reading them say why when asked
+    return _json({**segment_json(request.path_params["name"], detail, timelines),
+                  "viewer_port": sources.viewer_port})
 
 
 def _recording() -> Any:
@@ -415,20 +354,18 @@ async def series(request: Request) -> pa.Table:
     """The scalar series of the ``entity`` parameters (one or more) on timeline ``index``, as
     ``reader()`` reads them (``recording.series``)."""
     _known_parameters(request, "as_of", "index", "entity")
-    catalog = _catalog(request)
-    detail = await catalog.segment(request)
-    return await catalog.read_recording(_recording().series, detail, _index(request, detail),
-                                        request.query_params.getlist("entity"))
+    detail = await _segment(request)
+    return await _sources(request).recordings.run(_recording().series, detail, _index(request, detail),
+                                                  request.query_params.getlist("entity"))
 
 
 async def frames(request: Request) -> Response:
     """How many camera frames the image ``entity`` has on ``index``, and their times as text and
     as the plots' x values (``recording.chart_x``)."""
     _known_parameters(request, "as_of", "index", "entity")
-    catalog = _catalog(request)
-    detail = await catalog.segment(request)
+    detail = await _segment(request)
     entity, index = _required(request, "entity"), _index(request, detail)
-    table = await catalog.read_recording(_recording().frames, detail, index, entity)
+    table = await _sources(request).recordings.run(_recording().frames, detail, index, entity)
     field = table.schema.field(0)
     return _json({"entity": entity, "index": index, "count": table.num_rows,
                   "times": [display(field, t) for t in table.column(0).to_pylist()],
@@ -440,10 +377,9 @@ async def frame(request: Request) -> Response:
     shown at ``at`` on ``index`` (an integer, nanoseconds for a timestamp timeline); its time in
     the header ``X-Frame-Time``."""
     _known_parameters(request, "as_of", "index", "entity", "n", "at")
-    catalog = _catalog(request)
-    detail = await catalog.segment(request)
+    detail = await _segment(request)
     entity, index = _required(request, "entity"), _index(request, detail)
-    table = await catalog.read_recording(_recording().frames, detail, index, entity)
+    table = await _sources(request).recordings.run(_recording().frames, detail, index, entity)
     if not table.num_rows:
         raise HTTPException(404, f"entity {entity!r} has no frame on timeline {index!r}")
     if "n" in request.query_params:
@@ -462,9 +398,9 @@ async def segment_rrd(request: Request) -> Response:
     which reads it from the web viewer's origin (another port): readable from any origin, as the
     rest of the dashboard is."""
     _known_parameters(request, "as_of")
-    catalog = _catalog(request)
-    detail = await catalog.segment(request)
-    path = await catalog.read_recording(_recording().merged_rrd, request.path_params["name"], detail)
+    detail = await _segment(request)
+    path = await _sources(request).recordings.run(_recording().merged_rrd, request.path_params["name"],
+                                                  detail)
     return FileResponse(path, media_type="application/octet-stream", filename=f"{detail.segment_id}.rrd",
                         headers={"Access-Control-Allow-Origin": "*"})
 
@@ -506,7 +442,7 @@ def _table_routes(path: str, endpoint: Callable[[Request], Any]) -> list[Route]:
 
 async def stats(request: Request) -> Response:
     _known_parameters(request)
-    return _json(await _catalog(request).stats())
+    return _json(await _sources(request).stats.stats())
 
 
 async def events(request: Request) -> Response:
@@ -514,7 +450,7 @@ async def events(request: Request) -> Response:
     ``Last-Event-ID`` if the browser reconnects, else from ``since`` (default: now); and a
     ``stats`` event every few seconds."""
     _known_parameters(request, "since", "dataset")
-    catalog = _catalog(request)
+    sources = _sources(request)
     last_id = request.headers.get("last-event-id")
     since = request.query_params.get("since")
     if last_id:
@@ -522,21 +458,21 @@ async def events(request: Request) -> Response:
     elif since is not None:
         after = parse_cursor("since", since)
     else:
-        after = await catalog.read(feed.start, catalog.store, None)
+        after = await sources.store.run(feed.start, None)
     name = request.query_params.get("dataset")
-    entry_id = (await catalog.dataset(name)).id if name is not None else None
-    queue = catalog.hub.subscribe()  # before the catch-up read: nothing falls between the two
+    entry_id = (await _dataset(sources, name)).id if name is not None else None
+    queue = sources.feed.subscribe()  # before the catch-up read: nothing falls between the two
 
     def event(change: Change) -> ServerSentEvent:
         return ServerSentEvent(json.dumps(change_row(change), default=_json_default),
                                event="change", id=f"{change.position.offset}.{change.seq}",
                                retry=RETRY_MILLIS)
 
-    async def stream():
+    async def stream() -> AsyncIterator[ServerSentEvent]:
         cursor = after
         try:
             while True:  # catch up from the store
-                page = await catalog.read(catalog.store.changes, cursor, entry_id=entry_id, limit=FEED_PAGE)
+                page = await sources.store.run(_changes, cursor, entry_id, FEED_PAGE)
                 for change in page:
                     yield event(change)
                 if page:
@@ -546,21 +482,21 @@ async def events(request: Request) -> Response:
             next_stats = 0.0
             while True:
                 if time.monotonic() >= next_stats:
-                    yield ServerSentEvent(json.dumps(await catalog.stats(), default=_json_default),
+                    yield ServerSentEvent(json.dumps(await sources.stats.stats(), default=_json_default),
                                           event="stats")
                     next_stats = time.monotonic() + STATS_EVERY_SECS
                 try:
-                    page = await asyncio.wait_for(queue.get(), next_stats - time.monotonic())
+                    live = await asyncio.wait_for(queue.get(), next_stats - time.monotonic())
                 except TimeoutError:
                     continue
-                if page is None:
+                if live is None:
                     return  # too far behind: the browser reconnects and catches up from the store
-                for change in page:
+                for change in live:
                     if change.cursor > cursor and (entry_id is None or change.entry_id == entry_id):
                         yield event(change)
                         cursor = change.cursor
         finally:
-            catalog.hub.unsubscribe(queue)
+            sources.feed.unsubscribe(queue)
 
     return EventSourceResponse(stream(), ping=15, headers={"Cache-Control": "no-store"})
 
@@ -576,43 +512,62 @@ async def index(request: Request) -> Response:
     return HTMLResponse(_static("index.html"))
 
 
-def _not_found(exc: HTTPException) -> Response:
-    return HTMLResponse(f"<!doctype html><title>strata: not found</title><p>{html.escape(exc.detail)}</p>"
-                        f'<p><a href="/">All datasets</a></p>', 404)
+def _error_page(exc: HTTPException, back: str, back_text: str) -> Response:
+    """A page saying what ``exc`` says, with its status, and a link back to ``back``."""
+    title = "not found" if exc.status_code == 404 else "bad request"
+    link = f'<a href="{html.escape(back)}">{html.escape(back_text)}</a>'
+    return HTMLResponse(
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>strata: {title}</title>'
+        f'<link rel="stylesheet" href="/static/style.css"></head><body><header><h1><a href="/">strata '
+        f'catalog</a></h1></header><main><section class="wide"><p class="reason">{html.escape(exc.detail)}'
+        f"</p><p>{link}</p></section></main></body></html>", exc.status_code)
 
 
-def _dataset_page(page: str) -> Callable[[Request], Any]:
-    """The route of a page of one dataset (``page`` in ``static/``): a page saying so if the
-    dataset does not exist; the page reads the rest from the JSON routes."""
+def _dataset_page(page: str) -> Callable[[Request], Awaitable[Response]]:
+    """The route of a page of one dataset, or of one of its segments (``page`` in ``static/``):
+    it answers what the page's JSON route answers for the same dataset, segment and ``as_of``
+    (404 for one that does not exist, 400 for a point of history the dataset does not have), with
+    a page saying so; else the page, which reads the rest from the JSON routes."""
     async def serve(request: Request) -> Response:
+        sources = _sources(request)
+        name, point = request.path_params["name"], request.query_params.get("as_of")
         try:
-            await _catalog(request).dataset(request.path_params["name"])
+            dataset = await _dataset(sources, name)
         except HTTPException as exc:
-            return _not_found(exc)
+            return _error_page(exc, "/", "All datasets")
+        try:
+            if "segment_id" in request.path_params:
+                await _segment_of(sources, dataset, request)
+            elif point is not None:
+                await sources.store.run(_as_of, dataset.id, point)
+        except HTTPException as exc:
+            return _error_page(exc, f"/datasets/{urllib.parse.quote(name, safe='')}", f"Segments of {name}")
         return HTMLResponse(_static(page))
 
     return serve
 
 
-async def _error(request: Request, exc: HTTPException) -> Response:
-    return _json({"error": exc.detail, "status": exc.status_code}, exc.status_code)
+async def _error(request: Request, exc: Exception) -> Response:
+    """A route's ``HTTPException`` as JSON with its status; a read of the store before the app
+    has opened it (``StoreNotOpenError``), a 503."""
+    status, message = (exc.status_code, exc.detail) if isinstance(exc, HTTPException) else (503, str(exc))
+    return _json({"error": message, "status": status}, status)
 
 
 def create_app(store: str, *, bootstrap_servers: str | None = None,
-               kafka_config: dict | None = None, viewer_port: int | None = None) -> Starlette:
+               kafka_config: Mapping[str, Any] | None = None, viewer_port: int | None = None) -> Starlette:
     """The dashboard of the store at ``store`` (a path or a postgresql:// URL), with the lag
     measured against the Kafka cluster at ``bootstrap_servers`` if given, and segment pages
     linking to Rerun's web viewer on ``viewer_port`` of the page's host if given."""
-    catalog = Catalog(store, bootstrap_servers, kafka_config, viewer_port)
+    sources = Sources.of(store, bootstrap_servers, kafka_config, viewer_port)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette):
-        await catalog.start()
-        app.state.catalog = catalog
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await sources.start()
         try:
             yield
         finally:
-            await catalog.close()
+            sources.close()
 
     routes = [
         Route("/", index, methods=["GET"]),
@@ -633,4 +588,7 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
         Route("/api/stats", stats, methods=["GET"]),
         Route("/events", events, methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _error})
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: _error, StoreNotOpenError: _error})
+    app.state.sources = sources
+    return app

@@ -26,48 +26,64 @@ and catches up from the store."""
 
 REGISTRATIONS = frozenset({ChangeKind.LAYER_ADDED, ChangeKind.LAYER_REPLACED})
 
+Pages = asyncio.Queue[list[Change] | None]
+"""An event stream's pages of the feed, ``None`` once it has fallen too far behind."""
+
 
 class FeedHub:
+    """Follows the feed of the store ``open_store`` opens (on its own thread, from ``start``
+    until ``stop``) for the queues of ``subscribe``, on the event loop given to ``start``."""
+
     def __init__(self, open_store: Callable[[], CatalogReader]) -> None:
         self._open_store = open_store
-        self._subscribers: set[asyncio.Queue] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._subscribers: set[Pages] = set()
         self._events: deque[tuple[float, bool]] = deque()  # (committed, is a rejection)
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="strata-dashboard-feed", daemon=True)
+        self._thread: threading.Thread | None = None
         self.error: str | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        """Follow the feed on a thread of its own, handing each page to the subscribers' queues
+        on ``loop`` (the one they are read on). Raises ``RuntimeError`` if started already."""
+        if self._thread is not None:
+            raise RuntimeError("the dashboard's feed is followed already")
+        self._thread = threading.Thread(target=self._run, args=(loop,), name="strata-dashboard-feed",
+                                        daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop following the feed (nothing to do if it was never started)."""
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
-    def subscribe(self) -> asyncio.Queue:
+    def subscribe(self) -> Pages:
         """A queue of the pages read from now on (``None`` once it has fallen too far behind)."""
-        queue: asyncio.Queue = asyncio.Queue()
+        queue: Pages = asyncio.Queue()
         self._subscribers.add(queue)
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue) -> None:
+    def unsubscribe(self, queue: Pages) -> None:
         self._subscribers.discard(queue)
 
     @property
     def subscribers(self) -> int:
         return len(self._subscribers)
 
-    def _run(self) -> None:
-        store = self._open_store()
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            store = self._open_store()
+        except Exception as exc:  # shown on the page and by /api/stats
+            self.error = f"opening the store to read the change feed failed: {exc}"
+            return
         try:
             after = (max(0, store.next_offsets().get((CATALOG_TOPIC, 0), 0) - BACKFILL_RECORDS), -1)
             while not self._stop.is_set():
                 for page in follow_pages(store, after, timeout_secs=1.0):
                     after = page[-1].cursor
                     self._count(page)
-                    self._loop.call_soon_threadsafe(self._deliver, page)
+                    loop.call_soon_threadsafe(self._deliver, page)
                     if self._stop.is_set():
                         break
         except Exception as exc:  # shown on the page and by /api/stats
@@ -96,7 +112,7 @@ class FeedHub:
         while self._events and self._events[0][0] < now - WINDOW_SECS:
             self._events.popleft()
 
-    def rates(self) -> list[dict]:
+    def rates(self) -> list[dict[str, float]]:
         """Registrations/s and rejections/s per ``BUCKET_SECS`` over the last ``WINDOW_SECS``,
         oldest first; each bucket's ``t`` is its end (seconds since the epoch)."""
         now = time.time()

@@ -1,7 +1,8 @@
 """What the segment page shows from inside a recording, read from the segment's layers with the
 reader ``reader()`` uses for each segment (``sdk._reader.read_segment``): the scalar series of
-entities on a timeline, the times and the bytes of an entity's camera frames, and all layers as
-one ``.rrd``. ``ValueError`` says what was asked that the segment does not have."""
+entities on a timeline, the times and the bytes of an entity's camera frames, all layers as one
+``.rrd``, and which timelines each entity has data on (from the files' chunk manifests).
+``ValueError`` says what was asked that the segment does not have."""
 
 from __future__ import annotations
 
@@ -33,6 +34,29 @@ def _files(detail: SegmentDetail) -> tuple[LayerFile, ...]:
 def timelines(detail: SegmentDetail) -> list[str]:
     """The segment's timelines, in its layers' schema order."""
     return [f.name for f in detail.schema if (f.metadata or {}).get(b"rerun:kind") == b"index"]
+
+
+def entity_timelines(detail: SegmentDetail) -> dict[str, list[str]]:
+    """The timelines each entity of the segment has data on (none: static data only), in the
+    segment's timeline order, read from its layers' chunk manifests (rerun-sdk's chunk index: one
+    row per chunk, with a ``<timeline>:start`` column per timeline); no chunk data is read.
+    Raises what reading a layer's file raises (``LayerFile.path``)."""
+    from rerun.chunk import RrdReader
+
+    found: dict[str, set[str]] = {entity: set() for entity in detail.entities}
+    for file in _files(detail):
+        manifest = RrdReader(file.path()).store()._chunk_index().to_arrow()
+        paths = manifest.column("chunk_entity_path")
+        for field in manifest.schema:
+            metadata = field.metadata or {}
+            timeline = metadata.get(b"rerun:index", b"").decode()
+            if field.name != f"{timeline}:start" or b"rerun:component" in metadata:
+                continue  # not a chunk's start on a timeline (a component's, or static data)
+            for entity in pc.unique(paths.filter(pc.is_valid(manifest.column(field.name)))).to_pylist():
+                if entity in found:
+                    found[entity].add(timeline)
+    order = timelines(detail)
+    return {entity: [t for t in order if t in names] for entity, names in found.items()}
 
 
 def _timeline(detail: SegmentDetail, index: str) -> pa.Field:
@@ -115,8 +139,8 @@ def chart_x(index: pa.ChunkedArray) -> np.ndarray:
     """Index values as the plots' x axis has them: seconds for timestamps and durations (as a
     float, exact to a microsecond), others as they are."""
     if pa.types.is_timestamp(index.type) or pa.types.is_duration(index.type):
-        return index.cast(pa.int64()).to_numpy() / 1e9
-    return index.cast(pa.float64()).to_numpy()
+        return np.asarray(index.cast(pa.int64()).to_numpy(), dtype=np.float64) / 1e9
+    return np.asarray(index.cast(pa.float64()).to_numpy(), dtype=np.float64)
 
 
 def merged_rrd(dataset: str, detail: SegmentDetail) -> Path:

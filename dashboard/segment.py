@@ -1,10 +1,11 @@
 """A segment as its page shows it: ``views.SegmentDetail`` as JSON (which entities have series to
-plot and camera frames to show among them), each property value written
-for a person by its Arrow type and Rerun component type (dates, durations, compact lists)."""
+plot and camera frames to show among them, the timelines each has data on, and the timeline the
+page opens on), each property value written for a person by its Arrow type and Rerun component
+type (dates, durations, compact lists)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -66,11 +67,33 @@ def display(field: pa.Field, value: Any) -> str:
     return str(value)
 
 
-def segment_json(dataset: str, detail: SegmentDetail) -> dict[str, Any]:
+def opening_timeline(timelines: Sequence[str], series: Sequence[str], cameras: Sequence[str],
+                     entity_timelines: Mapping[str, Sequence[str]] | None) -> str | None:
+    """The timeline a segment page opens on: the first of the segment's ``timelines`` that its
+    first series (the one plotted first) has data on, else that its first camera has frames on,
+    else the first (also when the entities' timelines are unknown: ``None``); None if it has none.
+
+    >>> opening_timeline(["log_time", "step"], ["/joints"], [], {"/joints": ["step"]})
+    'step'
+    """
+    for entities in (series, cameras):
+        if entities and entity_timelines is not None:
+            own = entity_timelines.get(entities[0], ())
+            first = next((t for t in timelines if t in own), None)
+            if first is not None:
+                return first
+    return next(iter(timelines), None)
+
+
+def segment_json(dataset: str, detail: SegmentDetail,
+                 entity_timelines: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
     """The segment page's data: its layers, properties (raw and as text), timelines, entities,
-    and which of those have series to plot and camera frames to show."""
+    which of those have series to plot and camera frames to show, the timelines each entity has
+    data on (``entity_timelines``, None if unknown) and the timeline the page opens on
+    (``index``, ``opening_timeline``)."""
     row = detail.row
-    properties, timelines = [], {}
+    properties: list[dict[str, Any]] = []
+    timelines: dict[str, dict[str, str]] = {}
     for field in row.schema:
         value = row.column(field.name)[0].as_py()
         if field.name.startswith("property:"):
@@ -90,7 +113,11 @@ def segment_json(dataset: str, detail: SegmentDetail) -> dict[str, Any]:
         {"component": c.component, "component_type": c.component_type, "archetype": c.archetype,
          "arrow_type": c.arrow_type, "static": c.static, "layer": c.layer} for c in components]}
         for path, components in detail.entities.items()]
+    series = [path for path, components in detail.entities.items() if is_series(components)]
+    cameras = [path for path, components in detail.entities.items() if is_camera(components)]
     return {"dataset": dataset, "segment_id": detail.segment_id, "layers": layers,
             "properties": properties, "timelines": list(timelines.values()), "entities": entities,
-            "series": [path for path, components in detail.entities.items() if is_series(components)],
-            "cameras": [path for path, components in detail.entities.items() if is_camera(components)]}
+            "series": series, "cameras": cameras,
+            "entity_timelines": None if entity_timelines is None else {
+                path: list(entity_timelines.get(path, ())) for path in detail.entities},
+            "index": opening_timeline(list(timelines), series, cameras, entity_timelines)}

@@ -194,6 +194,64 @@ def test_a_segment_page_plots_the_reader_s_values_and_shows_the_recorded_frames(
     assert browser.find_element(By.ID, "scrubber").get_attribute("value") == "17"
 
 
+def write_joints_recording(path: Path, recording_id: str) -> list[list[float]]:
+    """A recording that is not DROID-like, as the issue's report made it: the scalar series
+    ``/joints`` (60 rows of 3 values) sent with ``send_columns`` on a ``step`` timeline only, and
+    camera images logged with ``rec.log``, which puts them on ``log_time``, the segment's first
+    timeline. The series' values, row by row."""
+    import numpy as np
+    import rerun as rr
+
+    values = np.linspace(-1, 1, 180).reshape(60, 3) ** 3
+    with rr.RecordingStream("strata-test", recording_id=recording_id) as rec:
+        rec.save(path)
+        rec.send_columns("/joints", indexes=[rr.TimeColumn("step", sequence=np.arange(60))],
+                         columns=rr.Scalars.columns(scalars=values))
+        for i in range(4):
+            rec.log("/camera/image", rr.Image(np.full((16, 16, 3), 60 * i, dtype=np.uint8)))
+    return values.tolist()
+
+
+COLOURED_PIXELS_OF_PLOT = """
+const canvas = document.querySelector("#plot canvas");
+if (!canvas) return 0;
+const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+let coloured = 0;
+for (let i = 0; i < data.length; i += 4) {
+  const [r, g, b, a] = [data[i], data[i + 1], data[i + 2], data[i + 3]];
+  if (a > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 40) coloured++;
+}
+return coloured;
+"""
+"""How many pixels of the plot's canvas are drawn in colour: the series' lines (the axes, their
+labels and the grid are grey)."""
+
+
+def test_a_segment_page_plots_a_series_that_is_not_on_the_segment_s_first_timeline(
+        dashboard: Dashboard, browser, dataset, tmp_path) -> None:
+    values = write_joints_recording(tmp_path / "joints.rrd", "joints_0")
+    dataset.register([(tmp_path / "joints.rrd").as_uri()]).wait()
+    open_live(browser, f"{dashboard.url}/datasets/{dataset.name}/segments/joints_0")
+    assert wait_for_text(browser, '#timelines tbody tr:first-child').startswith("log_time")
+    drawn = WebDriverWait(browser, 30).until(lambda b: b.execute_script("return plot && plot.data"))
+    assert browser.find_element(By.ID, "series-index").get_attribute("value") == "step"
+    assert drawn[0] == list(range(60))
+    assert [list(point) for point in zip(*drawn[1:], strict=True)] == values
+    assert browser.execute_script(COLOURED_PIXELS_OF_PLOT) > 500  # the three lines, drawn
+    assert text_of(browser, "#series-note") == ""  # hidden: nothing to explain
+
+    Select(browser.find_element(By.ID, "series-index")).select_by_value("log_time")
+    note = wait_for_text(browser, "#series-note")  # no blank plot: why there is none
+    assert note == "/joints has no data on timeline log_time; its timelines: step"
+    assert browser.execute_script("return plot") is None
+    assert browser.execute_script(COLOURED_PIXELS_OF_PLOT) == 0
+    click(browser, '#series-note button[data-timeline="step"]')  # the timeline it offers
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return plot !== null"))
+    assert browser.find_element(By.ID, "series-index").get_attribute("value") == "step"
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script(COLOURED_PIXELS_OF_PLOT) > 500)
+    assert not browser.find_element(By.ID, "series-note").is_displayed()
+
+
 def test_a_segment_opens_in_rerun_s_web_viewer_from_its_page(dashboard: Dashboard, browser, dataset,
                                                              make_rrd) -> None:
     dataset.register(make_rrd("viewed")).wait()
@@ -515,6 +573,9 @@ def segments_query(**params: str | list[str]) -> str:
     ("/api/datasets/{episodes}/segments?page=2", {}, 400,
      "page: unknown query parameter (this route takes: as_of, where, layer, sort, offset, limit)"),
     ("/datasets/no-such-dataset", {}, 404, "no dataset named &#x27;no-such-dataset&#x27;"),
+    ("/datasets/{episodes}/segments/nobody", {}, 404, "has no segment &#x27;nobody&#x27;"),
+    ("/datasets/{episodes}/segments/episode_1?as_of=v9", {}, 400,
+     "as_of: &#x27;v9&#x27; is neither a log offset nor a tag of the dataset"),
     ("/api/changes?since=yesterday", {}, 400, "since: expected OFFSET or OFFSET.SEQ"),
     ("/api/changes?since=-3", {}, 400, "since: a log offset is >= 0"),
     ("/api/changes?limit=lots", {}, 400, "limit: expected an integer"),
