@@ -18,8 +18,9 @@ from bench import procs
 from bench.recordings import LAYERS, RecordingPool, segment_id
 from events import DefineSchema, Event, RegisterLayer
 from producers import EventProducer
-from sdk._recordings import read_recording
-from sdk._wait import wait_for_positions
+from projector import open_store, wait_for_positions
+from recordings import read_recording
+from sdk.layer_commands import layer_commands
 from stack import Server, processes
 
 SEND_CHUNK = 20_000
@@ -60,6 +61,8 @@ class StrataSystem:
         self.event_log_dir = directory / "spark-events"
         self.server: Server | None = None
         self.client = None
+        self.store = None
+        """The projection store, read-only: how far the projector got."""
 
     def make_server(self) -> Server:
         return ProbedServer(self.directory / "stack", self.event_log_dir)
@@ -69,6 +72,7 @@ class StrataSystem:
         started = time.perf_counter()
         self.server = self.make_server()
         self.client = self.server.client()
+        self.store = open_store(self.server.store, read_only=True)
         return time.perf_counter() - started
 
     def memory(self) -> dict[str, float]:
@@ -89,9 +93,11 @@ class StrataSystem:
                 last = producer.send(events)[-1]
         finally:
             producer.close()
-        wait_for_positions(self.client._internal.store, [last], timeout_secs=1800)
+        wait_for_positions(self.store, [last], timeout_secs=1800)
 
     def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
         if self.server is not None:
             self.server.close()
 
@@ -99,12 +105,12 @@ class StrataSystem:
 def layer_templates(uris: Mapping[str, str]) -> tuple[list[DefineSchema], dict[str, RegisterLayer]]:
     """Per layer, the RegisterLayer the SDK produces for that layer's file in ``uris``, and the
     DefineSchema commands for the schemas they name, which a pipeline produces once, first."""
-    definitions: dict[str, bytes] = {}
+    definitions: dict[str, DefineSchema] = {}
     templates = {}
     for layer, uri in uris.items():
-        templates[layer], named = read_recording(uri).register_layer(layer)
-        definitions.update(named)
-    return [DefineSchema(digest, schema) for digest, schema in definitions.items()], templates
+        templates[layer], named = layer_commands(read_recording(uri), layer)
+        definitions.update((definition.sha256, definition) for definition in named)
+    return list(definitions.values()), templates
 
 
 def schema_event(dataset_id: uuid.UUID, definition: DefineSchema) -> Event:

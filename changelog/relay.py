@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from changelog.follower import Follower
 from changelog.records import CHANGES_TOPIC, OFFSET_HEADER, Key, key_of, records_of
-from producers._logging import LOGGER
+from producers import LOGGER
 from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
 from producers.topics import create_topics
 from projector import CatalogReader, Change

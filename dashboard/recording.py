@@ -1,5 +1,5 @@
 """What the segment page shows from inside a recording, read from the segment's layers with the
-reader ``reader()`` uses for each segment (``sdk._reader.read_segment``): the scalar series of
+reader ``reader()`` uses for each segment (``recordings.read_segment``): the scalar series of
 entities on a timeline, the times and the bytes of an entity's camera frames, and all layers as
 one ``.rrd``. ``ValueError`` says what was asked that the segment does not have."""
 
@@ -15,8 +15,7 @@ import pyarrow.compute as pc
 
 from dashboard.segment import BLOB, MEDIA_TYPE, SCALAR, is_camera, is_series
 from projector.views import SegmentDetail
-from sdk._objects import ObjectStoreConfig
-from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions, read_segment, segment_rrd
+from recordings import SEGMENT_ID, LayerFile, ObjectStoreConfig, ReadOptions, read_segment, segment_rrd
 
 FRAMES_KEPT = 8
 """Entities whose frames are kept in memory (the page scrubs one camera at a time)."""
@@ -120,6 +119,6 @@ def chart_x(index: pa.ChunkedArray) -> np.ndarray:
 
 
 def merged_rrd(dataset: str, detail: SegmentDetail) -> Path:
-    """The segment's layers as one ``.rrd`` (``sdk._reader.segment_rrd``), recording id the
+    """The segment's layers as one ``.rrd`` (``recordings.segment_rrd``), recording id the
     segment id, for Rerun's viewer."""
     return segment_rrd(_files(detail), dataset)

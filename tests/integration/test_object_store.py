@@ -13,9 +13,8 @@ import pytest
 
 import sdk
 from producers import end_offsets
+from recordings import ObjectStore, ObjectStoreConfig, local_path, read_recording
 from s3 import EmbeddedS3
-from sdk._objects import ObjectStore, ObjectStoreConfig
-from sdk._recordings import local_path, read_recording
 from stack import Server
 from stack.droid import write_episode
 

@@ -12,8 +12,7 @@ import pyarrow.ipc
 import pyarrow.parquet as pq
 import pytest
 
-from sdk._recordings import Recording, local_path, read_recording
-from sdk.errors import NotFoundError
+from recordings import NotFoundError, Recording, local_path, read_recording
 
 TABLE = pa.table({"x": [1, 2, 3], "y": ["a", "b", "c"]})
 
