@@ -1,5 +1,5 @@
-"""Recordings: what every reader of recording files shares (the SDK, the dashboard, the changelog's
-snapshots, the stack, the benchmark).
+"""Recordings: what every reader of recording files shares (the SDK, the dashboard, the benchmark;
+the changelog's snapshots use its object stores).
 
 Owns where recordings are (``file://`` paths, ``s3://`` objects: ``locations``, ``objects``);
 what a file holds without loading its data: its id, size, Arrow schema, properties and an
