@@ -133,11 +133,11 @@ def chunk_index(uri: str, objects: ObjectStore | None = None) -> pa.Table:
     (read with ``objects``, default the AWS variables' settings) only the header and footers are
     fetched.
 
-    One row per chunk, in file order, as rerun-sdk indexes it: ``chunk_id``,
-    ``chunk_entity_path``, ``chunk_is_static``, ``chunk_num_rows``, ``chunk_byte_offset`` and
-    ``chunk_byte_size`` (where the chunk's bytes are in the file), ``chunk_byte_size_uncompressed``,
-    and per timeline ``<timeline>:start`` and ``<timeline>:end`` (with Rerun's field metadata),
-    and per component the same columns prefixed by the timeline.
+    One row per chunk, as rerun-sdk indexes it: ``chunk_id``, ``chunk_entity_path``,
+    ``chunk_is_static``, ``chunk_num_rows``, ``chunk_byte_offset`` and ``chunk_byte_size`` (where
+    the chunk's bytes are in the file), ``chunk_byte_size_uncompressed``, and the chunk's first and
+    last value on each timeline (``<timeline>:start``, ``<timeline>:end``, and the same per
+    component), with Rerun's field metadata.
 
     Raises ``ValueError`` for another kind of URL or a file that is not an ``.rrd`` recording,
     ``NotFoundError`` for a path or object that does not exist, ``ObjectStoreError`` for an object
