@@ -33,11 +33,10 @@ from bench.systems import (
 )
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
-from projector import CatalogReader, LogRecord, fold, open_store
+from projector import CatalogReader, LogRecord, fold, open_store, wait_for_positions
 from projector.stores import sql_history
 from projector.stores.sql import TABLES, SqlStore
 from projector.stores.sqlite import SqliteStore
-from sdk._wait import wait_for_positions
 from spark_streaming.job import paused_gc
 
 if TYPE_CHECKING:
@@ -168,13 +167,13 @@ def producer_throughput(system: StrataSystem, pool: RecordingPool, *, count: int
             last = producer.send(events)[-1]
             done = start + len(events)
             if done % 100_000 < SEND_CHUNK or done == count:
-                at = system.client._internal.store.next_offsets().get((CATALOG_TOPIC, 0), 0)
+                at = system.store.next_offsets().get((CATALOG_TOPIC, 0), 0)
                 print(f"  strata: {done:,}/{count:,} events sent ({time.perf_counter() - started:.0f} s, "
                       f"store at offset {at:,})", flush=True)
     finally:
         producer.close()
     sent = time.perf_counter() - started
-    wait_for_positions(system.client._internal.store, [last], WAIT_SECS)
+    wait_for_positions(system.store, [last], WAIT_SECS)
     projected = time.perf_counter() - started
     table_started = time.perf_counter()
     rows = dataset.segment_table().to_arrow_table().num_rows
@@ -538,12 +537,11 @@ def worker_scaling(system: StrataSystem, pool: RecordingPool, *, segments: int, 
         client = system.server.client(workers=size)
         dataset = client.get_dataset(name)
         pa.table(dataset.reader(index="real_time"))  # starts the workers
-        workers = client._internal.workers
-        procs.wait_until(lambda: len(workers.pids) == workers.size, timeout_secs=60,  # noqa: B023
+        procs.wait_until(lambda: len(client.worker_pids) == size, timeout_secs=60,  # noqa: B023
                          what=f"{size} workers serving")
         scans = []
         with procs.PeakRss([os.getpid()], trees=False, interval_secs=0.02) as caller_rss, \
-                procs.PeakRss(workers.pids, trees=False, interval_secs=0.02) as workers_rss:
+                procs.PeakRss(client.worker_pids, trees=False, interval_secs=0.02) as workers_rss:
             for _ in range(3):
                 started = time.perf_counter()
                 table = pa.table(dataset.reader(index="real_time"))

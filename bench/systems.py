@@ -22,8 +22,9 @@ from bench import procs
 from bench.recordings import LAYERS, RecordingPool, segment_id
 from events import DefineSchema, Event, RegisterLayer
 from producers import EventProducer
-from sdk._recordings import read_recording
-from sdk._wait import wait_for_positions
+from projector import CatalogReader, open_store, wait_for_positions
+from recordings import read_recording
+from sdk.layer_commands import layer_commands
 from stack import Server, processes
 
 if TYPE_CHECKING:  # rerun.catalog is imported when rerun's server is measured, not before
@@ -97,6 +98,7 @@ class StrataSystem:
         self.event_log_dir = directory / "spark-events"
         self._server: Server | None = None
         self._client: sdk.CatalogClient | None = None
+        self._store: CatalogReader | None = None
 
     @property
     def server(self) -> Server:
@@ -112,6 +114,14 @@ class StrataSystem:
             raise _not_started(self.name)
         return self._client
 
+    @property
+    def store(self) -> CatalogReader:
+        """The projection store, read-only: how far the projector got; ``RuntimeError`` before
+        ``start()``."""
+        if self._store is None:
+            raise _not_started(self.name)
+        return self._store
+
     def make_server(self) -> Server:
         return ProbedServer(self.directory / "stack", self.event_log_dir)
 
@@ -120,6 +130,7 @@ class StrataSystem:
         started = time.perf_counter()
         self._server = self.make_server()
         self._client = self._server.client()
+        self._store = open_store(self._server.store, read_only=True)
         return time.perf_counter() - started
 
     def memory(self) -> dict[str, float]:
@@ -148,9 +159,11 @@ class StrataSystem:
                 last = producer.send(events)[-1]
         finally:
             producer.close()
-        wait_for_positions(self.client._internal.store, [last], timeout_secs=1800)
+        wait_for_positions(self.store, [last], timeout_secs=1800)
 
     def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
         if self._server is not None:
             self._server.close()
 
@@ -158,12 +171,12 @@ class StrataSystem:
 def layer_templates(uris: Mapping[str, str]) -> tuple[list[DefineSchema], dict[str, RegisterLayer]]:
     """Per layer, the RegisterLayer the SDK produces for that layer's file in ``uris``, and the
     DefineSchema commands for the schemas they name, which a pipeline produces once, first."""
-    definitions: dict[str, bytes] = {}
+    definitions: dict[str, DefineSchema] = {}
     templates: dict[str, RegisterLayer] = {}
     for layer, uri in uris.items():
-        templates[layer], named = read_recording(uri).register_layer(layer)
-        definitions.update(named)
-    return [DefineSchema(digest, schema) for digest, schema in definitions.items()], templates
+        templates[layer], named = layer_commands(read_recording(uri), layer)
+        definitions.update((definition.sha256, definition) for definition in named)
+    return list(definitions.values()), templates
 
 
 def schema_event(dataset_id: uuid.UUID, definition: DefineSchema) -> Event:

@@ -45,10 +45,10 @@ class Stack(StrataSystem):
     def __init__(self, name: str, directory: Path, store: str | None) -> None:
         super().__init__(directory)
         self.name = name
-        self.store = store
+        self.store_location = store
 
     def make_server(self) -> Server:
-        return Server(self.directory, store=self.store)
+        return Server(self.directory, store=self.store_location)
 
 
 class StoreRun(TypedDict):

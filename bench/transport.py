@@ -1,5 +1,5 @@
 """``python -m bench.transport``: how a segment's Arrow IPC file best crosses from a client's
-worker process to the client, measured with a real worker of ``sdk._workers``.
+worker process to the client, measured with a real worker of ``recordings.workers``.
 
 Two ways, for replies of several sizes (a DROID-like segment read with ``real_time`` is about
 1 MB): through the socket the worker and the client share (the reply pickled as ``bytes``), and
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from sdk._workers import INLINE_BYTES, WorkerPool
+from recordings import INLINE_BYTES, WorkerPool
 
 
 def as_buffer(size: int) -> pa.Buffer:

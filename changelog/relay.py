@@ -21,7 +21,7 @@ from changelog.records import (
     records_of,
     source_offset,
 )
-from producers._logging import LOGGER
+from producers import LOGGER
 from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
 from producers.topics import create_topics
 from projector import CatalogReader, Change

@@ -22,7 +22,7 @@ def location(where: str | Path) -> snapshots.Location:
     text = str(where)
     if not text.startswith("s3://"):
         return snapshots.Location.of(Path(text))
-    from sdk._objects import ObjectStoreConfig, object_store, split
+    from recordings import ObjectStoreConfig, object_store, split
 
     bucket, key = split(text)
     return snapshots.Location(object_store(ObjectStoreConfig.resolve()).filesystem,

@@ -1,7 +1,7 @@
 """What the segment page shows from inside a recording, read from the segment's layers with the
-reader ``reader()`` uses for each segment (``sdk._reader.read_segment``): the scalar series of
+reader ``reader()`` uses for each segment (``recordings.read_segment``): the scalar series of
 entities on a timeline, the times and the bytes of an entity's camera frames, all layers as one
-``.rrd``, and which timelines each entity has data on (from the files' chunk manifests).
+``.rrd``, and which timelines each entity has data on (from the files' chunk indexes).
 ``ValueError`` says what was asked that the segment does not have."""
 
 from __future__ import annotations
@@ -16,8 +16,15 @@ import pyarrow.compute as pc
 
 from dashboard.segment import BLOB, MEDIA_TYPE, SCALAR, is_camera, is_series
 from projector.views import SegmentDetail
-from sdk._objects import ObjectStoreConfig
-from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions, read_segment, segment_rrd
+from recordings import (
+    SEGMENT_ID,
+    LayerFile,
+    ObjectStoreConfig,
+    ReadOptions,
+    chunk_index,
+    read_segment,
+    segment_rrd,
+)
 
 FRAMES_KEPT = 8
 """Entities whose frames are kept in memory (the page scrubs one camera at a time)."""
@@ -38,14 +45,12 @@ def timelines(detail: SegmentDetail) -> list[str]:
 
 def entity_timelines(detail: SegmentDetail) -> dict[str, list[str]]:
     """The timelines each entity of the segment has data on (none: static data only), in the
-    segment's timeline order, read from its layers' chunk manifests (rerun-sdk's chunk index: one
+    segment's timeline order, read from its layers' chunk indexes (``recordings.chunk_index``: one
     row per chunk, with a ``<timeline>:start`` column per timeline); no chunk data is read.
     Raises what reading a layer's file raises (``LayerFile.path``)."""
-    from rerun.chunk import RrdReader
-
     found: dict[str, set[str]] = {entity: set() for entity in detail.entities}
     for file in _files(detail):
-        manifest = RrdReader(file.path()).store()._chunk_index().to_arrow()
+        manifest = chunk_index(file.path().as_uri())
         paths = manifest.column("chunk_entity_path")
         for field in manifest.schema:
             metadata = field.metadata or {}
@@ -144,6 +149,6 @@ def chart_x(index: pa.ChunkedArray) -> np.ndarray:
 
 
 def merged_rrd(dataset: str, detail: SegmentDetail) -> Path:
-    """The segment's layers as one ``.rrd`` (``sdk._reader.segment_rrd``), recording id the
+    """The segment's layers as one ``.rrd`` (``recordings.segment_rrd``), recording id the
     segment id, for Rerun's viewer."""
     return segment_rrd(_files(detail), dataset)

@@ -1,5 +1,6 @@
-"""Which names and identifiers the catalog accepts. Used by the SDK before anything is produced
-and by the fold for commands from any producer, so both give the same answer."""
+"""Which names and identifiers the catalog accepts, and how large a layer's properties may be.
+Used by the SDK before anything is produced and by the fold for commands from any producer, so
+both give the same answer."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ MAX_NAME_LENGTH = 180
 """Entry (dataset, table) and layer names, in characters."""
 MAX_ID_LENGTH = 1024
 """Segment ids, blueprint ids and storage URLs, in characters."""
+MAX_PROPERTIES_BYTES = 256 * 1024
+"""A layer's serialized properties, at most."""
 RECORDING_SUFFIXES = (".rrd",)
 """The files a directory of recordings is made of: what ``register_prefix`` and a server's
 ``datasets=`` register."""

@@ -3,10 +3,11 @@
 Owns every domain rule (entry names, duplicates, last-writer-wins, schema merges, table rows) in
 ``fold`` and the modules beside it (``merge``, ``schemas``, ``table_rows``); the store's ports
 (``ports``: ``ProjectionWriter`` for the projector, ``CatalogReader`` for clients); applying a
-batch (``apply``); the read models clients share (``views``) and the change feed follower
-(``feed``); and the backends (``stores``: SQLite, PostgreSQL), each imported only when a location
-names it. Imports only ``events`` of strata, and neither pyspark nor confluent_kafka
-(tests/unit/test_boundaries.py enforces it).
+batch (``apply``); the read models clients share (``views``), the change feed follower
+(``feed``) and waiting until a store has passed log positions (``waiting``); and the backends
+(``stores``: SQLite, PostgreSQL), each imported only when a location names it. Imports only
+``events`` of strata, and neither pyspark nor confluent_kafka (tests/unit/test_boundaries.py
+enforces it).
 """
 
 from projector.apply import apply_batch
@@ -36,6 +37,7 @@ from projector.model import (
 )
 from projector.ports import CatalogReader, ProjectionWriter, StaleBatchError, StoreUnavailableError
 from projector.stores import open_store
+from projector.waiting import PositionLike, ProjectionTimeoutError, wait_for_positions
 
 __all__ = [
     "AssetScope",
@@ -52,6 +54,8 @@ __all__ = [
     "LogPosition",
     "LogRecord",
     "Outcome",
+    "PositionLike",
+    "ProjectionTimeoutError",
     "ProjectionWriter",
     "Refused",
     "Rejection",
@@ -70,4 +74,5 @@ __all__ = [
     "fold",
     "log_order",
     "open_store",
+    "wait_for_positions",
 ]

@@ -39,6 +39,7 @@ from events import (
 )
 from events.names import (
     MAX_NAME_LENGTH,
+    MAX_PROPERTIES_BYTES,
     check_dataset_name,
     check_id,
     check_layer_name,
@@ -71,10 +72,8 @@ from projector.model import (
     companion_name,
 )
 
-__all__ = ["MAX_NAME_LENGTH", "CatalogView", "InvalidCommand", "Refused", "fold", "log_order"]
-
-MAX_PROPERTIES_BYTES = 256 * 1024
-"""A layer's serialized properties, at most."""
+__all__ = ["MAX_NAME_LENGTH", "MAX_PROPERTIES_BYTES", "CatalogView", "InvalidCommand", "Refused", "fold",
+           "log_order"]
 
 
 class CatalogView(Protocol):

@@ -1,9 +1,10 @@
 """The strata SDK: the client of a strata catalog, in the shape of Rerun's ``rerun.catalog``.
 
 Owns the public surface (``CatalogClient``, ``DatasetEntry``, ``DatasetSelection``,
-``TableEntry``, the operations and the errors). Writes go through ``producers``, catalog reads
-come from the ``projector``'s store and views, and the recordings' data is read with rerun-sdk's
-query engine; no domain rule lives here. Rerun's names are importable where strata has the same
+``TableEntry``, the operations and the errors; ``sdk.layer_commands`` for pipelines that send
+what ``register`` would). Writes go through ``producers``, catalog reads come from the
+``projector``'s store and views, and the recordings are read through ``recordings`` (rerun-sdk's
+query engine); no domain rule lives here. Rerun's names are importable where strata has the same
 thing (``OnDuplicateSegmentLayer``, ``DatasetView``), or are Rerun's own classes
 (``ContentFilter``, ``RegistrationResult``, ``SegmentRegistrationResult``, the errors' bases),
 so a notebook written for ``rerun.catalog`` needs only its imports and its connection line

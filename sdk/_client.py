@@ -19,12 +19,11 @@ import settings
 from events import CreateDataset, CreateTable, RegisterTable
 from events.names import check_dataset_name, check_table_name
 from projector import Change, feed, table_rows
+from recordings import ObjectStoreConfig, ObjectStoreSettings, is_object_url, local_path
 from sdk._connection import Connection
 from sdk._dataset import DatasetEntry
 from sdk._lance import lance_table
-from sdk._objects import ObjectStoreConfig, ObjectStoreSettings, is_object_url
 from sdk._operations import Operation
-from sdk._recordings import local_path
 from sdk._table_entry import TableEntry, table_entry
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk._writes import WriteOutcome
@@ -125,6 +124,12 @@ class CatalogClient:
         """Where ``s3://`` recordings are read from: the AWS variables, overridden key by key by
         ``object_store_config``."""
         return self._internal.object_store_config
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The process ids of this client's worker processes serving now (see ``workers``): none
+        before the first call that spreads its reads over them, nor with ``workers=0``."""
+        return self._internal.workers.pids
 
     @property
     def ctx(self) -> datafusion.SessionContext:

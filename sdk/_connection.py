@@ -3,7 +3,8 @@ Rerun's entries share one ``_internal``: the producer, the store reader, waiting
 projection, the client's open writes (read-your-writes, refusals raised), outcomes turned into
 errors, the schemas already defined, and the DataFusion session.
 
-Every other module of the SDK talks to Kafka and the store through this object's public methods.
+Every other module of the SDK talks to Kafka and the store through this object's public methods;
+every write goes through ``submit``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,19 +23,38 @@ import datafusion
 import pyarrow as pa
 
 import settings
-from events import CATALOG_TOPIC, Command, Event
+from events import CATALOG_TOPIC, Command, DefineSchema, Event
 from producers import EventProducer, Position, end_offsets, offset_after
-from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store, views
+from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store, views, wait_for_positions
 from projector.stores import describe, normalize
+from recordings import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, WorkerPool, object_store
 from sdk._lance import lance_table
-from sdk._objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, object_store
 from sdk._sql import CatalogTree
-from sdk._wait import DEFAULT_TIMEOUT_SECS, wait_for_positions
-from sdk._workers import WorkerPool
+from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk._writes import Ledger, WriteOutcome
 from sdk.errors import AlreadyExistsError, NotFoundError, WriteRefusedError
 
 Found = TypeVar("Found", Dataset, Table)
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write of a client: its commands, one event each, and what it is, as errors name it
+    (``registering file:///data/ep_1.rrd as layer 'base' of segment 'ep_1'``)."""
+
+    what: str
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A write as the log has it: its events, where they landed, and its handle in the client's
+    ledger (``ledger.claim`` it once its operation reports its outcome)."""
+
+    what: str
+    events: tuple[Event, ...]
+    positions: tuple[Position, ...]
+    handle: int
 
 
 def outcome_error(outcome: Outcome, what: str) -> Exception | None:
@@ -171,37 +192,50 @@ class Connection:
 
     # -- writes -------------------------------------------------------------------------------
 
-    def event(self, entry_id: uuid.UUID, command: Command) -> Event:
+    def submit(self, entry_id: uuid.UUID, writes: Sequence[Write], *,
+               schemas: Sequence[DefineSchema] = ()) -> list[Submitted]:
+        """Append ``writes``, commands on the entry ``entry_id``, to the log in order, in one batch,
+        and keep each write open until its outcome is settled by a read, ``settle`` or its
+        operation; their positions once Kafka has them all, which the client's later reads wait for.
+
+        ``schemas`` are the definitions of the schemas the writes name by reference: those neither
+        defined through this connection before nor in the store go first, each once. Raises
+        ``ValueError`` for a connection as of a point (nothing is sent), ``DeliveryError`` if
+        Kafka does not acknowledge the events in time.
+        """
+        self.writable()
+        undefined = self._undefined(schemas)
+        definitions = [self._event(entry_id, definition) for definition in undefined]
+        events = [[self._event(entry_id, command) for command in write.commands] for write in writes]
+        positions = self._producer.send([*definitions, *(e for group in events for e in group)])
+        self.ledger.wrote(positions)
+        self._defined.update(definition.sha256 for definition in undefined)
+        submitted = []
+        at = len(definitions)
+        for write, group in zip(writes, events, strict=True):
+            where = positions[at:at + len(group)]
+            at += len(group)
+            handle = self.ledger.track(write.what, group, where)
+            submitted.append(Submitted(write.what, tuple(group), tuple(where), handle))
+        return submitted
+
+    def _event(self, entry_id: uuid.UUID, command: Command) -> Event:
         """``command`` on the entry ``entry_id``, as this client's event."""
         return Event(dataset_id=entry_id, command=command, producer_id=self.producer_id)
 
-    def send(self, events: Sequence[Event]) -> list[Position]:
-        """Append ``events`` to the log in order; their positions once Kafka has them all, which
-        the client's later reads wait for. Raises ``DeliveryError`` if Kafka does not
-        acknowledge them in time."""
-        self.writable()
-        positions = self._producer.send(list(events))
-        self.ledger.wrote(positions)
-        return positions
-
-    def submit(self, what: str, events: Sequence[Event]) -> tuple[int, list[Position]]:
-        """``send`` a write (``what`` names it in errors) and keep it open until its outcome is
-        settled by a read, ``settle`` or its operation (``ledger.claim``); returns its ledger
-        handle and the events' positions."""
-        positions = self.send(events)
-        return self.ledger.track(what, events, positions), positions
-
-    def undefined_schemas(self, digests: Sequence[str]) -> list[str]:
-        """Of ``digests``, those neither in the store nor defined earlier through this connection
-        (its definitions are in the log before anything it produces next), in the given order."""
-        candidates = [d for d in digests if d not in self._defined]
-        stored = set(self.peek.schemas(candidates))
+    def _undefined(self, schemas: Sequence[DefineSchema]) -> list[DefineSchema]:
+        """Of ``schemas``, each digest once, those neither in the store nor defined earlier through
+        this connection (its definitions are in the log before anything it produces next), in
+        the given order."""
+        candidates: dict[str, DefineSchema] = {}
+        for definition in schemas:
+            if definition.sha256 not in self._defined:
+                candidates.setdefault(definition.sha256, definition)
+        if not candidates:
+            return []
+        stored = set(self.peek.schemas(list(candidates)))
         self._defined.update(stored)
-        return [d for d in candidates if d not in stored]
-
-    def defined(self, digests: Sequence[str]) -> None:
-        """Note that ``digests`` are defined by events this connection has sent."""
-        self._defined.update(digests)
+        return [d for digest, d in candidates.items() if digest not in stored]
 
     # -- waiting for the projection -----------------------------------------------------------
 

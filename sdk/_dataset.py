@@ -1,6 +1,6 @@
 """Dataset entries, in the shape of rerun-sdk's ``DatasetEntry``: registering recordings as
-layers of segments, blueprints, and the catalog's reads of a dataset (segment table, manifest,
-schema); the recordings' data through ``DatasetSelection``.
+layers of segments (``sdk._registration``), blueprints, and the catalog's reads of a dataset
+(segment table, manifest, schema); the recordings' data through ``DatasetSelection``.
 
 Every mutation is a command event appended to the log; the call's operation waits until the
 projection has passed the event's offset and reports the outcome the projector recorded for it.
@@ -8,12 +8,10 @@ projection has passed the event's offset and reports the outcome the projector r
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
-import sys
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -26,7 +24,6 @@ from events import (
     AssetMode,
     AssetScopeEdit,
     CreateTag,
-    DefineSchema,
     DeleteDataset,
     DeleteTag,
     OnDuplicate,
@@ -34,7 +31,7 @@ from events import (
     ScopeAsset,
     UnregisterLayers,
 )
-from events.names import RECORDING_SUFFIXES, check_dataset_name, check_layer_name, check_tag_name
+from events.names import check_dataset_name, check_tag_name
 from projector import (
     AssetScope,
     CatalogReader,
@@ -46,24 +43,29 @@ from projector import (
     schemas,
     views,
 )
-from projector.fold import MAX_PROPERTIES_BYTES
-from sdk import _reader
+from recordings import (
+    Contents,
+    LayerFile,
+    NotFoundError,
+    ObjectStore,
+    ObjectStoreSettings,
+    Progress,
+    WorkerPool,
+    layer_files,
+    read_recording,
+    rerun_schema,
+    segment_store,
+)
+from sdk import _registration
 from sdk._connection import Connection
-from sdk._contents import Contents
 from sdk._entry import Entry
-from sdk._objects import ObjectStore, ObjectStoreSettings, is_object_url
-from sdk._operations import Operation, RegisteredItem, RegistrationOperation
-from sdk._recordings import Recording, local_path, read_recording, with_properties
+from sdk._operations import Operation, RegistrationOperation
+from sdk._registration import Properties
 from sdk._selection import DatasetSelection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
-from sdk._workers import WorkerPool
-from sdk.errors import NotFoundError
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
-
-Properties = Mapping[str, Mapping[str, Any]]
-"""Properties given with a URI: ``{entity: {field: value}}``, like ``rr.send_property``."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,7 @@ class DatasetEntry(Entry[Dataset]):
         on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
         properties: Properties | Sequence[Properties | None] | None = None,
         object_store_config: ObjectStoreSettings = None,
+        progress: Progress | None = None,
     ) -> RegistrationOperation:
         """Register recordings (``file://`` or ``s3://`` URIs) as layers of their segments.
 
@@ -223,30 +226,23 @@ class DatasetEntry(Entry[Dataset]):
         ``session_token``, as a mapping or its JSON text); only their headers, footers and
         property chunks are fetched. ``layer_name`` is one name or one per
         URI. ``properties`` (``{entity: {field: value}}``, one mapping or one per URI) become
-        ``property:<entity>:<field>`` columns, over the file's own properties. All files are read
-        before anything is sent: a missing file raises ``NotFoundError``; an unreadable one, a bad
-        argument, or the same (segment, layer) twice in one call raises ``ValueError``; and then
-        nothing is produced. Returns an operation to ``wait()`` on.
+        ``property:<entity>:<field>`` columns, over the file's own properties. ``progress`` is
+        called with (recordings read, total) while the files are read, in the calling thread:
+        first with (0, total), then as they are read. All files are read before anything is
+        sent: a missing file raises ``NotFoundError``; an unreadable one, a bad argument, or the
+        same (segment, layer) twice in one call raises ``ValueError``; and then nothing is
+        produced. Returns an operation to ``wait()`` on.
 
         Examples:
             >>> dataset.register(["file:///data/a.rrd"], layer_name="quality").wait()  # doctest: +SKIP
             RegistrationResult(segment_ids=['ILIAD_50aee79f_2023_07_12_20h_55m_08s'])
+            >>> dataset.register(uris, progress=lambda done, total: bar.update(done))  # doctest: +SKIP
         """
         self._internal.writable()
-        uri_list = [uris] if isinstance(uris, str) else list(uris)
-        if not uri_list:
-            raise ValueError("no data sources to register: register() needs at least one URI")
-        layer_names = _per_uri("layer_name", layer_name, len(uri_list), str)
-        for name in layer_names:
-            check_layer_name(name)
-        property_list = _per_uri("properties", properties, len(uri_list), Mapping)
-        mode = _on_duplicate(on_duplicate)
-        recordings = _read_recordings(uri_list, self._internal.objects(object_store_config),
-                                      self._internal.workers,
-                                      blueprint=self._seen.kind is DatasetKind.BLUEPRINT)
-        recordings = [r if p is None else with_properties(r, p)
-                      for r, p in zip(recordings, property_list, strict=True)]
-        return self._register(recordings, layer_names, mode)
+        request = _registration.request(uris, layer_name, on_duplicate, properties)
+        return _registration.register(self._internal, self._id, request,
+                                      objects=self._internal.objects(object_store_config),
+                                      blueprint=self._seen.kind is DatasetKind.BLUEPRINT, progress=progress)
 
     def register_prefix(
         self,
@@ -255,71 +251,19 @@ class DatasetEntry(Entry[Dataset]):
         on_duplicate: OnDuplicate | str = OnDuplicate.ERROR,
         *,
         object_store_config: ObjectStoreSettings = None,
+        progress: Progress | None = None,
     ) -> RegistrationOperation:
         """Register every ``.rrd`` under a ``file://`` directory or an ``s3://`` prefix,
-        recursively, in path order (``object_store_config`` as in ``register``).
+        recursively, in path order (``object_store_config`` and ``progress`` as in ``register``).
 
-        Prints progress to stderr while reading a large prefix. ``ValueError`` if the prefix
-        holds no recording, ``NotFoundError`` if it (or its bucket) does not exist.
+        ``ValueError`` if the prefix holds no recording, ``NotFoundError`` if it (or its bucket)
+        does not exist.
         """
         self._internal.writable()
         objects = self._internal.objects(object_store_config)
-        if is_object_url(recordings_prefix):
-            uris = objects.list(recordings_prefix, RECORDING_SUFFIXES)
-        else:
-            directory = local_path(recordings_prefix)
-            if directory.is_file():
-                raise ValueError(f"expected prefix / directory but got an object: {recordings_prefix} "
-                                 "is a file; register it with register(), or pass its directory")
-            if not directory.is_dir():
-                raise NotFoundError(f"no directory at {recordings_prefix} ({directory})")
-            uris = [p.as_uri() for p in sorted(directory.rglob("*"))
-                    if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES]
-        if not uris:
-            raise ValueError(f"no rrd files found in {recordings_prefix} (looked for "
-                             f"{', '.join(RECORDING_SUFFIXES)} files, recursively)")
-        name = check_layer_name(layer_name if layer_name is not None else "base")
-        mode = _on_duplicate(on_duplicate)
-        recordings = _read_recordings(uris, objects, self._internal.workers,
-                                      blueprint=self._seen.kind is DatasetKind.BLUEPRINT)
-        return self._register(recordings, [name] * len(recordings), mode)
-
-    def _register(
-        self, recordings: list[Recording], layer_names: list[str], mode: OnDuplicate
-    ) -> RegistrationOperation:
-        seen: dict[tuple[str, str], str] = {}
-        for recording, name in zip(recordings, layer_names, strict=True):
-            key = (recording.recording_id, name)
-            if key in seen:
-                raise ValueError(f'duplicate segment layers in request: segment "{key[0]}", layer '
-                                 f'"{name}" comes from both {seen[key]} and {recording.uri}')
-            seen[key] = recording.uri
-            size = recording.properties.nbytes if recording.properties is not None else 0
-            if size > MAX_PROPERTIES_BYTES:
-                raise ValueError(f"{recording.uri}: its properties take {size} bytes, more than the "
-                                 f"{MAX_PROPERTIES_BYTES} a layer may have; store large values in "
-                                 "the recording's data instead")
-        # Schemas travel by reference: each distinct one is defined once, before its first use.
-        definitions: dict[str, bytes] = {}
-        events = []
-        for recording, name in zip(recordings, layer_names, strict=True):
-            command, named = recording.register_layer(name, mode)
-            for digest, schema in named.items():
-                definitions.setdefault(digest, schema)
-            events.append(self._internal.event(self._id, command))
-        unknown = self._internal.undefined_schemas(list(definitions))
-        events = [self._internal.event(self._id, DefineSchema(digest, definitions[digest]))
-                  for digest in unknown] + events
-        positions = self._internal.send(events)
-        self._internal.defined(unknown)
-        registered = len(unknown)
-        items = []
-        for recording, name, event, position in zip(recordings, layer_names, events[registered:],
-                                                    positions[registered:], strict=True):
-            what = f"registering {recording.uri} as layer {name!r} of segment {recording.recording_id!r}"
-            handle = self._internal.ledger.track(what, [event], [position])
-            items.append(RegisteredItem(recording.uri, recording.recording_id, event, position, handle))
-        return RegistrationOperation(self._internal, items)
+        request = _registration.prefix_request(recordings_prefix, layer_name, on_duplicate, objects)
+        return _registration.register(self._internal, self._id, request, objects=objects,
+                                      blueprint=self._seen.kind is DatasetKind.BLUEPRINT, progress=progress)
 
     def unregister(
         self, *, segments_to_drop: str | Sequence[str] = (), layers_to_drop: str | Sequence[str] = ()
@@ -438,7 +382,7 @@ class DatasetEntry(Entry[Dataset]):
         """Rerun's ``Schema`` of the dataset: its index columns and the component columns of
         every layer (``index_columns()``, ``component_columns()``, ``entity_paths()``,
         ``column_names()``, ``to_arrow()``...); empty before the first layer."""
-        return _reader.rerun_schema(self.arrow_schema())
+        return rerun_schema(self.arrow_schema())
 
     def arrow_schema(self) -> pa.Schema:
         """The merged Arrow schema of every layer's data, with Rerun's field metadata (empty
@@ -518,15 +462,15 @@ class DatasetEntry(Entry[Dataset]):
         if not layers.num_rows:
             raise NotFoundError(f"Segment {segment_id!r} not found in dataset {self.name!r}")
         config = self._internal.object_store_config
-        files = _reader.layer_files(layers, config)[segment_id]
-        asset_files: list[_reader.LayerFile] = []
+        files = layer_files(layers, config)[segment_id]
+        asset_files: list[LayerFile] = []
         applying = self.assets_for_segment(segment_id) if include_assets and not self._seen.hidden else []
         if applying:
             assets = self._companion(DatasetKind.ASSET)._layer_table()
             assets = assets.filter(pc.is_in(assets.column("segment_id"), pa.array(applying)))
-            by_asset = _reader.layer_files(assets, config)
+            by_asset = layer_files(assets, config)
             asset_files = [file for asset in applying for file in by_asset[asset]]
-        return _reader.segment_store(files, self.name, asset_files)
+        return segment_store(files, self.name, asset_files)
 
     def filter_segments(self, segment_ids: str | Sequence[str] | datafusion.DataFrame) -> DatasetSelection:
         """A selection of these segments (see ``DatasetSelection.filter_segments``)."""
@@ -565,30 +509,6 @@ class DatasetEntry(Entry[Dataset]):
         """The first and last value of every index, per segment (see
         ``DatasetSelection.get_index_ranges``)."""
         return DatasetSelection(self._internal, self).get_index_ranges()
-
-
-def _per_uri(name: str, value: Any, count: int, single: type) -> list[Any]:
-    """``value`` repeated for each URI if it is one, else checked to have one per URI."""
-    if value is None or isinstance(value, single):
-        return [value] * count
-    values = list(value)
-    if len(values) != count:
-        raise ValueError(f"{name} has {len(values)} entries for {count} URIs: a list of them must be "
-                         "the same length as the URIs (or pass one for all)")
-    return values
-
-
-def _on_duplicate(value: OnDuplicate | str) -> OnDuplicate:
-    try:
-        return OnDuplicate(str(value.value if isinstance(value, OnDuplicate) else value).lower())
-    except ValueError:
-        raise ValueError(f"on_duplicate must be one of {[m.value for m in OnDuplicate]}, "
-                         f"got {value!r}") from None
-
-
-OBJECT_READERS = 16
-"""Recordings in object storage read at once by one registration: each costs round trips, not
-CPU."""
 
 
 _FILE_SCHEMAS: dict[tuple[str, int], bytes] = {}
@@ -633,36 +553,3 @@ def _asset_mode(mode: AssetMode | str) -> AssetMode:
 def companion_dataset(internal: Connection, owner_id: uuid.UUID, kind: DatasetKind) -> DatasetEntry:
     """An entry's hidden dataset of ``kind``; ``NotFoundError`` if it was deleted."""
     return DatasetEntry(internal, internal.find_dataset(None, companion_id(owner_id, kind)))
-
-
-def _read_recordings(uris: list[str], objects: ObjectStore, workers: WorkerPool, *,
-                     blueprint: bool) -> list[Recording]:
-    """What registration needs of each URI (each a blueprint's, with ``blueprint``), in order:
-    local files read in the client's worker processes, ``s3://`` ones on threads (their time is
-    the object store's). The first error is the call's, and stops the reads not yet started.
-    Prints progress to stderr for 100 or more."""
-    read = functools.partial(read_recording, objects=objects, blueprint=blueprint)
-    remote = any(map(is_object_url, uris))
-    recordings: list[Recording] = []
-    threads = concurrent.futures.ThreadPoolExecutor(OBJECT_READERS) if remote else None
-    if threads is not None:
-        futures = [threads.submit(read, uri) for uri in uris]
-    else:
-        spread = workers.spreads(len(uris))
-        futures = [workers.submit(uri, read, uri, spread=spread) for uri in uris]
-    try:
-        for future in futures:
-            recordings.append(future.result())
-            done = len(recordings)
-            if len(uris) >= 100 and (done % 100 == 0 or done == len(uris)):
-                print(f"\rreading recordings: {done}/{len(uris)}", end="", file=sys.stderr)
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        raise
-    finally:
-        if threads is not None:
-            threads.shutdown()
-    if len(uris) >= 100:
-        print(file=sys.stderr)
-    return recordings

@@ -10,8 +10,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from events import OnDuplicate, SetDefaultBlueprint
 from projector import CatalogReader, Dataset, Table
+from recordings import ObjectStoreSettings
 from sdk._connection import Connection
-from sdk._objects import ObjectStoreSettings
 from sdk._operations import Operation, RegistrationOperation
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk.errors import NotFoundError

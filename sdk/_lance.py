@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from events import import_extra
-from sdk._recordings import local_path
-from sdk.errors import NotFoundError
+from recordings import NotFoundError, local_path
 
 
 def lance_table(url: str) -> Any:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from events import Command, Event
 from producers import Position
 from projector import Outcome, Status
-from sdk._connection import Connection
+from sdk._connection import Connection, Write
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 
 if TYPE_CHECKING:
@@ -95,9 +95,8 @@ class Operation:
     @classmethod
     def submit(cls, internal: Connection, entry_id: uuid.UUID, command: Command, what: str) -> Operation:
         """Send ``command`` on the entry ``entry_id``; ``what`` names it in errors."""
-        event = internal.event(entry_id, command)
-        handle, [position] = internal.submit(what, [event])
-        return cls(internal, event, position, what, handle)
+        [submitted] = internal.submit(entry_id, [Write(what, (command,))])
+        return cls(internal, submitted.events[0], submitted.positions[0], what, submitted.handle)
 
     def wait(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> Outcome:
         """Block until the projection has applied the command; raise what it decided if it was

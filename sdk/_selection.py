@@ -1,7 +1,7 @@
 """A dataset narrowed to some segments and some contents, as ``rerun.catalog.DatasetSelection``.
 
 ``DatasetEntry.filter_segments()`` and ``filter_contents()`` return one; either call narrows it
-again. Nothing is read until ``reader()``'s DataFrame is executed (see ``sdk._reader``).
+again. Nothing is read until ``reader()``'s DataFrame is executed (see ``recordings.segments``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,21 @@ from datafusion import col, lit
 from datafusion import functions as F
 
 from projector import views
-from sdk import _reader
+from recordings import (
+    SEGMENT_ID,
+    Contents,
+    LayerFile,
+    ReadOptions,
+    expressions,
+    index_names,
+    layer_files,
+    output_schema,
+    rerun_schema,
+    segments_dataset,
+    selected_schema,
+    with_manifest_ranges,
+)
 from sdk._connection import Connection
-from sdk._contents import Contents, expressions
-from sdk._reader import SEGMENT_ID, LayerFile, ReadOptions
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
@@ -111,11 +122,11 @@ class DatasetSelection:
     def schema(self) -> Schema:
         """Rerun's ``Schema`` of the selection: the index columns and the component columns the
         content filters select."""
-        return _reader.rerun_schema(self.arrow_schema())
+        return rerun_schema(self.arrow_schema())
 
     def arrow_schema(self) -> pa.Schema:
         """``schema()`` as an Arrow schema, with Rerun's field metadata."""
-        return _reader.selected_schema(self._dataset.arrow_schema(), self._content_groups or (EVERYTHING,))
+        return selected_schema(self._dataset.arrow_schema(), self._content_groups or (EVERYTHING,))
 
     def segment_table(self, join_meta: datafusion.DataFrame | None = None,
                       join_key: str = SEGMENT_ID) -> datafusion.DataFrame:
@@ -168,7 +179,7 @@ class DatasetSelection:
         if index is not None and values is None:  # resampled rows may lie outside a segment's range
             ranges = _known_ranges(layers, index, schema.field(index).type)
         return self._internal.ctx.read_table(
-            _reader.segments_dataset(segments, options, schema, self._internal.workers, values, ranges))
+            segments_dataset(segments, options, schema, self._internal.workers, values, ranges))
 
     def to_spark(
         self,
@@ -214,9 +225,9 @@ class DatasetSelection:
                                 include_semantically_empty_columns=include_semantically_empty_columns,
                                 include_tombstone_columns=include_tombstone_columns,
                                 fill_latest_at=fill_latest_at)
-        schema = _reader.output_schema(dataset_schema, options)
+        schema = output_schema(dataset_schema, options)
         layers = self._layers()
-        segments = _reader.layer_files(layers, self._internal.object_store_config)
+        segments = layer_files(layers, self._internal.object_store_config)
         values = None
         if using_index_values is not None:
             values = self._index_values(index, using_index_values, layers, dataset_schema)
@@ -275,9 +286,9 @@ class DatasetSelection:
 def _ranges(layers: pa.Table, dataset_schema: pa.Schema) -> pa.Table:
     """``rerun_segment_id`` and every index's ``:start`` and ``:end``, per segment of ``layers``
     (layers registered before envelope v4: from their files' manifests)."""
-    table = views.index_ranges(_reader.with_manifest_ranges(layers)).sort_by(SEGMENT_ID)
+    table = views.index_ranges(with_manifest_ranges(layers)).sort_by(SEGMENT_ID)
     columns = {SEGMENT_ID: table.column(SEGMENT_ID)}
-    for name in _reader.index_names(dataset_schema):
+    for name in index_names(dataset_schema):
         kind = dataset_schema.field(name).type
         for marker in ("start", "end"):
             column = f"{name}:{marker}"

@@ -1,5 +1,5 @@
 """A dataset read on a Spark cluster: each segment read whole by one task on an executor, with the
-same code as ``reader()`` (``sdk._reader.read_segment``), through ``mapInArrow``.
+same code as ``reader()`` (``recordings.read_segment``), through ``mapInArrow``.
 
 Segments are packed into partitions as Spark's file sources pack files: a segment is never split,
 and a partition takes segments while their bytes plus an opening cost of 4 MiB each stay under
@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sdk._reader import LayerFile, ReadOptions, read_segment
+from recordings import LayerFile, ReadOptions, read_segment
 
 MAX_PARTITION_BYTES = 128 * 1024 * 1024
 OPEN_COST_BYTES = 4 * 1024 * 1024

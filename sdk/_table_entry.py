@@ -19,7 +19,7 @@ import pyarrow as pa
 from events import DeleteTable, RenameTable, TableWriteMode, WriteTable
 from events.names import check_table_name
 from projector import CatalogReader, DatasetKind, EntryKind, Table, table_rows, views
-from sdk._connection import Connection
+from sdk._connection import Connection, Write
 from sdk._dataset import DatasetEntry, companion_dataset
 from sdk._entry import Entry
 from sdk._operations import Operation
@@ -145,10 +145,9 @@ class TableEntry(Entry[Table]):
             table_rows.check_index(rows, index)
         parts = _parts(rows)
         write_id = uuid.uuid4().hex if len(parts) > 1 else ""
-        events = [self._internal.event(self._id, WriteTable(mode, part, write_id, n, len(parts)))
-                  for n, part in enumerate(parts)]
+        commands = tuple(WriteTable(mode, part, write_id, n, len(parts)) for n, part in enumerate(parts))
         rows_text = f"{rows.num_rows} row{'s' * (rows.num_rows != 1)}"
-        self._internal.submit(f"{mode} of {rows_text} to table {table.name!r}", events)
+        self._internal.submit(self._id, [Write(f"{mode} of {rows_text} to table {table.name!r}", commands)])
 
 
 def _from_batches(schema: pa.Schema, batches: Batches) -> pa.Table | None:

@@ -1,51 +1,5 @@
-"""Waiting, bounded, for the projection to pass the offsets of our own events."""
-
-from __future__ import annotations
-
-import time
-from collections.abc import Iterable
-
-from producers import Position
-from projector import CatalogReader
-from sdk.errors import ProjectionTimeoutError
+"""How long the SDK's calls wait for the projection, unless told otherwise. The waiting itself is
+the projection store's (``projector.wait_for_positions``)."""
 
 DEFAULT_TIMEOUT_SECS = 60.0
 """How long a call waits for the projection to apply its events, unless told otherwise."""
-SLICE_SECS = 1.0
-"""The longest a wait sleeps between two reads of the store's offsets, should a wake-up be lost
-(a PostgreSQL listener reconnecting, say)."""
-
-
-def wait_for_positions(
-    store: CatalogReader, positions: Iterable[Position], timeout_secs: float | None
-) -> None:
-    """Block until the store's next offset is past every position (``>``, never ``==``: Kafka
-    transactions leave gaps in offsets).
-
-    Reads the store's offsets again each time the projector commits (the store's
-    ``wait_for_commit``: SQLite's data version checked every millisecond, PostgreSQL's
-    ``LISTEN``), against a monotonic deadline; ``timeout_secs=None`` waits forever. Raises
-    ``ProjectionTimeoutError`` naming the awaited positions and how far the store got.
-    """
-    awaited = sorted(set(positions))
-    needed: dict[tuple[str, int], int] = {}
-    for p in awaited:
-        needed[(p.topic, p.partition)] = max(needed.get((p.topic, p.partition), -1), p.offset)
-    deadline = None if timeout_secs is None else time.monotonic() + timeout_secs
-    version = store.data_version()
-    while True:
-        reached = store.next_offsets()
-        if all(reached.get(key, 0) > offset for key, offset in needed.items()):
-            return
-        left = SLICE_SECS if deadline is None else min(SLICE_SECS, deadline - time.monotonic())
-        if left <= 0:
-            behind = ", ".join(
-                f"{topic}[{partition}] offset {offset} (store's next offset: "
-                f"{reached.get((topic, partition), 0)})"
-                for (topic, partition), offset in sorted(needed.items())
-                if reached.get((topic, partition), 0) <= offset)
-            raise ProjectionTimeoutError(
-                f"the projection did not pass {behind} within {timeout_secs:g} s; is the "
-                f"projector running (strata up) and reading the same topics?",
-                awaited, {key: reached.get(key, 0) for key in needed})
-        version = store.wait_for_commit(version, left)

@@ -2,16 +2,16 @@
 
     StrataError
     ├── AlreadyExistsError      an entry (dataset or table) name is taken
-    ├── NotFoundError (LookupError)
+    ├── NotFoundError (LookupError, from recordings)
     │                           no dataset or table with that id, or no file at a registered URI
-    ├── RecordingChangedError (ValueError)
+    ├── RecordingChangedError (ValueError, from recordings)
     │                           a registered recording's file changed since its registration
-    ├── ProjectionTimeoutError (TimeoutError)
+    ├── ProjectionTimeoutError (TimeoutError, from projector)
     │                           the projection did not reach an event's offset in time
     ├── StoreUnavailableError (RuntimeError, from projector)
     │                           the projection store cannot be opened or read: a missing file,
     │                           a PostgreSQL server down or refusing the credentials
-    ├── ObjectStoreError (ConnectionError)
+    ├── ObjectStoreError (ConnectionError, from recordings)
     │                           an s3:// endpoint cannot be reached or refuses the credentials
     ├── MissingExtraError (ImportError, from events)
     │                           a part used without its optional dependencies; names the
@@ -21,7 +21,7 @@
     ├── WriteRefusedError (ValueError)
     │                           writes the catalog refused after they returned (a table
     │                           deleted meanwhile): raised by the client's next read or flush()
-    └── WorkerError (RuntimeError)
+    └── WorkerError (RuntimeError, from recordings)
                                 a worker process of the client died while reading a segment
                                 or a file, twice (it is replaced; the call names what it read)
 
@@ -38,11 +38,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rerun_bindings import AlreadyExistsError as RerunAlreadyExistsError
-from rerun_bindings import NotFoundError as RerunNotFoundError
 
 from events import MissingExtraError, StrataError
-from producers import DeliveryError, Position
-from projector import StoreUnavailableError
+from producers import DeliveryError
+from projector import ProjectionTimeoutError, StoreUnavailableError
+from recordings import NotFoundError, ObjectStoreError, RecordingChangedError, WorkerError
 
 if TYPE_CHECKING:
     from sdk._writes import WriteOutcome
@@ -50,33 +50,6 @@ if TYPE_CHECKING:
 
 class AlreadyExistsError(StrataError, RerunAlreadyExistsError):
     """Raised when trying to create a resource that already exists."""
-
-
-class NotFoundError(StrataError, LookupError, RerunNotFoundError):
-    """Raised when the requested resource is not found."""
-
-
-class ObjectStoreError(StrataError, ConnectionError):
-    """An object store could not be reached, or refused the request (credentials, permissions)."""
-
-
-class RecordingChangedError(StrataError, ValueError):
-    """A registered recording no longer has the size it was registered with: layers are immutable,
-    so its rows would not be the ones the catalog describes."""
-
-
-class ProjectionTimeoutError(StrataError, TimeoutError):
-    """The projection did not pass the awaited offsets before the deadline.
-
-    ``awaited`` lists the positions waited for, ``reached`` the store's next offset for each of
-    their partitions when the wait gave up.
-    """
-
-    def __init__(self, message: str, awaited: list[Position],
-                 reached: dict[tuple[str, int], int]) -> None:
-        super().__init__(message)
-        self.awaited = awaited
-        self.reached = reached
 
 
 class WriteRefusedError(StrataError, ValueError):
@@ -92,12 +65,6 @@ class WriteRefusedError(StrataError, ValueError):
                          f"acknowledged {'them' if len(refused) != 1 else 'it'}:\n{lines}")
         self.refused = list(refused)
         self.outcomes = list(outcomes)
-
-
-class WorkerError(StrataError, RuntimeError):
-    """A worker process of the client died while reading a segment or a registration file, on
-    the retry too. The message names what it was reading and the worker's exit; the client
-    starts a new worker for its next call."""
 
 
 __all__ = [

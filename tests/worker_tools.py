@@ -45,4 +45,4 @@ def assert_interrupt_leaves_no_worker(script: Path, *, after_secs: float = 0.0,
     assert not any(alive(pid) for pid in pids)
     listed = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
     assert not [line for line in listed.splitlines()
-                if "sdk._worker" in line and int(line.split()[0]) in pids]
+                if "recordings.worker" in line and int(line.split()[0]) in pids]

@@ -28,9 +28,10 @@ import dashboard as dashboard_package
 import sdk
 from browser import chromium
 from dashboard import ARROW_STREAM, Dashboard
-from events import CATALOG_TOPIC, DefineSchema, Event
+from events import CATALOG_TOPIC, Event
 from producers import EventProducer
-from sdk._recordings import read_recording
+from recordings import read_recording
+from sdk.layer_commands import layer_commands
 from stack import Server
 from stack_tools import produce_raw, wait_until
 from stores import dump
@@ -777,9 +778,9 @@ def register_many(server: Server, dataset: sdk.DatasetEntry, uri: str, count: in
     as the SDK makes them for that file (its schemas defined once, first), then sent straight to
     the broker as a pipeline would (``producers.EventProducer``), through the Spark projector
     like any other registration, without writing ``count`` files. Their ids, in order."""
-    template, schemas = read_recording(uri).register_layer("base")
+    template, definitions = layer_commands(read_recording(uri), "base")
     ids = [f"many_{i:05d}" for i in range(count)]
-    events = [Event(dataset.id, DefineSchema(digest, schema)) for digest, schema in schemas.items()]
+    events = [Event(dataset.id, definition) for definition in definitions]
     events += [Event(dataset.id, dataclasses.replace(template, segment_id=segment_id)) for segment_id in ids]
     with EventProducer(server.bootstrap_servers) as producer:
         positions = producer.send(events)

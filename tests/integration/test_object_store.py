@@ -13,9 +13,9 @@ import pytest
 
 import sdk
 from producers import end_offsets
+from projector import schemas
+from recordings import ObjectStore, ObjectStoreConfig, local_path, read_recording
 from s3 import EmbeddedS3
-from sdk._objects import ObjectStore, ObjectStoreConfig
-from sdk._recordings import local_path, read_recording
 from stack import Server
 from stack.droid import write_episode
 
@@ -63,7 +63,7 @@ def test_an_rrd_read_from_s3_is_the_local_file_read_with_a_fraction_of_its_bytes
         (local.recording_id, local.size_bytes, local.num_chunks, local.index_ranges)
     assert remote.arrow_schema.equals(local.arrow_schema, check_metadata=True)
     assert remote.properties is not None and remote.properties.equals(local.properties)
-    assert remote.properties_parts() == local.properties_parts()
+    assert schemas.properties_parts(remote.properties) == schemas.properties_parts(local.properties)
     assert episode.stat().st_size > 5_000_000
     assert 0 < read < 200_000, f"read {read} bytes of a {episode.stat().st_size}-byte recording"
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import sdk
-from sdk import _reader
+from recordings import segments
 from stack import Server
 from stack.droid import write_episode
 from worker_tools import alive, assert_interrupt_leaves_no_worker
@@ -143,7 +143,7 @@ def test_finished_scans_leave_nothing_behind(server: Server, droid: str) -> None
     for _ in range(3):
         _scan(client, droid)
     gc.collect()
-    assert not [o for o in gc.get_objects() if isinstance(o, _reader._SegmentFiles)
+    assert not [o for o in gc.get_objects() if isinstance(o, segments._SegmentFiles)
                 and o._workers is client._internal.workers]
 
 

@@ -1,5 +1,6 @@
 """The house's rooms (DESIGN.md, the Layout of docs/architecture.md): arrows run only downwards,
-no module takes part in an import cycle, the fold stays pure and Spark stays a thin adapter.
+no module takes part in an import cycle, no room reaches into another's private modules, the fold
+stays pure and Spark stays a thin adapter.
 
 The order of the rooms is the Layout table of docs/architecture.md, top room first: a room
 imports only rooms listed below it. Every import statement counts, also those inside functions or
@@ -55,6 +56,14 @@ def module_names(root: Path, files: list[Path]) -> dict[str, str]:
             if parts:
                 names.setdefault(".".join(parts), str(relative))
     return names
+
+
+def imported_modules(tree: ast.AST) -> Iterator[str]:
+    """The dotted name of every module an import statement anywhere in ``tree`` may load, as
+    written: ``import a.b`` gives ``a.b``, ``from a import b`` gives ``a.b`` (a module or a name
+    in ``a``)."""
+    for candidates in imported_names(tree):
+        yield candidates[0]
 
 
 def imported_names(tree: ast.AST) -> Iterator[tuple[str, ...]]:
@@ -140,6 +149,25 @@ def room_of(path: str) -> str:
     return path.split("/", 1)[0]
 
 
+def private_imports(root: Path) -> list[str]:
+    """Each import, outside ``tests/``, of a private module (a name starting with ``_``) of
+    another top-level package of the tree: ``path: module``. A room's private modules are its
+    own; other rooms use the names its ``__init__`` (or a public module) gives."""
+    files = python_files(root)
+    packages = {path.relative_to(root).parts[0] for path in files if len(path.relative_to(root).parts) > 1}
+    bad = []
+    for path in files:
+        here = str(path.relative_to(root))
+        if room_of(here) == "tests":
+            continue
+        for module in imported_modules(ast.parse(path.read_text(), filename=str(path))):
+            top, *inner = module.split(".")
+            if (top in packages and top != room_of(here)
+                    and any(part.startswith("_") and not part.startswith("__") for part in inner)):
+                bad.append(f"{here}: {module}")
+    return sorted(bad)
+
+
 def upward_imports(graph: Graph, rooms: list[str]) -> list[str]:
     """Each import from a room to one listed above it (or to a room the layout does not list)."""
     rank = {room: n for n, room in enumerate(rooms)}
@@ -170,6 +198,10 @@ def test_every_room_imports_only_rooms_listed_below_it_in_the_layout(graph: Grap
     code_rooms = {room_of(path) for path in graph if "/" in path}
     assert code_rooms <= set(rooms), f"rooms missing from the Layout: {code_rooms - set(rooms)}"
     assert upward_imports(graph, rooms) == []
+
+
+def test_no_room_imports_another_room_s_private_module() -> None:
+    assert private_imports(ROOT) == []
 
 
 def test_the_allowed_exceptions_are_still_there(graph: Graph) -> None:
@@ -217,6 +249,24 @@ def test_an_import_of_a_room_listed_above_is_found(tmp_path: Path) -> None:
                                                           "low/y.py -> top/__init__.py"]
 
 
+def test_an_import_of_another_room_s_private_module_is_found(tmp_path: Path) -> None:
+    root = make_tree(tmp_path, {
+        "top/__init__.py": "",
+        "top/a.py": "from low._inner import thing\n",
+        "top/b.py": "def later():\n    from low import _inner\n",
+        "top/c.py": "import low._inner.deeper\n",
+        "top/d.py": "from low import thing\nfrom low.public import other\nfrom top import _own\n",
+        "top/_own.py": "from low.__main__ import run\n",
+        "low/__init__.py": "from low._inner import thing\n",
+        "low/_inner.py": "thing = 1\n",
+        "low/public.py": "from low._inner import thing as other\n",
+        "tests/test_low.py": "from low._inner import thing\n",
+        "loose.py": "from low._inner import thing\n",
+    })
+    assert private_imports(root) == ["loose.py: low._inner.thing", "top/a.py: low._inner.thing",
+                                     "top/b.py: low._inner", "top/c.py: low._inner.deeper"]
+
+
 # -- third-party boundaries -------------------------------------------------------------------
 
 
@@ -252,9 +302,11 @@ def test_spark_streaming_does_not_import_kafka_clients() -> None:
     ("events", (*KAFKA_AND_SPARK, "sqlite_utils", "psycopg")),
     ("producers", ("pyspark", "sqlite_utils", "psycopg")),
     ("changelog", ("pyspark",)),
-    ("dashboard", ("pyspark",)),
+    ("dashboard", ("pyspark", "sdk", "stack")),  # the projector's views and the recordings only
     ("sdk", ("uvicorn", "starlette", "sse_starlette", "sqlite_utils", "psycopg", "selenium",
              "dashboard", "changelog", "spark_streaming")),
+    ("recordings", ("sdk", "dashboard", "changelog", "stack", "spark_streaming", "pyspark",
+                    "confluent_kafka")),
 ])
 def test_rooms_do_not_import_what_they_must_not_run(package: str, forbidden: tuple[str, ...]) -> None:
     assert offenders(package, forbidden) == {}

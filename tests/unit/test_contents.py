@@ -1,6 +1,6 @@
 """Entity path filters: strata's column selection against rerun-sdk's own query engine.
 
-``sdk._contents.selects`` decides which columns a dataset reader has; rerun's ``ChunkStore.reader``
+``recordings.selects`` decides which columns a dataset reader has; rerun's ``ChunkStore.reader``
 decides which rows of data a segment gives. Both must agree on every expression, so each case here
 runs the expressions through both on one recording and compares the entities.
 """
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rerun.chunk import ChunkStore, RrdReader
 
-from sdk._contents import expressions, selects
+from recordings import expressions, selects
 
 ENTITIES = ["/a", "/a/b", "/a/b/c", "/ab", "/x", "/x/y", "/__properties", "/__properties/episode"]
 """The recording's entities; rerun adds ``/__properties`` (its recording info) itself."""

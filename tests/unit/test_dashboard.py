@@ -26,11 +26,12 @@ from dashboard.recording_reads import RecordingReads
 from dashboard.segment import display, opening_timeline
 from dashboard.segment_tables import SegmentTables
 from dashboard.store_reads import StoreNotOpenError, StoreReads
-from events import CreateDataset, DefineSchema, Event
+from events import CreateDataset, Event
 from projector import CatalogReader, Change, ChangeKind, LogPosition, apply_batch, open_store
 from projector.stores.sqlite import SqliteStore
-from sdk._recordings import read_recording
+from recordings import read_recording
 from sdk.errors import NotFoundError, ObjectStoreError, RecordingChangedError
+from sdk.layer_commands import layer_commands
 
 from .conftest import create, log_record, register
 
@@ -272,9 +273,8 @@ def store_with(path: Path, dataset: str, recordings: list[Path]) -> Path:
     dataset_id = uuid.uuid4()
     events: list[Event] = [Event(dataset_id, CreateDataset(dataset))]
     for recording in recordings:
-        command, schemas = read_recording(recording.as_uri()).register_layer("base")
-        events += [Event(dataset_id, DefineSchema(digest, schema)) for digest, schema in schemas.items()]
-        events.append(Event(dataset_id, command))
+        command, definitions = layer_commands(read_recording(recording.as_uri()), "base")
+        events += [Event(dataset_id, c) for c in [*definitions, command]]
     fold_store(path, events)
     return path
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sdk._recordings import read_recording
+from recordings import read_recording
 from stack import demo
 from stack.droid import write_episode
 

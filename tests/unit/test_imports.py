@@ -56,6 +56,18 @@ def test_import_projector_loads_neither_spark_nor_kafka() -> None:
     assert loaded & {"pyspark", "confluent_kafka", "sqlite_utils", "psycopg"} == set()
 
 
+def test_import_recordings_loads_no_room_above_it_nor_kafka_nor_rerun_s_engine() -> None:
+    loaded, _ = loaded_after("import recordings")
+    assert {"recordings", "projector", "pyarrow"} <= loaded
+    assert loaded & {"sdk", "stack", "dashboard", "changelog", "spark_streaming", "producers",
+                     "confluent_kafka", "pyspark", "rerun"} == set()
+
+
+def test_import_sdk_leaves_rerun_s_engine_to_first_use() -> None:
+    loaded, _ = loaded_after("import sdk")
+    assert "recordings" in loaded and "rerun" not in loaded
+
+
 def test_import_dashboard_loads_neither_sdk_nor_spark() -> None:
     loaded, _ = loaded_after("import dashboard")
     assert "starlette" in loaded

@@ -9,8 +9,7 @@ import pytest
 
 from events import IndexKind
 from projector import layer_table
-from sdk._reader import ReadOptions, output_schema, with_manifest_ranges
-from sdk._recordings import read_recording
+from recordings import ReadOptions, output_schema, read_recording, with_manifest_ranges
 from stack.droid import write_episode
 
 

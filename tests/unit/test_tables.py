@@ -14,7 +14,7 @@ from events import CATALOG_TOPIC, IndexKind, IndexRange, OnDuplicate
 from projector import Layer, LogPosition, Segment, apply_batch, schemas
 from projector.stores.sqlite import SqliteStore
 from projector.views import manifest_table, segment_table
-from sdk._recordings import Recording
+from recordings import Recording
 
 from .conftest import Log, at, create, register, table_of
 

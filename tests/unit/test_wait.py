@@ -10,9 +10,8 @@ import pytest
 
 from events import CATALOG_TOPIC
 from producers import Position
-from projector import apply_batch
+from projector import apply_batch, wait_for_positions
 from projector.stores.sqlite import SqliteStore
-from sdk._wait import wait_for_positions
 from sdk.errors import ProjectionTimeoutError, StrataError
 
 from .conftest import create, log_record

@@ -1,4 +1,4 @@
-"""The client's worker processes (``sdk._workers``): tasks run in real worker processes and come
+"""The client's worker processes (``recordings.workers``): tasks run in real worker processes and come
 back as they would in process, a dead worker is replaced, and nothing outlives the pool."""
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sdk._reader import ipc_file
-from sdk._recordings import read_recording
-from sdk._workers import WorkerPool
-from sdk.errors import NotFoundError, WorkerError
+from recordings import NotFoundError, WorkerError, WorkerPool, ipc_file, read_recording
 from stack.droid import write_episode
 from worker_tools import alive, assert_interrupt_leaves_no_worker
 
@@ -160,7 +157,7 @@ def test_ctrl_c_in_the_caller_leaves_no_worker_behind(tmp_path: Path) -> None:
     script = tmp_path / "busy.py"
     script.write_text(textwrap.dedent("""
         import sys, time
-        from sdk._workers import WorkerPool
+        from recordings import WorkerPool
         pool = WorkerPool(2)
         futures = [pool.submit("sleeping", time.sleep, 30) for _ in range(4)]
         while len(pool.pids) < 2 or not pool._ready.is_set():

@@ -35,11 +35,12 @@ import pyarrow.fs as pafs
 import pyarrow.ipc
 
 from projector import layer_table
-from sdk._contents import PROPERTIES_ENTITY, selects
-from sdk._objects import ObjectStoreConfig, is_object_url, object_store
-from sdk._recordings import local_path, manifest_summary
-from sdk._workers import WorkerPool
-from sdk.errors import NotFoundError, RecordingChangedError
+from recordings.contents import PROPERTIES_ENTITY, selects
+from recordings.errors import NotFoundError, RecordingChangedError
+from recordings.files import manifest_summary
+from recordings.locations import is_object_url, local_path
+from recordings.objects import ObjectStoreConfig, object_store
+from recordings.workers import WorkerPool
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema

@@ -1,14 +1,15 @@
-"""Reading what registration needs from a recording file, without loading its data, from a local
-path or an object store.
+"""A recording file, read without loading its data, from a local path or an object store: its
+id, size, Arrow schema and properties (``read_recording``), and an ``.rrd``'s chunk index with
+each chunk's byte offset and size (``chunk_index``).
 
-``.rrd`` recordings are read with rerun-sdk (recording id, Arrow schema, static properties);
-Parquet and Arrow IPC files carry the recording id in their schema metadata (``recording_id``).
+``.rrd`` recordings are read with rerun-sdk, which reads their header, footer (the chunk index)
+and property chunks only; Parquet and Arrow IPC files carry the recording id in their schema
+metadata (``recording_id``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import struct
 import tempfile
@@ -17,24 +18,26 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.ipc
 import pyarrow.parquet as pq
 
-from events import IndexKind, IndexRange, OnDuplicate, RegisterLayer
+from events import IndexKind, IndexRange
 from projector import schemas
-from sdk._objects import ObjectStore, ObjectStoreConfig, RemoteObject, is_object_url, object_store
-from sdk.errors import NotFoundError, ObjectStoreError
+from recordings.contents import PROPERTIES_ENTITY
+from recordings.errors import NotFoundError, ObjectStoreError
+from recordings.locations import is_object_url, local_path
+from recordings.objects import ObjectStore, ObjectStoreConfig, RemoteObject, object_store
 
-PROPERTIES_ENTITY = "/__properties"
 RECORDING_ID_KEY = b"recording_id"
 
 
 @dataclass(frozen=True)
 class Recording:
+    """What ``read_recording`` read of a recording file."""
+
     uri: str
     recording_id: str
     size_bytes: int
@@ -54,33 +57,8 @@ class Recording:
             return self.schema_message
         return schemas.canonical_bytes(self.arrow_schema)
 
-    def properties_parts(self) -> tuple[bytes, bytes] | None:
-        """The properties as envelope v5 carries them (schema message, compressed batch); None if
-        the recording has none."""
-        if self.properties is None or self.properties.num_columns == 0:
-            return None
-        return schemas.properties_parts(self.properties)
-
-    def register_layer(self, layer_name: str, on_duplicate: OnDuplicate = OnDuplicate.ERROR
-                       ) -> tuple[RegisterLayer, dict[str, bytes]]:
-        """The command registering this file as ``layer_name``, its schemas by reference, and
-        the schemas it names (digest -> Arrow IPC schema message) for ``DefineSchema``."""
-        layer_schema = self.schema_bytes()
-        schema_sha256 = schemas.digest(layer_schema)
-        definitions = {schema_sha256: layer_schema}
-        properties_sha256, batch = "", b""
-        if (parts := self.properties_parts()) is not None:
-            properties_sha256 = schemas.digest(parts[0])
-            definitions[properties_sha256] = parts[0]
-            batch = parts[1]
-        command = RegisterLayer(
-            segment_id=self.recording_id, layer_name=layer_name, storage_url=self.uri,
-            on_duplicate=on_duplicate, size_bytes=self.size_bytes, schema_sha256=schema_sha256,
-            properties_schema_sha256=properties_sha256, properties_batch=batch,
-            num_chunks=self.num_chunks, index_ranges=self.index_ranges)
-        return command, definitions
-
     def properties_bytes(self) -> bytes:
+        """The properties as one Arrow IPC stream; empty if the recording has none."""
         if self.properties is None or self.properties.num_columns == 0:
             return b""
         sink = pa.BufferOutputStream()
@@ -88,25 +66,6 @@ class Recording:
             writer.write_table(self.properties)
         data: bytes = sink.getvalue().to_pybytes()
         return data
-
-
-def local_path(uri: str) -> Path:
-    """The local file a ``file://`` URI names. Raises ``ValueError`` for anything else."""
-    if not isinstance(uri, str):
-        raise ValueError(f"expected a URI string, got {type(uri).__name__}: {uri!r}")
-    return _local_path(uri)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _local_path(uri: str) -> Path:
-    """``local_path``, remembered: a scan asks it of every layer's file."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        hint = f" (for a local file use {Path(uri).absolute().as_uri()!r})" if not parsed.scheme else ""
-        raise ValueError(f"{uri!r} is not a file:// URL{hint}; this reads local files")
-    if parsed.netloc not in ("", "localhost"):
-        raise ValueError(f"{uri!r} names host {parsed.netloc!r}; only local files are supported")
-    return Path(url2pathname(unquote(parsed.path)))
 
 
 def read_recording(uri: str, objects: ObjectStore | None = None, *, blueprint: bool = False) -> Recording:
@@ -132,15 +91,7 @@ def read_recording(uri: str, objects: ObjectStore | None = None, *, blueprint: b
         remote_object = store.open(uri)
         size = remote_object.size
     else:
-        if isinstance(uri, str) and ":" in uri and not uri.lower().startswith("file:"):
-            raise ValueError(f"{uri!r} is not a file:// or s3:// URL; recordings are read from those")
-        path = local_path(uri)
-        if not path.exists():
-            raise NotFoundError(f"no file at {uri} ({path} does not exist)")
-        if not path.is_file():
-            raise ValueError(f"{uri} is not a file ({path} is a directory or special file)")
-        if not os.access(path, os.R_OK):
-            raise ValueError(f"{uri} cannot be read (permission denied for {path})")
+        path = _local_file(uri)
         size, suffix = path.stat().st_size, path.suffix.lower()
         _check_suffix(uri, suffix, blueprint)
 
@@ -176,6 +127,54 @@ def read_recording(uri: str, objects: ObjectStore | None = None, *, blueprint: b
                      schemas.canonical_bytes(schema))
 
 
+def chunk_index(uri: str, objects: ObjectStore | None = None) -> pa.Table:
+    """The chunk index of the recording in the ``.rrd`` at a ``file://`` or ``s3://`` URL (its
+    first recording), read from the file's footer: no chunk is read, and of an ``s3://`` object
+    (read with ``objects``, default the AWS variables' settings) only the header and footers are
+    fetched.
+
+    One row per chunk, as rerun-sdk indexes it: ``chunk_id``, ``chunk_entity_path``,
+    ``chunk_is_static``, ``chunk_num_rows``, ``chunk_byte_offset`` and ``chunk_byte_size`` (where
+    the chunk's bytes are in the file), ``chunk_byte_size_uncompressed``, and the chunk's first and
+    last value on each timeline (``<timeline>:start``, ``<timeline>:end``, and the same per
+    component), with Rerun's field metadata.
+
+    Raises ``ValueError`` for another kind of URL or a file that is not an ``.rrd`` recording,
+    ``NotFoundError`` for a path or object that does not exist, ``ObjectStoreError`` for an object
+    store that cannot be reached or refuses the credentials.
+
+    Examples:
+        >>> index = chunk_index("file:///data/ep_1.rrd")  # doctest: +SKIP
+        >>> where = ["chunk_entity_path", "chunk_byte_offset", "chunk_byte_size"]  # doctest: +SKIP
+        >>> index.select(where).slice(0, 1).to_pylist()  # doctest: +SKIP
+        [{'chunk_entity_path': '/__properties', 'chunk_byte_offset': 176, 'chunk_byte_size': 961}]
+    """
+    if is_object_url(uri):
+        store = objects or object_store(ObjectStoreConfig.resolve())
+        _check_rrd_suffix(uri, PurePosixPath(urlparse(uri).path).suffix.lower())
+        remote_object = store.open(uri)
+        with _rrd_replica(remote_object, store) as (replica, _):
+            return _read_chunk_index(replica, uri)
+    path = _local_file(uri)
+    _check_rrd_suffix(uri, path.suffix.lower())
+    return _read_chunk_index(path, uri)
+
+
+def _local_file(uri: str) -> Path:
+    """The readable local file of a ``file://`` URI. ``ValueError`` for another kind of URL, a
+    directory or an unreadable file, ``NotFoundError`` for a path that does not exist."""
+    if isinstance(uri, str) and ":" in uri and not uri.lower().startswith("file:"):
+        raise ValueError(f"{uri!r} is not a file:// or s3:// URL; recordings are read from those")
+    path = local_path(uri)
+    if not path.exists():
+        raise NotFoundError(f"no file at {uri} ({path} does not exist)")
+    if not path.is_file():
+        raise ValueError(f"{uri} is not a file ({path} is a directory or special file)")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{uri} cannot be read (permission denied for {path})")
+    return path
+
+
 _IPC_SUFFIXES = (".arrow", ".arrows", ".feather", ".ipc")
 
 
@@ -187,6 +186,12 @@ def _check_suffix(uri: str, suffix: str, blueprint: bool) -> None:
         raise ValueError(
             f"{uri}: unsupported file type {suffix or '(none)'}; expected .rrd, .parquet or "
             "an Arrow IPC file (.arrow, .arrows, .feather)")
+
+
+def _check_rrd_suffix(uri: str, suffix: str) -> None:
+    if suffix != ".rrd":
+        raise ValueError(f"{uri}: unsupported file type {suffix or '(none)'}; a chunk index is "
+                         "read from an .rrd recording")
 
 
 _RRD_HEADER_BYTES = 12
@@ -242,20 +247,11 @@ def _read_rrd(path: Path, uri: str, fill: Callable[[list[tuple[int, int]]], None
     ``.rrd`` (with ``blueprint``, of its first blueprint). Reads the header, the footer and the
     property chunks only; ``fill`` is first given the (offset, size) of those chunks when the
     file is a sparse replica."""
-    from rerun.chunk import RrdReader  # rerun-sdk is heavy: imported on first .rrd
-
     try:
-        reader = RrdReader(path)
-        recordings = reader.blueprints() if blueprint else reader.recordings()
-        if not recordings and blueprint:
-            raise ValueError(f"{uri} holds no blueprint: save one with rr.blueprint.Blueprint.save")
-        if not recordings:
-            holds = ("a blueprint: register it with register_blueprint()" if reader.blueprints()
-                     else "nothing: it is empty or truncated")
-            raise ValueError(f"{uri} holds no recording, {holds}")
+        reader, recordings = _rrd_recordings(path, uri, blueprint=blueprint)
         store = reader.store(store=recordings[0])
         schema = store.schema().to_arrow()
-        manifest = store._chunk_index().to_arrow()
+        manifest = _chunk_index(store)
         if fill is not None:
             fill(_property_chunk_ranges(manifest))
         chunks = list(store.stream().filter(content=f"{PROPERTIES_ENTITY}/**", is_static=True))
@@ -267,6 +263,53 @@ def _read_rrd(path: Path, uri: str, fill: Callable[[list[tuple[int, int]]], None
     if not recording_id:
         raise ValueError(f"{uri} has no recording id")
     return recording_id, schema, _properties_table(chunks), _summary(manifest)
+
+
+def _read_chunk_index(path: Path, uri: str) -> pa.Table:
+    """The chunk index of the first recording in the ``.rrd`` at ``path`` (``uri`` for errors)."""
+    try:
+        reader, recordings = _rrd_recordings(path, uri, blueprint=False)
+        return _chunk_index(reader.store(store=recordings[0]))
+    except ValueError:
+        raise
+    except Exception as exc:  # rerun raises its own exception types for corrupt files
+        raise ValueError(f"{uri} is not a readable .rrd recording: {exc}") from exc
+
+
+def _rrd_recordings(path: Path, uri: str, *, blueprint: bool) -> tuple[Any, list[Any]]:
+    """rerun-sdk's reader of the ``.rrd`` at ``path`` and its recordings (with ``blueprint``, its
+    blueprints): at least one, else ``ValueError`` saying what the file holds."""
+    from rerun.chunk import RrdReader  # rerun-sdk is heavy: imported on first .rrd
+
+    reader = RrdReader(path)
+    recordings = reader.blueprints() if blueprint else reader.recordings()
+    if not recordings and blueprint:
+        raise ValueError(f"{uri} holds no blueprint: save one with rr.blueprint.Blueprint.save")
+    if not recordings:
+        holds = ("a blueprint: register it with register_blueprint()" if reader.blueprints()
+                 else "nothing: it is empty or truncated")
+        raise ValueError(f"{uri} holds no recording, {holds}")
+    return reader, list(recordings)
+
+
+CHUNK_INDEX_COLUMNS = ("chunk_id", "chunk_entity_path", "chunk_is_static", "chunk_byte_offset",
+                       "chunk_byte_size")
+"""The columns of rerun-sdk's chunk index that strata reads."""
+
+
+def _chunk_index(store: Any) -> pa.Table:
+    """The chunk index of a ``rerun.chunk.LazyStore``, from its footer.
+
+    The one call of rerun-sdk's private ``LazyStore._chunk_index()`` (rerun-sdk 0.41 has no public
+    way to it); tests/unit/test_recordings.py pins what it returns, so an upgrade that changes it
+    fails there. Raises ``ValueError`` if it lacks a column of ``CHUNK_INDEX_COLUMNS``.
+    """
+    index: pa.Table = store._chunk_index().to_arrow()
+    missing = [name for name in CHUNK_INDEX_COLUMNS if name not in index.column_names]
+    if missing:
+        raise ValueError(f"rerun-sdk's chunk index has no column {', '.join(missing)}: this version "
+                         "of rerun-sdk is not the one strata supports")
+    return index
 
 
 def _property_chunk_ranges(manifest: pa.Table) -> list[tuple[int, int]]:
@@ -286,10 +329,11 @@ def manifest_summary(store: Any) -> tuple[int, tuple[IndexRange, ...]]:
     """The number of chunks and each timeline's first and last value, from a
     ``rerun.chunk.LazyStore``'s chunk manifest: no chunk data is read.
 
-    The manifest is rerun-sdk's chunk index (``LazyStore._chunk_index``), one row per chunk with a
-    ``<timeline>:start`` and ``<timeline>:end`` column per timeline.
+    The manifest is rerun-sdk's chunk index (``_chunk_index``), one row per chunk with a
+    ``<timeline>:start`` and ``<timeline>:end`` column per timeline. Raises ``ValueError`` if it
+    lacks a column strata reads.
     """
-    return _summary(store._chunk_index().to_arrow())
+    return _summary(_chunk_index(store))
 
 
 def _summary(manifest: pa.Table) -> tuple[int, tuple[IndexRange, ...]]:

@@ -1,8 +1,8 @@
-"""A client's worker processes: bulk reads and registrations on every core.
+"""A client's worker processes: bulk reads of recordings on every core.
 
 rerun-sdk's engine holds the GIL while it reads a recording, so the threads of one interpreter
 read one segment at a time. A client therefore reads segments and registration files in worker
-processes of its own: ``python -m sdk._worker`` (never a new import of the caller's ``__main__``,
+processes of its own: ``python -m recordings.worker`` (never a new import of the caller's ``__main__``,
 so notebooks, scripts without a main guard and PyTorch ``DataLoader`` workers all work), started on
 the first call with more than one segment or file to read, reused by every later call of the
 client, and stopped when the client closes, is garbage-collected, or the interpreter exits.
@@ -49,7 +49,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sdk.errors import WorkerError
+from recordings.errors import WorkerError
 
 DEPTH = 2
 """Tasks sent to a worker at once: the one it does, and the next."""
@@ -393,7 +393,7 @@ class _Worker:
         environment = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
         with ours, theirs, self.log.open("wb") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "sdk._worker", str(theirs.fileno()), str(directory)],
+                [sys.executable, "-m", "recordings.worker", str(theirs.fileno()), str(directory)],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=stderr, env=environment, start_new_session=True)
             registry[slot] = self.process
@@ -538,11 +538,11 @@ def _error_reply(error: BaseException) -> bytes:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m sdk._worker FD DIRECTORY``: serve the caller on the socket ``FD``."""
+    """``python -m recordings.worker FD DIRECTORY``: serve the caller on the socket ``FD``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what an interrupt stops
     connection = Connection(int(argv[0]))
     directory = Path(argv[1])
-    import rerun.chunk  # noqa: F401  (the first task should not pay for it; ``sdk`` is imported)
+    import rerun.chunk  # noqa: F401  (the first task should not pay for it; ``recordings`` is imported)
 
     connection.send_bytes(_dumps(("ready", os.getpid())))
     _serve_caller(connection, directory)

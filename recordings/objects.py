@@ -29,9 +29,9 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 import settings
-from sdk.errors import NotFoundError, ObjectStoreError
+from recordings.errors import NotFoundError, ObjectStoreError
+from recordings.locations import OBJECT_SCHEME, split
 
-SCHEME = "s3"
 CONNECT_TIMEOUT_SECS = 5.0
 REQUEST_TIMEOUT_SECS = 30.0
 MAX_ATTEMPTS = 3
@@ -39,19 +39,6 @@ MAX_ATTEMPTS = 3
 
 ObjectStoreSettings = Mapping[str, str] | str | None
 """``object_store_config``: settings by key, or their JSON text."""
-
-
-def is_object_url(uri: str) -> bool:
-    return isinstance(uri, str) and _scheme(uri) == SCHEME
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _scheme(uri: str) -> str:
-    """A URL's scheme, remembered: a scan asks it of every layer's file."""
-    try:
-        return urlparse(uri).scheme
-    except ValueError:  # not a URL at all (an unclosed IPv6 bracket, say)
-        return ""
 
 
 @dataclass(frozen=True)
@@ -90,6 +77,7 @@ class ObjectStoreConfig:
         return replace(self, **{k: str(v) for k, v in override.items() if v is not None})
 
     def describe(self) -> str:
+        """Where these settings read from, for messages: the endpoint (or AWS S3) and region."""
         where = self.endpoint_url or "AWS S3"
         return f"{where} (region {self.region})" if self.region else where
 
@@ -106,6 +94,7 @@ class RemoteObject:
             self.size = file.size()
 
     def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """The bytes of each (offset, size), one ranged GET each; errors as ``ObjectStore``'s."""
         with self._errors(self.uri):
             return [self.file.read_at(size, offset) for offset, size in ranges]
 
@@ -122,14 +111,6 @@ def _copies_directory() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="strata-objects-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     return directory
-
-
-def split(uri: str) -> tuple[str, str]:
-    """``s3://bucket/key`` as (bucket, key). ``ValueError`` for a URL without a bucket."""
-    parsed = urlparse(uri)
-    if parsed.scheme != SCHEME or not parsed.netloc:
-        raise ValueError(f"{uri!r} is not an s3://bucket/key URL")
-    return parsed.netloc, parsed.path.lstrip("/")
 
 
 class ObjectStore:
@@ -187,7 +168,9 @@ class ObjectStore:
                                    "(AWS_ENDPOINT_URL or object_store_config)") from None
 
     def size(self, uri: str) -> int:
-        """The object's size in bytes (one HEAD request)."""
+        """The object's size in bytes (one HEAD request). Raises ``NotFoundError`` for a missing
+        object or bucket, ``ObjectStoreError`` for an endpoint that cannot be reached or refuses
+        the credentials, ``ValueError`` for a prefix."""
         bucket, key = split(uri)
         with self._errors(uri):
             info = self.filesystem.get_file_info(f"{bucket}/{key}")
@@ -226,6 +209,7 @@ class ObjectStore:
         return path
 
     def download(self, uri: str, path: Path) -> None:
+        """Copy the whole object to ``path``. Raises as ``size`` does."""
         bucket, key = split(uri)
         with self._errors(uri), self.filesystem.open_input_stream(f"{bucket}/{key}") as source, \
                 path.open("wb") as sink:
@@ -240,5 +224,5 @@ class ObjectStore:
                                                              allow_not_found=True, recursive=True))
             if not found:
                 self._check_bucket(prefix)
-        return sorted(f"{SCHEME}://{info.path}" for info in found
+        return sorted(f"{OBJECT_SCHEME}://{info.path}" for info in found
                       if info.type == pafs.FileType.File and info.path.lower().endswith(suffixes))

@@ -1,0 +1,144 @@
+"""Registering recordings as layers of a dataset's segments, one way: the request's rules (its
+arguments checked and normalized), then the recordings read (``recordings``), then the commands
+built (``layer_commands``, with the rules that need what was read), then the commands submitted
+and tracked through the connection. Nothing is sent unless every step before succeeds."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from events import DefineSchema, OnDuplicate
+from events.names import MAX_PROPERTIES_BYTES, RECORDING_SUFFIXES, check_layer_name
+from recordings import (
+    NotFoundError,
+    ObjectStore,
+    Progress,
+    Recording,
+    is_object_url,
+    local_path,
+    read_recordings,
+    with_properties,
+)
+from sdk._connection import Connection, Write
+from sdk._operations import RegisteredItem, RegistrationOperation
+from sdk.layer_commands import layer_commands
+
+Properties = Mapping[str, Mapping[str, Any]]
+"""Properties given with a URI: ``{entity: {field: value}}``, like ``rr.send_property``."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """A registration's arguments, checked: one layer name and properties (or None) per URI."""
+
+    uris: list[str]
+    layer_names: list[str]
+    properties: list[Properties | None]
+    on_duplicate: OnDuplicate
+
+
+def request(uris: str | Sequence[str], layer_name: str | Sequence[str], on_duplicate: OnDuplicate | str,
+            properties: Properties | Sequence[Properties | None] | None) -> Request:
+    """``register``'s arguments as a request. ``ValueError`` for no URI, an invalid layer name, a
+    list of layer names or properties of another length than the URIs', or an unknown mode."""
+    uri_list = [uris] if isinstance(uris, str) else list(uris)
+    if not uri_list:
+        raise ValueError("no data sources to register: register() needs at least one URI")
+    layer_names = _per_uri("layer_name", layer_name, len(uri_list), str)
+    for name in layer_names:
+        check_layer_name(name)
+    property_list = _per_uri("properties", properties, len(uri_list), Mapping)
+    return Request(uri_list, layer_names, property_list, _on_duplicate(on_duplicate))
+
+
+def prefix_request(prefix: str, layer_name: str | None, on_duplicate: OnDuplicate | str,
+                   objects: ObjectStore) -> Request:
+    """``register_prefix``'s arguments as a request: every recording under a ``file://``
+    directory or an ``s3://`` prefix (listed with ``objects``), recursively, in path order.
+    ``ValueError`` if the prefix is a file or holds no recording, for an invalid layer name or an
+    unknown mode; ``NotFoundError`` if the prefix (or its bucket) does not exist."""
+    if is_object_url(prefix):
+        uris = objects.list(prefix, RECORDING_SUFFIXES)
+    else:
+        directory = local_path(prefix)
+        if directory.is_file():
+            raise ValueError(f"expected prefix / directory but got an object: {prefix} "
+                             "is a file; register it with register(), or pass its directory")
+        if not directory.is_dir():
+            raise NotFoundError(f"no directory at {prefix} ({directory})")
+        uris = [p.as_uri() for p in sorted(directory.rglob("*"))
+                if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES]
+    if not uris:
+        raise ValueError(f"no rrd files found in {prefix} (looked for "
+                         f"{', '.join(RECORDING_SUFFIXES)} files, recursively)")
+    name = check_layer_name(layer_name if layer_name is not None else "base")
+    return Request(uris, [name] * len(uris), [None] * len(uris), _on_duplicate(on_duplicate))
+
+
+def register(internal: Connection, entry_id: uuid.UUID, request: Request, *, objects: ObjectStore,
+             blueprint: bool, progress: Progress | None) -> RegistrationOperation:
+    """Read the request's recordings (blueprints, with ``blueprint``) with ``objects`` and the
+    connection's workers, ``progress`` told as they are read; then send one ``RegisterLayer`` per
+    URI, after the definitions of the schemas they name that the log lacks. Raises what reading
+    raises (``NotFoundError``, ``ValueError``, ``ObjectStoreError``), and ``ValueError`` for
+    properties that cannot be stored or are too large and for the same (segment, layer) twice;
+    nothing is sent then."""
+    recordings = read_recordings(request.uris, objects, internal.workers, blueprint=blueprint,
+                                 progress=progress)
+    recordings = [r if p is None else with_properties(r, p)
+                  for r, p in zip(recordings, request.properties, strict=True)]
+    writes, schemas = _commands(recordings, request.layer_names, request.on_duplicate)
+    submitted = internal.submit(entry_id, writes, schemas=schemas)
+    items = [RegisteredItem(recording.uri, recording.recording_id, write.events[0], write.positions[0],
+                            write.handle) for recording, write in zip(recordings, submitted, strict=True)]
+    return RegistrationOperation(internal, items)
+
+
+def _commands(recordings: list[Recording], layer_names: list[str], mode: OnDuplicate
+              ) -> tuple[list[Write], list[DefineSchema]]:
+    """One write registering each recording, and the definitions of the schemas they name, in
+    order of first use. ``ValueError`` for the same (segment, layer) twice or properties larger
+    than a layer may have."""
+    seen: dict[tuple[str, str], str] = {}
+    for recording, name in zip(recordings, layer_names, strict=True):
+        key = (recording.recording_id, name)
+        if key in seen:
+            raise ValueError(f'duplicate segment layers in request: segment "{key[0]}", layer '
+                             f'"{name}" comes from both {seen[key]} and {recording.uri}')
+        seen[key] = recording.uri
+        size = recording.properties.nbytes if recording.properties is not None else 0
+        if size > MAX_PROPERTIES_BYTES:
+            raise ValueError(f"{recording.uri}: its properties take {size} bytes, more than the "
+                             f"{MAX_PROPERTIES_BYTES} a layer may have; store large values in "
+                             "the recording's data instead")
+    writes = []
+    schemas: dict[str, DefineSchema] = {}
+    for recording, name in zip(recordings, layer_names, strict=True):
+        command, definitions = layer_commands(recording, name, mode)
+        for definition in definitions:
+            schemas.setdefault(definition.sha256, definition)
+        writes.append(Write(f"registering {recording.uri} as layer {name!r} of segment "
+                            f"{recording.recording_id!r}", (command,)))
+    return writes, list(schemas.values())
+
+
+def _per_uri(name: str, value: Any, count: int, single: type) -> list[Any]:
+    """``value`` repeated for each URI if it is one, else checked to have one per URI."""
+    if value is None or isinstance(value, single):
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise ValueError(f"{name} has {len(values)} entries for {count} URIs: a list of them must be "
+                         "the same length as the URIs (or pass one for all)")
+    return values
+
+
+def _on_duplicate(value: OnDuplicate | str) -> OnDuplicate:
+    try:
+        return OnDuplicate(str(value.value if isinstance(value, OnDuplicate) else value).lower())
+    except ValueError:
+        raise ValueError(f"on_duplicate must be one of {[m.value for m in OnDuplicate]}, "
+                         f"got {value!r}") from None
