@@ -25,8 +25,7 @@ from bench.systems import SEND_CHUNK, layer_event, layer_templates, manifest, sc
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
 from projector import CatalogReader, LogRecord, fold, open_store
-from projector.stores import sql_history
-from projector.stores.sql import TABLES
+from projector.stores.sql_schema import HISTORY_TABLES, TABLES
 from projector.stores.sqlite import SqliteStore
 from sdk._wait import wait_for_positions
 from spark_streaming.job import paused_gc
@@ -610,7 +609,7 @@ def history(pool: RecordingPool, directory: Path, *, segments: int, replacements
     bare = directory / "without-history.db"
     shutil.copy(path, bare)
     connection = sqlite3.connect(bare)
-    for table in sql_history.TABLES:
+    for table in HISTORY_TABLES:
         connection.execute(f"delete from {table}")
     connection.commit()
     connection.execute("vacuum")
