@@ -31,7 +31,8 @@ from projector.stores.sql_database import Database
 
 
 class ClientReads:
-    """The current catalog on ``database``, as clients read it."""
+    """The current catalog on ``database``, as clients read it: each method is the one of the
+    same name of ``SqlStore``, which says what it answers."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
@@ -41,20 +42,16 @@ class ClientReads:
         return sql_rows.outcome(rows[0]) if rows else None
 
     def outcomes(self, event_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Outcome]:
-        """The recorded outcomes of ``event_ids`` (those the projector has applied), by event id:
-        a few statements however many there are."""
         rows = self._db.query_in("select * from outcomes where event_id in ({})", (),
                                  sorted({str(e) for e in event_ids}))
         return {uuid.UUID(row["event_id"]): sql_rows.outcome(row) for row in rows}
 
     def outcome_at(self, position: LogPosition) -> Outcome | None:
-        """The outcome of the event at a log position, e.g. one a pipeline producer appended."""
         rows = self._db.query('select * from outcomes where topic = ? and partition = ? and "offset" = ?',
                               (position.topic, position.partition, position.offset))
         return sql_rows.outcome(rows[0]) if rows else None
 
     def datasets(self) -> list[Dataset]:
-        """The live datasets (not the deleted ones), oldest first."""
         return [sql_rows.dataset(r) for r in
                 self._db.query("select * from datasets where deleted = 0 order by created_at, id")]
 
@@ -73,14 +70,11 @@ class ClientReads:
         return [sql_rows.layer(r) for r in rows]
 
     def layer_table(self, dataset_id: uuid.UUID) -> pa.Table:
-        """``layers`` as one Arrow table (``projector.layer_table.LAYER_COLUMNS``), read from the
-        dataset's chunks without converting its rows to Python values."""
         blobs = self._db.read_blobs("select layers from layer_chunks where dataset_id = ? order by chunk",
                                     (str(dataset_id),))
         return layer_table.from_ipc(blobs)
 
     def segment_layer_table(self, dataset_id: uuid.UUID, segment_id: str) -> pa.Table:
-        """The segment's rows of ``layer_table``, from the one chunk that holds its position."""
         found = self._db.query("select position from segments where dataset_id = ? and segment_id = ?",
                                (str(dataset_id), segment_id))
         if not found:
@@ -100,12 +94,10 @@ class ClientReads:
         return [sql_rows.tag(r) for r in rows]
 
     def tables(self) -> list[Table]:
-        """The live tables (not the deleted ones), oldest first."""
         return [sql_rows.table(r) for r in
                 self._db.query("select * from tables where deleted = 0 order by created_at, id")]
 
     def table_data(self, table: Table) -> pa.Table:
-        """The rows of a created table, in its schema (field metadata included)."""
         return sql_tables.current_rows(self._db, table)
 
     def rejections(self) -> list[Rejection]:
@@ -114,9 +106,6 @@ class ClientReads:
 
     def changes(self, after: tuple[int, int] = (-1, 0), *, entry_id: uuid.UUID | None = None,
                 limit: int = 1000) -> list[Change]:
-        """At most ``limit`` entries of the change feed that come after the cursor ``after``
-        ((offset, seq); the default is before the first), in feed order; of one entry if
-        ``entry_id`` is given."""
         offset, seq = after
         sql = 'select * from feed where ("offset" > ? or ("offset" = ? and seq > ?))'
         params: tuple[Any, ...] = (offset, offset, seq)

@@ -16,14 +16,13 @@ from projector.stores.sql_database import Database
 
 
 class FoldReads:
-    """The current catalog on ``database``, as the fold reads it."""
+    """The current catalog on ``database``, as the fold reads it: each method is the one of the
+    same name of ``SqlStore``, which says what it answers."""
 
     def __init__(self, database: Database) -> None:
         self._db = database
 
     def batch_view(self, records: Sequence[LogRecord]) -> CatalogView:
-        """A view for folding ``records``: the outcomes, segments and layers they will look up
-        are read in a few bulk queries instead of one query per record."""
         event_ids = sorted({str(r.event.event_id) for r in records if r.event is not None})
         decided = {uuid.UUID(row["event_id"]) for row in self._db.query_in(
             "select event_id from outcomes where event_id in ({})", (), event_ids)}
@@ -46,8 +45,6 @@ class FoldReads:
     def segments_with_layers(self, wanted: Mapping[uuid.UUID, Iterable[str]]
                              ) -> tuple[dict[tuple[uuid.UUID, str], Segment],
                                         dict[tuple[uuid.UUID, str, str], Layer]]:
-        """Of ``wanted`` (dataset id: segment ids), the segments that exist, by (dataset id,
-        segment id), and all their layers, by (dataset id, segment id, layer name); read in bulk."""
         segments: dict[tuple[uuid.UUID, str], Segment] = {}
         layers: dict[tuple[uuid.UUID, str, str], Layer] = {}
         for dataset_id, segment_ids in wanted.items():
@@ -107,7 +104,6 @@ class FoldReads:
         return rows[0]["arrow_schema"] if rows else None
 
     def schemas(self, digests: Sequence[str]) -> dict[str, bytes]:
-        """The schemas the store holds of ``digests``, by digest."""
         return {row["digest"]: row["arrow_schema"] for row in self._db.query_in(
             "select digest, arrow_schema from schemas where digest in ({})", (), list(digests))}
 
