@@ -34,8 +34,8 @@ from bench.systems import (
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
 from projector import CatalogReader, LogRecord, fold, open_store, wait_for_positions
-from projector.stores import sql_history
-from projector.stores.sql import TABLES, SqlStore
+from projector.stores.sql import SqlStore
+from projector.stores.sql_schema import HISTORY_TABLES, TABLES
 from projector.stores.sqlite import SqliteStore
 from spark_streaming.job import paused_gc
 
@@ -774,7 +774,7 @@ def history(pool: RecordingPool, directory: Path, *, segments: int, replacements
     bare = directory / "without-history.db"
     shutil.copy(path, bare)
     connection = sqlite3.connect(bare)
-    for table in sql_history.TABLES:
+    for table in HISTORY_TABLES:
         connection.execute(f"delete from {table}")
     connection.commit()
     connection.execute("vacuum")

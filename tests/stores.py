@@ -13,7 +13,8 @@ import psycopg
 
 from projector import open_store
 from projector.stores import scheme
-from projector.stores.sql import TABLES, SqlStore
+from projector.stores.sql import SqlStore
+from projector.stores.sql_schema import TABLES
 
 Offsets = dict[tuple[str, int], int]
 

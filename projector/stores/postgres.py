@@ -21,7 +21,9 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from projector.ports import StoreUnavailableError
-from projector.stores.sql import FORMAT_VERSION, INDEXES, TABLES, SqlStore, names, upsert
+from projector.stores.sql import SqlStore
+from projector.stores.sql_database import Database
+from projector.stores.sql_schema import FORMAT_VERSION, INDEXES, TABLES, names, upsert
 
 CHANNEL = "strata_commits"
 """The channel each commit notifies."""
@@ -58,13 +60,21 @@ class PostgresStore(SqlStore):
     """
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
+        super().__init__(PostgresDatabase(url, read_only=read_only))
+
+
+class PostgresDatabase(Database):
+    """A connection to a PostgreSQL database; ``read_only`` for clients, which never write it.
+    Raises ``StoreUnavailableError`` if the server cannot be reached or (read-only) holds no store
+    of this format, ``RuntimeError`` if it holds a store of another format."""
+
+    def __init__(self, url: str, *, read_only: bool) -> None:
+        super().__init__(location(url))
         params = conninfo_to_dict(url)
         params.setdefault("connect_timeout", CONNECT_TIMEOUT_SECS)
         if read_only:
             params["options"] = f"{params.get('options', '')} -c default_transaction_read_only=on".strip()
         self._conninfo = make_conninfo("", **params)
-        self.location = location(url)
-        self._lock = threading.Lock()
         self._version = 0
         self._changed = threading.Condition()
         self._listening = threading.Event()
@@ -84,7 +94,7 @@ class PostgresStore(SqlStore):
             raise StoreUnavailableError(self.location, _one_line(exc)) from exc
 
     @contextlib.contextmanager
-    def _faults(self) -> Iterator[None]:
+    def faults(self) -> Iterator[None]:
         if self._conn.broken:  # the server restarted or the network dropped: connect again
             self._conn = self._connect()
         try:
@@ -93,7 +103,7 @@ class PostgresStore(SqlStore):
             raise StoreUnavailableError(self.location, _one_line(exc)) from exc
 
     def _create_tables(self) -> None:
-        with self._lock, self._faults(), self._conn.transaction():
+        with self.lock, self.faults(), self._conn.transaction():
             self._conn.execute("select pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             self._conn.execute("create table if not exists store_format (version integer not null)")
             stored = self._conn.execute("select version from store_format").fetchone()
@@ -112,9 +122,9 @@ class PostgresStore(SqlStore):
                 self._conn.execute("insert into store_format (version) values (%s)", (FORMAT_VERSION,))
 
     def _check_format(self) -> None:
-        with self._lock, self._faults():
-            found = self._conn.execute("select to_regclass('store_format') is not null").fetchone()[0]
-            stored = found and self._conn.execute("select version from store_format").fetchone()
+        with self.reading():
+            found = self._conn.execute("select to_regclass('store_format') is not null").fetchone()
+            stored = found and found[0] and self._conn.execute("select version from store_format").fetchone()
         if not stored:
             raise StoreUnavailableError(
                 self.location, "no strata store in this database yet: start the projector on it "
@@ -125,33 +135,33 @@ class PostgresStore(SqlStore):
                                f"{FORMAT_VERSION}: rebuild it with 'strata replay --swap'")
 
     @contextlib.contextmanager
-    def _read_transaction(self) -> Iterator[None]:
+    def read_transaction(self) -> Iterator[None]:
         with self._conn.transaction():
             self._conn.execute("set transaction isolation level repeatable read, read only")
             yield
 
     @contextlib.contextmanager
-    def _write_transaction(self) -> Iterator[None]:
-        with self._lock, self._faults(), self._conn.transaction():
+    def write_transaction(self) -> Iterator[None]:
+        with self.lock, self.faults(), self._conn.transaction():
             # EXCLUSIVE blocks other writers of the store, not its readers.
             self._conn.execute("lock table offsets in exclusive mode")
             yield
             self._conn.execute(f"notify {CHANNEL}")
 
-    def _sql(self, statement: str) -> str:
-        return _pg(statement)
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        return self._conn.execute(_pg(statement), params)
 
-    def _blobs(self, statement: str, params: Sequence[Any]) -> list[bytes]:
+    def blobs(self, statement: str, params: Sequence[Any]) -> list[bytes]:
         # Binary results: the chunks arrive as they are, not as hex text to decode.
         return [blob for (blob,) in self._conn.execute(_pg(statement), params, binary=True)]
 
-    def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._conn.cursor() as cursor:
             cursor.executemany(_pg(statement), rows)
 
-    def _upsert_many(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
+    def upsert_many(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
         if len(rows) < _COPY_ROWS:
-            super()._upsert_many(table, rows)
+            super().upsert_many(table, rows)
             return
         # Many rows (a replay's batch): COPY them into a temporary table, then upsert from it in
         # one statement, instead of one statement per row.
@@ -163,16 +173,16 @@ class PostgresStore(SqlStore):
                 copy.write_row(row)
         self._conn.execute(upsert(table, staging))
 
-    def _statements_in(self, sql: str, fixed: tuple[Any, ...], values: list[str]
+    def statements_in(self, sql: str, fixed: tuple[Any, ...], values: list[str]
                        ) -> Iterator[tuple[str, tuple[Any, ...]]]:
         # One statement with one array: chunks of 500 would each scan what an index condition
         # on the other columns selects, the whole dataset for a batch's segments.
         yield sql.replace("in ({})", "= any(?::text[])"), (*fixed, values)
 
-    def _key_rows(self, keys: list[str]) -> tuple[str, Any]:
+    def key_rows(self, keys: list[str]) -> tuple[str, Any]:
         return "select unnest(?::text[]) as value", keys
 
-    def _key_in(self, keys: list[str]) -> tuple[str, Any]:
+    def key_in(self, keys: list[str]) -> tuple[str, Any]:
         # An index condition, whatever the statistics say: as a semi-join with the unnested array,
         # a planner that thought table_keys small once took 105 s for 20,000 keys of an upsert.
         return "key = any(?::text[])", keys

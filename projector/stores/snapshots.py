@@ -27,7 +27,8 @@ import pyarrow.fs as pafs
 import pyarrow.ipc
 
 from events import CATALOG_TOPIC
-from projector.stores.sql import FORMAT_VERSION, TABLES, SqlStore
+from projector.stores.sql import SqlStore
+from projector.stores.sql_schema import FORMAT_VERSION, TABLES
 
 MANIFEST = "manifest.json"
 _TYPES = {str: pa.string(), int: pa.int64(), bytes: pa.binary()}

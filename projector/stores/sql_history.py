@@ -21,6 +21,12 @@ A version opened by the record at offset ``valid_from`` and replaced or removed 
 Of several versions of one row made by one record, only the last is kept (the others were never
 seen between records). The fold lists every version in log order (``Changes.history``); where a
 batch ends never changes what is kept.
+
+This module holds the rules of that past, with no statement of its own: which table keeps which
+rows (``KEPT``), the intervals of a batch's versions (``spans``) and the condition of being part
+of the catalog as of an offset (``visible``). The tables are defined in
+``projector.stores.sql_schema``, a batch's versions are written by ``projector.stores.sql_commit``
+and read back as of a point by ``projector.stores.sql_point``.
 """
 
 from __future__ import annotations
@@ -29,26 +35,6 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from projector.model import Version, Versioned
-
-_DATASET = {"id": str, "name": str, "created_at": int, "updated_at": int, "deleted": int,
-            "schema_digest": str, "schema_refs": str, "default_blueprint": str, "segments_created": int,
-            "kind": str, "default_segment_table_blueprint": str, "schemaless_layers": int}
-_SEGMENT = {"dataset_id": str, "segment_id": str, "created_topic": str, "created_partition": int,
-            "created_offset": int, "updated_at": int, "position": int}
-_LAYER = {"dataset_id": str, "segment_id": str, "layer_name": str, "storage_url": str,
-          "size_bytes": int, "schema_sha256": str, "properties": bytes, "registered_at": int,
-          "registered_topic": str, "registered_partition": int, "registered_offset": int,
-          "event_id": str, "num_chunks": int, "index_ranges": str, "properties_schema_sha256": str,
-          "properties_batch": bytes}
-_SCOPE = {"dataset_id": str, "segment_id": str, "mode": str, "segments": str}
-_TABLE = {"id": str, "name": str, "created_at": int, "updated_at": int, "arrow_schema": bytes,
-          "storage_url": str, "lance_version": int, "deleted": int, "revision": int,
-          "default_blueprint": str}
-_TAG = {"dataset_id": str, "name": str, "offset": int, "created_at": int}
-_SPAN = {"valid_from": int, "valid_to": int}
-
-TAGS = (_TAG, ("dataset_id", "name"))
-"""The current tags, in ``tags``."""
 
 
 class Kept(NamedTuple):
@@ -73,23 +59,8 @@ KEPT = {
 PURGED = (Versioned.SEGMENT, Versioned.LAYER, Versioned.ASSET_SCOPE, Versioned.TAG)
 """What a purge (a deleted dataset) removes: its rows of these kinds."""
 
-TABLES: dict[str, tuple[dict[str, type], tuple[str, ...]]] = {
-    "dataset_history": ({**_DATASET, **_SPAN}, ("id", "valid_from")),
-    "segment_history": ({**_SEGMENT, **_SPAN}, ("dataset_id", "segment_id", "valid_from")),
-    "asset_scope_history": ({**_SCOPE, **_SPAN}, ("dataset_id", "segment_id", "valid_from")),
-    "table_history": ({**_TABLE, **_SPAN}, ("id", "valid_from")),
-    "tag_history": ({**_TAG, **_SPAN}, ("dataset_id", "name", "valid_from")),
-    "layer_history": ({"dataset_id": str, "chunk": int, "layers": bytes}, ("dataset_id", "chunk")),
-}
-SMALL_ROWS = ("dataset_history", "segment_history", "asset_scope_history", "table_history", "tag_history")
-"""Tables of rows a few hundred bytes long, read by their primary key: SQLite keeps them in it
-(``WITHOUT ROWID``), without a second copy of the key."""
-
 HISTORY_CHUNK_OFFSETS = 4096
 """Closing offsets per chunk of ``layer_history``."""
-
-LAYER_COLUMNS = tuple(_LAYER)
-"""``layers``' columns."""
 
 
 class Span(NamedTuple):

@@ -16,7 +16,8 @@ that added each row and its position in that write), and in ``table_row_history`
 replaced or removed, with their origins, by the offset of that write (``valid_to``): an overwrite
 or a deleted table moves its chunks there as they are, an upsert the rows it replaces. The rows
 as of ``k`` (``rows_at``) are those of both added before ``k`` and not replaced before it, in the
-order of their origins: the order a table rebuilt from the log prefix ``[0, k)`` has.
+order of their origins: the order a table rebuilt from the log prefix ``[0, k)`` has. Clients read
+a table's rows through ``current_rows`` and ``rows_as_of``, on the store's ``Queries``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import pyarrow.compute as pc
 
 from events import TableWriteMode
 from projector import table_rows
-from projector.model import TableWrite
+from projector.model import Table, TableWrite
+from projector.stores.sql_database import Queries
 
 SMALL_CHUNK_ROWS = 8192
 """A last chunk with fewer rows takes the next write's rows in."""
@@ -222,3 +224,23 @@ def rows_at(current: Sequence[tuple[bytes, bytes]], closed: Sequence[tuple[bytes
     before = pc.less(origins["offset"], offset)
     rows, origins = rows.filter(before), origins.filter(before)
     return rows.take(pc.sort_indices(origins, [("offset", "ascending"), ("position", "ascending")]))
+
+
+def current_rows(queries: Queries, table: Table) -> pa.Table:
+    """The rows of a created table, in its schema (field metadata included)."""
+    schema = table_rows.table_schema(table.arrow_schema)
+    blobs = queries.read_blobs("select rows from table_chunks where table_id = ? order by chunk",
+                               (str(table.id),))
+    return table_rows.from_ipc(blobs, schema)
+
+
+def rows_as_of(queries: Queries, table: Table, offset: int) -> pa.Table:
+    """The rows of a created table as of ``offset`` (``rows_at``), its current chunks and its
+    history read as of one commit."""
+    table_id = str(table.id)
+    current, closed = queries.read_together([
+        ("select rows, origins from table_chunks where table_id = ? order by chunk", (table_id,)),
+        ("select rows, origins from table_row_history where table_id = ? and valid_to >= ? "
+         "order by valid_to, chunk", (table_id, offset))])
+    return rows_at([(bytes(r), bytes(o)) for r, o in current], [(bytes(r), bytes(o)) for r, o in closed],
+                   offset, table_rows.table_schema(table.arrow_schema))

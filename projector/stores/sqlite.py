@@ -1,5 +1,5 @@
 """The embedded projection store: one SQLite file, written by the projector, read by clients on
-the same host.
+the same host (``SqliteStore``, on the database port ``SqliteDatabase``).
 
 WAL mode lets readers poll while the projector writes; clients open the file read-only.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,8 +16,9 @@ from typing import Any
 
 from events import import_extra
 from projector.ports import StoreUnavailableError
-from projector.stores.sql import FORMAT_VERSION, INDEXES, TABLES, SqlStore
-from projector.stores.sql_history import SMALL_ROWS
+from projector.stores.sql import SqlStore
+from projector.stores.sql_database import Database
+from projector.stores.sql_schema import FORMAT_VERSION, INDEXES, SMALL_ROWS, TABLES
 
 POLL_SECS = 0.001
 """How often a waiting reader checks the file's data version: about 1 ms added to a wait, a few
@@ -35,9 +35,18 @@ class SqliteStore(SqlStore):
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
-        self.location = str(self.path)
-        self._lock = threading.Lock()
-        with self._faults():
+        super().__init__(SqliteDatabase(self.path, read_only=read_only))
+
+
+class SqliteDatabase(Database):
+    """A connection to a SQLite file; ``read_only`` for clients, which never write it. Raises
+    ``StoreUnavailableError`` if the file cannot be opened (or, read-only, does not exist),
+    ``RuntimeError`` for a store of another format."""
+
+    def __init__(self, path: Path, *, read_only: bool) -> None:
+        super().__init__(str(path))
+        self.path = path
+        with self.faults():
             if read_only:
                 if not self.path.exists():
                     raise StoreUnavailableError(
@@ -55,7 +64,7 @@ class SqliteStore(SqlStore):
                 self._create_tables()
 
     @contextlib.contextmanager
-    def _faults(self) -> Iterator[None]:
+    def faults(self) -> Iterator[None]:
         try:
             yield
         except (sqlite3.OperationalError, OSError) as exc:  # OSError: creating the directory
@@ -84,7 +93,7 @@ class SqliteStore(SqlStore):
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     @contextlib.contextmanager
-    def _read_transaction(self) -> Iterator[None]:
+    def read_transaction(self) -> Iterator[None]:
         self._conn.execute("begin")
         try:
             yield
@@ -92,23 +101,26 @@ class SqliteStore(SqlStore):
             self._conn.execute("rollback")
 
     @contextlib.contextmanager
-    def _write_transaction(self) -> Iterator[None]:
+    def write_transaction(self) -> Iterator[None]:
         # The connection's context rolls the transaction back on any error, so a batch that
         # cannot be written (read-only or full disk) leaves the store exactly as it was.
-        with self._lock, self._faults(), self._conn:
+        with self.lock, self.faults(), self._conn:
             self._conn.execute("BEGIN IMMEDIATE")
             yield
 
-    def _executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        return self._conn.execute(statement, params)
+
+    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         self._conn.executemany(statement, rows)
 
-    def _key_rows(self, keys: list[str]) -> tuple[str, Any]:
+    def key_rows(self, keys: list[str]) -> tuple[str, Any]:
         # SQLite's json_each expands one JSON array: about three times faster than
         # ``executemany`` for the 10,000 keys of a large write.
         return "select value from json_each(?)", json.dumps(keys)
 
     def data_version(self) -> int:
-        with self._lock, self._faults():
+        with self.reading():
             version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
         return version
 
@@ -117,3 +129,6 @@ class SqliteStore(SqlStore):
         while (current := self.data_version()) == version and time.monotonic() < deadline:
             time.sleep(max(0.0, min(POLL_SECS, deadline - time.monotonic())))
         return current
+
+    def close(self) -> None:
+        self._conn.close()

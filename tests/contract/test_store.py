@@ -37,7 +37,7 @@ from projector import (
     fold,
     schemas,
 )
-from projector.stores import sql as sql_store
+from projector.stores import sql_commit, sql_rows
 from projector.stores.sqlite import SqliteStore
 from stores import PROJECTION_TABLES, applied_batches, assert_applied_exactly_once, catalog_reads, dump
 from unit.conftest import (
@@ -344,7 +344,7 @@ def test_a_second_writer_loses_the_race(open_named, locate):
         b.close()
 
 
-def test_a_commit_waits_for_a_concurrent_one_and_then_finds_its_batch_stale(open_named, locate):
+def test_a_commit_waits_for_a_concurrent_one_and_then_finds_its_batch_stale(open_named, locate, monkeypatch):
     # Two writers check the same offsets at the same time: the store's write lock makes the
     # second one check only after the first has committed.
     _, records = history()
@@ -352,14 +352,14 @@ def test_a_commit_waits_for_a_concurrent_one_and_then_finds_its_batch_stale(open
     offsets = a.next_offsets()
     changes_a, changes_b = fold(a, records[:4]), fold(b, records[:4])
     inside = threading.Event()
-    rewrite = a._rewrite_chunks
+    rewrite = sql_commit.rewrite_chunks
 
-    def slow_rewrite(chunks):  # a's transaction stays open, its offsets checked, for 0.5 s
+    def slow_rewrite(database, chunks):  # a's transaction stays open, its offsets checked, for 0.5 s
         inside.set()
         time.sleep(0.5)
-        rewrite(chunks)
+        rewrite(database, chunks)
 
-    a._rewrite_chunks = slow_rewrite
+    monkeypatch.setattr(sql_commit, "rewrite_chunks", slow_rewrite)
     first = threading.Thread(target=a.commit, args=(changes_a,), kwargs={"expected_offsets": offsets})
     first.start()
     try:
@@ -529,8 +529,8 @@ def test_unregister_reads_only_the_layers_it_removes(store, monkeypatch, segment
                                          for i in range(300) for name in ("base", "extra")]
     apply_batch(store, [log_record(e, offset) for offset, e in enumerate(events)])
     read = []
-    real = sql_store._layer
-    monkeypatch.setattr(sql_store, "_layer", lambda row: read.append(row) or real(row))
+    real = sql_rows.layer
+    monkeypatch.setattr(sql_rows, "layer", lambda row: read.append(row) or real(row))
 
     changes = apply_batch(store, [log_record(unregister(droid, segments, layers), len(events))])
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from events import OnDuplicate
 from projector import DatasetKind, apply_batch, companion_id, layer_table, schemas, views
 from projector.stores import snapshots
-from projector.stores.sql import FORMAT_VERSION
+from projector.stores.sql_schema import FORMAT_VERSION
 from projector.stores.sqlite import SqliteStore
 from stores import catalog_reads, dump
 

@@ -1,0 +1,66 @@
+"""A SQL store's whole contents: every row of every table (``projector.stores.sql_schema.TABLES``)
+read out as of one commit (what a snapshot is written from), copied in from another store or a
+snapshot in one transaction (``replace_contents``: a swap after a rebuild, a restore), and counted
+for summaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from projector.model import DatasetKind
+from projector.stores.sql_database import Database
+from projector.stores.sql_schema import TABLES, insert, names
+
+
+class Contents(Protocol):
+    """What a store's contents are copied from: another store, or a snapshot."""
+
+    def next_offsets(self) -> dict[tuple[str, int], int]: ...
+
+    def rows(self, table: str) -> list[tuple[Any, ...]]: ...
+
+
+def _select_all(table: str) -> str:
+    columns, key = TABLES[table]
+    return f"select {names(columns)} from {table} order by {names(key)}"
+
+
+def replace_contents(database: Database, source: Contents) -> bool:
+    """Make the store on ``database`` a copy of ``source`` (a store of either backend, that
+    nothing writes meanwhile) in one transaction, if ``source`` has applied at least every record
+    this store has; else change nothing and return False.
+
+    Readers see the old contents or the new, never a mix. The copy is the only work done while
+    this store is locked for writing: a projector writing to it waits for no more than that,
+    and its next batch skips the records the new contents already hold.
+    """
+    theirs = source.next_offsets()
+    with database.write_transaction():
+        for t, p, o in database.execute("select topic, partition, next_offset from offsets"):
+            if theirs.get((t, p), 0) < o:
+                return False
+        for table in TABLES:
+            database.execute(f"delete from {table}")
+            database.executemany(insert(table), source.rows(table))
+    return True
+
+
+def snapshot_rows(database: Database) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, as ``rows`` gives them, all as of one commit."""
+    return dict(zip(TABLES, database.read_together([(_select_all(table), ()) for table in TABLES]),
+                    strict=True))
+
+
+def rows(database: Database, table: str) -> list[tuple[Any, ...]]:
+    """Every row of ``table`` (one of ``TABLES``), in its columns' order, by primary key."""
+    with database.reading():
+        return [tuple(row) for row in database.execute(_select_all(table))]
+
+
+def counts(database: Database) -> dict[str, int]:
+    """Rows per table (live datasets only), for summaries."""
+    counts = {table: database.query(f"select count(*) as n from {table}")[0]["n"] for table in TABLES}
+    counts["datasets"] = database.query("select count(*) as n from datasets where deleted = 0 and kind = ?",
+                                        (DatasetKind.DATASET.value,))[0]["n"]
+    return counts
