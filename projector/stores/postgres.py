@@ -110,7 +110,8 @@ class PostgresDatabase(Database):
             if stored is not None and stored[0] != FORMAT_VERSION:
                 raise RuntimeError(
                     f"{self.location} is a store of format {stored[0]}, this version of strata writes "
-                    f"format {FORMAT_VERSION}: rebuild it from the log with 'strata replay --swap'")
+                    f"format {FORMAT_VERSION}: rebuild it from the log by starting the projector on an empty "
+                    "database, its checkpoint deleted (docs/operations.md, 'The store's format')")
             for name, (columns, key) in TABLES.items():
                 definitions = [f"{names([c])} {_TYPES[t]}" for c, t in columns.items()]
                 self._conn.execute(f"create table if not exists {name} "
@@ -132,7 +133,8 @@ class PostgresDatabase(Database):
         if stored[0] != FORMAT_VERSION:
             raise StoreUnavailableError(
                 self.location, f"a store of format {stored[0]}, this version of strata reads format "
-                               f"{FORMAT_VERSION}: rebuild it with 'strata replay --swap'")
+                               f"{FORMAT_VERSION}: rebuild it from the log by starting the projector on an "
+                               "empty database (docs/operations.md, 'The store's format')")
 
     @contextlib.contextmanager
     def read_transaction(self) -> Iterator[None]:

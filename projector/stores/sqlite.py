@@ -78,7 +78,9 @@ class SqliteDatabase(Database):
             self._conn.close()
             raise RuntimeError(
                 f"{self.path} is a store of format {version}, this version of strata writes format "
-                f"{FORMAT_VERSION}: rebuild it from the log with 'strata replay --swap'")
+                f"{FORMAT_VERSION}: rebuild it from the log with 'strata replay' and move the rebuilt "
+                "store over it with the projector stopped, or delete it and its checkpoint "
+                "(docs/operations.md, 'The store's format')")
         for name, (columns, pk) in TABLES.items():
             if name in SMALL_ROWS:
                 types = {str: "TEXT", int: "INTEGER", bytes: "BLOB"}

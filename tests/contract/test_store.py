@@ -35,6 +35,7 @@ from projector import (
     companion_id,
     feed,
     fold,
+    open_store,
     schemas,
 )
 from projector.stores import sql_commit, sql_rows
@@ -648,3 +649,29 @@ def test_appends_leave_keys_to_the_first_upsert_and_small_writes_share_a_chunk(s
     assert stored.column("label").to_pylist()[-3:] == ["y", "new", "appended"]
     assert store.rows("table_keyed") == [(str(table_id),)]
     assert sorted(int(key) for _, key, _ in store.rows("table_keys")) == sorted([*range(30), 40, 41])
+
+
+def test_a_store_of_another_format_is_refused_naming_both_formats_and_the_way_to_rebuild(
+        locate, open_named):
+    import sqlite3
+
+    import psycopg
+
+    from projector.stores.sql_schema import FORMAT_VERSION
+
+    location = locate("old")
+    open_named("old").close()
+    older = FORMAT_VERSION - 1
+    if location.startswith("postgresql"):
+        with psycopg.connect(location) as conn:
+            conn.execute("update store_format set version = %s", (older,))
+    else:
+        with sqlite3.connect(location) as conn:
+            conn.execute(f"PRAGMA user_version = {older}")
+
+    with pytest.raises(RuntimeError) as refused:
+        open_store(location)
+
+    message = str(refused.value)
+    assert f"format {older}" in message and f"format {FORMAT_VERSION}" in message
+    assert "docs/operations.md" in message and "--swap" not in message
