@@ -148,8 +148,8 @@ class DatasetEntry(Entry[Dataset]):
         Examples:
             >>> dataset.diff("train-2026-11-25").filter(col("change") == "layer_replaced")  # doctest: +SKIP
         """
-        old = self._at(before).store
-        new = self._internal.store if after is None else self._at(after).store
+        old = self._at(before).wait_for_store()
+        new = self._internal.wait_for_store() if after is None else self._at(after).wait_for_store()
         return self._internal.dataframe(views.diff_table(old, new, self._id))
 
     def create_tag(self, name: str, point: int | datetime | None = None, *,
@@ -175,7 +175,7 @@ class DatasetEntry(Entry[Dataset]):
 
     def tags(self) -> list[Tag]:
         """The dataset's tags, by offset then name."""
-        return self._internal.store.tags(self._id)
+        return self._internal.wait_for_store().tags(self._id)
 
     def delete_tag(self, name: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Remove a tag; the name may name another point afterwards. ``NotFoundError`` if the
@@ -184,7 +184,7 @@ class DatasetEntry(Entry[Dataset]):
                          f"deleting tag {name!r} of dataset {self._seen.name!r}").wait(timeout_secs)
 
     def _tag(self, name: str) -> Tag:
-        tag = self._internal.store.tag(self._id, name)
+        tag = self._internal.wait_for_store().tag(self._id, name)
         if tag is None:
             names = ", ".join(repr(t.name) for t in self.tags()) or "none"
             raise LookupError(f"dataset {self._seen.name!r} has no tag {name!r} (its tags: {names})")
@@ -360,7 +360,8 @@ class DatasetEntry(Entry[Dataset]):
     def assets_for_segment(self, segment_id: str) -> list[str]:
         """The assets that apply to ``segment_id``, in registration order."""
         assets = self._asset_dataset_of("assets_for_segment")
-        scopes = {scope.segment_id: scope for scope in self._internal.store.asset_scopes(assets.id)}
+        store = self._internal.wait_for_store()
+        scopes = {scope.segment_id: scope for scope in store.asset_scopes(assets.id)}
         return [asset for asset in assets.segment_ids()
                 if scopes.get(asset, AssetScope(assets.id, asset)).applies_to(segment_id)]
 
@@ -397,7 +398,7 @@ class DatasetEntry(Entry[Dataset]):
 
     def segment_ids(self) -> list[str]:
         """The dataset's segment ids, in registration order."""
-        return [s.segment_id for s in self._internal.store.segments(self._id)]
+        return [s.segment_id for s in self._internal.wait_for_store().segments(self._id)]
 
     def info(self) -> DatasetInfo:
         """Segments, bytes, segments per layer, property columns and schema width."""
@@ -435,11 +436,11 @@ class DatasetEntry(Entry[Dataset]):
                           right_on=renamed, how="left").drop(renamed)
 
     def _layer_table(self) -> pa.Table:
-        return self._internal.store.layer_table(self._id)
+        return self._internal.wait_for_store().layer_table(self._id)
 
     def _property_schemas(self, layers: pa.Table) -> dict[str, bytes]:
         """The schemas the layers' properties name, by digest."""
-        return views.property_schemas(self._internal.store, layers)
+        return views.property_schemas(self._internal.wait_for_store(), layers)
 
     def manifest(self) -> datafusion.DataFrame:
         """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,

@@ -73,7 +73,7 @@ class Entry(Generic[Record]):
     def _current(self, *, settle: bool = True) -> Record:
         """The entry as the store has it now, once it has passed this client's writes; without
         ``settle``, as it is (for a write's checks)."""
-        store = self._internal.store if settle else self._internal.peek
+        store = self._internal.wait_for_store() if settle else self._internal.peek
         record = self._lookup(store, self._id)
         if record is None or record.deleted:
             raise NotFoundError(f"{self._kind_name} {self._seen.name!r} ({self._id}) was deleted")
@@ -83,7 +83,7 @@ class Entry(Generic[Record]):
     def _record_at(self, view: Connection) -> Record:
         """The entry as ``view`` (a connection as of a point) has it; ``NotFoundError`` if it did
         not exist yet or was deleted then."""
-        record = self._lookup(view.store, self._id)
+        record = self._lookup(view.wait_for_store(), self._id)
         if record is None or record.deleted:
             what = "did not exist yet" if record is None else "was deleted"
             raise NotFoundError(f"{self._kind_name} {self._seen.name!r} ({self._id}) {what} as of log offset "
