@@ -41,7 +41,7 @@ class FoldingProducer:
         pass
 
 
-class Catalog:
+class InProcessStack:
     """A store with the dataset ``droid``, and a client writing through a folding producer."""
 
     def __init__(self, directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,8 +63,8 @@ class Catalog:
 
 
 @pytest.fixture
-def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Catalog]:
-    made = Catalog(tmp_path, monkeypatch)
+def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
+    made = InProcessStack(tmp_path, monkeypatch)
     yield made
     made.close()
 
@@ -81,21 +81,21 @@ def static_recording(path: Path, recording_id: str) -> str:
     return path.as_uri()
 
 
-def test_a_layer_registered_without_a_schema_shows_its_file_s_schema(catalog, tmp_path) -> None:
+def test_a_layer_registered_without_a_schema_shows_its_file_s_schema(stack, tmp_path) -> None:
     uri = recording(tmp_path / "ep_0.rrd", "ep_0")
     size = Path(uri.removeprefix("file://")).stat().st_size
-    catalog.apply([register(catalog.droid, "ep_0", url=uri, size_bytes=size)])  # no schema named
+    stack.apply([register(stack.droid, "ep_0", url=uri, size_bytes=size)])  # no schema named
 
-    schema = catalog.dataset.arrow_schema()
+    schema = stack.dataset.arrow_schema()
 
     from_file = pa.ipc.read_schema(pa.py_buffer(read_recording(uri).schema_bytes()))
     assert schema.names == from_file.names and len(schema) > 1
     assert FILE_SCHEMAS.get((uri, size)) is not None
-    assert catalog.dataset.info().num_component_columns == len(schema)
+    assert stack.dataset.info().num_component_columns == len(schema)
 
 
-def test_a_segment_s_store_holds_the_assets_that_apply_to_it(catalog, tmp_path) -> None:
-    dataset = catalog.dataset
+def test_a_segment_s_store_holds_the_assets_that_apply_to_it(stack, tmp_path) -> None:
+    dataset = stack.dataset
     dataset.register([recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]).wait()
     mesh = dataset.register_asset(static_recording(tmp_path / "mesh.rrd", "gripper_mesh"),
                                   mode="opt_in", segments=["ep_1"])
@@ -113,8 +113,8 @@ def test_a_segment_s_store_holds_the_assets_that_apply_to_it(catalog, tmp_path) 
         dataset.segment_store("ep_9")
 
 
-def test_a_tag_names_a_point_that_later_writes_do_not_move(catalog, tmp_path) -> None:
-    dataset = catalog.dataset
+def test_a_tag_names_a_point_that_later_writes_do_not_move(stack, tmp_path) -> None:
+    dataset = stack.dataset
     dataset.register([recording(tmp_path / "ep_0.rrd", "ep_0")]).wait()
     tag = dataset.create_tag("first")
     dataset.register([recording(tmp_path / "ep_1.rrd", "ep_1")]).wait()
