@@ -20,7 +20,8 @@ from typing import Any
 from events import OnDuplicate
 from projector import Change, ChangeKind, EntryKind, Tag
 from sdk._client import CatalogClient, VersionInfo
-from sdk._dataset import DatasetEntry, DatasetInfo, LayerInfo
+from sdk._dataset import DatasetEntry
+from sdk._dataset_reads import DatasetInfo, LayerInfo
 from sdk._operations import Operation, RegistrationOperation
 from sdk._selection import DatasetSelection
 from sdk._table_entry import TableEntry

@@ -233,7 +233,7 @@ class CatalogClient:
     def datasets(self, *, include_hidden: bool = False) -> list[DatasetEntry]:
         """All datasets, oldest first; with ``include_hidden``, also every dataset's and table's
         hidden blueprint and asset datasets (``__bp_<owner id>``, ``__as_<owner id>``)."""
-        return [DatasetEntry(self._internal, d) for d in self._internal.store.datasets()
+        return [DatasetEntry(self._internal, d) for d in self._internal.wait_for_store().datasets()
                 if include_hidden or not d.hidden]
 
     def tables(self, *, include_hidden: bool = False) -> list[TableEntry]:
@@ -273,11 +273,12 @@ class CatalogClient:
             >>> for change in client.changes(0, dataset="droid", timeout_secs=5):  # doctest: +SKIP
             ...     print(change.position.offset, change.kind, change.segment_id, change.layer_name)
         """
-        after = feed.start(self._internal.store, since)
+        after = feed.start(self._internal.wait_for_store(), since)
         entry_id = None
         if dataset is not None:
             entry_id = dataset.id if isinstance(dataset, DatasetEntry) else self.get_dataset(dataset).id
-        return feed.follow(self._internal.store, after, entry_id=entry_id, timeout_secs=timeout_secs)
+        return feed.follow(self._internal.wait_for_store(), after, entry_id=entry_id,
+                           timeout_secs=timeout_secs)
 
     def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
         """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""

@@ -29,7 +29,7 @@ from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store
 from projector.stores import describe, normalize
 from recordings import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, WorkerPool, object_store
 from sdk._lance import lance_table
-from sdk._sql import CatalogTree
+from sdk._sql import TableNamespaces
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk._writes import Ledger, WriteOutcome
 from sdk.errors import AlreadyExistsError, NotFoundError, WriteRefusedError
@@ -102,7 +102,7 @@ class Connection:
         self._producer = EventProducer(bootstrap_servers, config=self._kafka_config,
                                        delivery_timeout_secs=delivery_timeout_secs)
         self._ctx = datafusion.SessionContext()
-        self._ctx.register_catalog_provider_list(CatalogTree(self))
+        self._ctx.register_catalog_provider_list(TableNamespaces(self))
         self._defined: set[str] = set()
         """Schema digests seen defined, in the store or by this connection's own events."""
 
@@ -147,7 +147,7 @@ class Connection:
         written = self.ledger.written(CATALOG_TOPIC, 0)
         if written is not None:
             return written + 1
-        return self.store.next_offsets().get((CATALOG_TOPIC, 0), 0)
+        return self.wait_for_store().next_offsets().get((CATALOG_TOPIC, 0), 0)
 
     def writable(self) -> None:
         """Raises ``ValueError`` if this connection reads the catalog as of a point."""
@@ -169,11 +169,12 @@ class Connection:
             self._producer.close()
             self._store.close()
 
-    @property
-    def store(self) -> CatalogReader:
-        """The projection, read-only, once it has passed every write of this client: a read
-        through it waits for the client's writes and raises ``WriteRefusedError`` for the refused
-        ones (see ``settle``)."""
+    def wait_for_store(self) -> CatalogReader:
+        """The projection, read-only, once it has passed every write of this client (and, for a
+        connection as of a point, every record before the point): blocks for up to
+        ``DEFAULT_TIMEOUT_SECS``, raises ``WriteRefusedError`` for the refused writes (see
+        ``settle``) and ``ProjectionTimeoutError`` if the projection does not get there in time.
+        ``peek`` is the projection without waiting."""
         if not self.ledger.settled:
             self.settle(DEFAULT_TIMEOUT_SECS)
         if self.point is None:
@@ -284,19 +285,20 @@ class Connection:
 
     def find_dataset(self, name: str | None, id: uuid.UUID | str | None) -> Dataset:
         """The live dataset named ``name`` or with id ``id`` (see ``_find``)."""
-        return self._find("dataset", name, id, self.store.dataset_by_name, self.store.dataset)
+        store = self.wait_for_store()
+        return self._find("dataset", name, id, store.dataset_by_name, store.dataset)
 
     def find_table(self, name: str | None, id: uuid.UUID | str | None) -> Table:
         """The live table named ``name`` (the system table's name too) or with id ``id`` (see
         ``_find``)."""
         def by_name(table_name: str) -> Table | None:
             system = table_name == views.ENTRIES_TABLE.name
-            return views.ENTRIES_TABLE if system else self.store.table_by_name(table_name)
-        return self._find("table", name, id, by_name, self.store.table)
+            return views.ENTRIES_TABLE if system else self.wait_for_store().table_by_name(table_name)
+        return self._find("table", name, id, by_name, self.wait_for_store().table)
 
     def tables(self, *, include_hidden: bool = False) -> list[Table]:
         """The live tables, oldest first, after the system table with ``include_hidden``."""
-        return [views.ENTRIES_TABLE] * include_hidden + self.store.tables()
+        return [views.ENTRIES_TABLE] * include_hidden + self.wait_for_store().tables()
 
     def _find(self, kind: str, name: str | None, id: uuid.UUID | str | None,
               by_name: Callable[[str], Found | None], by_id: Callable[[uuid.UUID], Found | None]) -> Found:
@@ -309,7 +311,8 @@ class Connection:
             found = by_name(name)
             if found is not None:
                 return found
-            others = {"dataset": self.store.dataset_by_name, "table": self.store.table_by_name}
+            store = self.wait_for_store()
+            others = {"dataset": store.dataset_by_name, "table": store.table_by_name}
             for other, other_by_name in others.items():
                 if other != kind and other_by_name(name) is not None:
                     raise NotFoundError(f"{name!r} is a {other}, not a {kind}: use get_{other}({name!r})")
@@ -342,9 +345,9 @@ class Connection:
         """A table's rows: from the projection, a registered table's Lance version, or for the
         system table the entries as they are now."""
         if table.system:
-            return views.entries_table(self.store)
+            return views.entries_table(self.wait_for_store())
         if not table.registered:
-            return self.store.table_data(table)
+            return self.wait_for_store().table_data(table)
         return lance_table(table.storage_url).checkout_version(table.lance_version).to_table()
 
     def objects(self, override: ObjectStoreSettings = None) -> ObjectStore:

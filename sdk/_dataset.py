@@ -1,6 +1,8 @@
-"""Dataset entries, in the shape of rerun-sdk's ``DatasetEntry``: registering recordings as
-layers of segments (``sdk._registration``), blueprints, and the catalog's reads of a dataset
-(segment table, manifest, schema); the recordings' data through ``DatasetSelection``.
+"""Dataset entries, in the shape of rerun-sdk's ``DatasetEntry``: each method a few lines into
+the client's connection or into the module of its job: registering recordings as layers of
+segments (``sdk._registration``), the dataset's history (``sdk._history``), its assets
+(``sdk._assets``), blueprints (``sdk._blueprints``), and the catalog's reads
+of it (``sdk._dataset_reads``); the recordings' data through ``DatasetSelection``.
 
 Every mutation is a command event appended to the log; the call's operation waits until the
 projection has passed the event's offset and reports the outcome the projector recorded for it.
@@ -8,56 +10,21 @@ projection has passed the event's offset and reports the outcome the projector r
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import datafusion
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from events import (
-    AssetMode,
-    AssetScopeEdit,
-    CreateTag,
-    DeleteDataset,
-    DeleteTag,
-    OnDuplicate,
-    RenameDataset,
-    ScopeAsset,
-    UnregisterLayers,
-)
-from events.names import check_dataset_name, check_tag_name
-from projector import (
-    AssetScope,
-    CatalogReader,
-    Dataset,
-    DatasetKind,
-    EntryKind,
-    Tag,
-    companion_id,
-    schemas,
-    views,
-)
-from recordings import (
-    Contents,
-    LayerFile,
-    NotFoundError,
-    ObjectStore,
-    ObjectStoreSettings,
-    Progress,
-    WorkerPool,
-    layer_files,
-    read_recording,
-    rerun_schema,
-    segment_store,
-)
-from sdk import _registration
+from events import AssetMode, AssetScopeEdit, DeleteDataset, OnDuplicate, RenameDataset
+from events.names import check_dataset_name
+from projector import CatalogReader, Dataset, DatasetKind, EntryKind, Tag, companion_id
+from recordings import Contents, ObjectStoreSettings, Progress, rerun_schema, segment_store
+from sdk import _assets, _blueprints, _dataset_reads, _history, _registration
 from sdk._connection import Connection
+from sdk._dataset_reads import DatasetInfo
 from sdk._entry import Entry
 from sdk._operations import Operation, RegistrationOperation
 from sdk._registration import Properties
@@ -66,37 +33,6 @@ from sdk._wait import DEFAULT_TIMEOUT_SECS
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
-
-
-@dataclass(frozen=True)
-class LayerInfo:
-    name: str
-    num_segments: int
-    """Number of segments that have this layer."""
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    """An overview of a dataset, as ``DatasetEntry.info()`` returns it."""
-
-    dataset_name: str
-    num_segments: int
-    size_bytes: int
-    layers: frozenset[LayerInfo]
-    property_columns: frozenset[str]
-    num_component_columns: int
-    """Columns of the dataset schema."""
-
-    def __repr__(self) -> str:
-        lines = [f"DatasetInfo({self.dataset_name}: {self.num_segments} segments, "
-                 f"{self.size_bytes} bytes)",
-                 f"  contents: {self.num_component_columns} columns",
-                 f"  properties: {', '.join(sorted(self.property_columns)) or '(none)'}"]
-        lines += [f"    {x.name}: in {x.num_segments} segments"
-                  for x in sorted(self.layers, key=lambda x: x.name)]
-        return "\n".join(lines)
-
-
 
 
 class DatasetEntry(Entry[Dataset]):
@@ -129,11 +65,8 @@ class DatasetEntry(Entry[Dataset]):
             >>> before = dataset.as_of(1200)  # doctest: +SKIP
             >>> before.segment_table().to_arrow_table()  # doctest: +SKIP
         """
-        view = self._at(point)
+        view = _history.at(self._internal, self._id, self._seen.name, point)
         return DatasetEntry(view, self._record_at(view))
-
-    def _at(self, point: int | datetime | str) -> Connection:
-        return self._internal.at(self._tag(point).offset if isinstance(point, str) else point)
 
     def diff(self, before: int | datetime | str, after: int | datetime | str | None = None
              ) -> datafusion.DataFrame:
@@ -148,9 +81,7 @@ class DatasetEntry(Entry[Dataset]):
         Examples:
             >>> dataset.diff("train-2026-11-25").filter(col("change") == "layer_replaced")  # doctest: +SKIP
         """
-        old = self._at(before).store
-        new = self._internal.store if after is None else self._at(after).store
-        return self._internal.dataframe(views.diff_table(old, new, self._id))
+        return _history.diff(self._internal, self._id, self._seen.name, before, after)
 
     def create_tag(self, name: str, point: int | datetime | None = None, *,
                    timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> Tag:
@@ -166,29 +97,16 @@ class DatasetEntry(Entry[Dataset]):
             >>> dataset.create_tag("train-2026-11-25")  # doctest: +SKIP
             Tag(dataset_id=..., name='train-2026-11-25', offset=48213, ...)
         """
-        check_tag_name(name)
-        self._internal.writable()
-        offset = self._internal.here() if point is None else self._internal.resolve(point)
-        what = f"tagging offset {offset} of dataset {self._seen.name!r} as {name!r}"
-        Operation.submit(self._internal, self._id, CreateTag(name, offset), what).wait(timeout_secs)
-        return self._tag(name)
+        return _history.create_tag(self._internal, self._id, self._seen.name, name, point, timeout_secs)
 
     def tags(self) -> list[Tag]:
         """The dataset's tags, by offset then name."""
-        return self._internal.store.tags(self._id)
+        return _history.tags(self._internal, self._id)
 
     def delete_tag(self, name: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Remove a tag; the name may name another point afterwards. ``NotFoundError`` if the
         dataset has no tag of that name."""
-        Operation.submit(self._internal, self._id, DeleteTag(name),
-                         f"deleting tag {name!r} of dataset {self._seen.name!r}").wait(timeout_secs)
-
-    def _tag(self, name: str) -> Tag:
-        tag = self._internal.store.tag(self._id, name)
-        if tag is None:
-            names = ", ".join(repr(t.name) for t in self.tags()) or "none"
-            raise LookupError(f"dataset {self._seen.name!r} has no tag {name!r} (its tags: {names})")
-        return tag
+        _history.delete_tag(self._internal, self._id, self._seen.name, name, timeout_secs)
 
     # -- entry lifecycle ----------------------------------------------------------------------
 
@@ -271,13 +189,8 @@ class DatasetEntry(Entry[Dataset]):
         """Remove every (segment, layer) in the product of the two lists; an empty list means
         all. A segment disappears with its last layer. Both empty is a ``ValueError``.
         Unregistering what is not there changes nothing."""
-        segments = [segments_to_drop] if isinstance(segments_to_drop, str) else list(segments_to_drop)
-        layers = [layers_to_drop] if isinstance(layers_to_drop, str) else list(layers_to_drop)
-        if not segments and not layers:
-            raise ValueError("unregister() needs segments_to_drop or layers_to_drop (an empty "
-                             "list means all, but not both)")
-        return Operation.submit(self._internal, self._id, UnregisterLayers(tuple(segments), tuple(layers)),
-                                "unregistering")
+        command = _registration.unregister_command(segments_to_drop, layers_to_drop)
+        return Operation.submit(self._internal, self._id, command, "unregistering")
 
     # -- hidden datasets ----------------------------------------------------------------------
 
@@ -294,7 +207,9 @@ class DatasetEntry(Entry[Dataset]):
         recordings, or with ``segment_table`` of its segment table. Returns its name, the
         blueprint's id, as ``blueprints()`` lists it. ``ValueError`` for a file that holds no
         blueprint, ``LookupError`` for a hidden dataset (it has no blueprint dataset)."""
-        return self._register_blueprint(uri, set_default, segment_table, object_store_config, timeout_secs)
+        return _blueprints.register(self._internal, self._id, self._seen.name, self.blueprint_dataset(), uri,
+                                    make_default=set_default, segment_table=segment_table,
+                                    object_store_config=object_store_config, timeout_secs=timeout_secs)
 
     def default_segment_table_blueprint(self) -> str | None:
         """The name of the segment table's default blueprint, or None."""
@@ -303,7 +218,7 @@ class DatasetEntry(Entry[Dataset]):
     def set_default_segment_table_blueprint(self, blueprint_name: str | None, *,
                                             timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Make ``blueprint_name`` the segment table's default blueprint (None: no default)."""
-        self._set_default(blueprint_name, True, timeout_secs)
+        _blueprints.set_default(self._internal, self._id, blueprint_name, True, timeout_secs)
 
     def asset_dataset(self) -> DatasetEntry | None:
         """The hidden dataset of this dataset's assets (None for a hidden dataset); deleted with
@@ -313,14 +228,11 @@ class DatasetEntry(Entry[Dataset]):
     def _companion(self, kind: DatasetKind) -> DatasetEntry:
         return companion_dataset(self._internal, self._id, kind)
 
-    # -- assets -------------------------------------------------------------------------------
-    # An asset is a static recording (meshes, a URDF, calibration) registered as a segment of the
-    # asset dataset, with a scope: the segments of this dataset it applies to.
+    # -- assets (sdk._assets) -----------------------------------------------------------------
 
     def assets(self) -> list[str]:
         """The segment ids of the registered assets, in registration order."""
-        assets = self.asset_dataset()
-        return [] if assets is None else assets.segment_ids()
+        return _assets.names(self.asset_dataset())
 
     def register_asset(self, uri: str, *, mode: AssetMode | str = AssetMode.OPT_OUT,
                        segments: str | Sequence[str] | None = None,
@@ -330,39 +242,33 @@ class DatasetEntry(Entry[Dataset]):
         recording id, and return that id. ``mode="opt_out"`` (the default) applies it to every
         segment but ``segments``; ``"opt_in"`` only to ``segments``. ``ValueError`` for a file with
         temporal data or another mode, ``NotFoundError`` if the asset dataset was deleted."""
-        asset_mode = _asset_mode(mode)
-        assets = self._asset_dataset_of("register_asset")
-        registration = assets.register([uri], on_duplicate=OnDuplicate.REPLACE,
-                                       object_store_config=object_store_config)
-        [segment_id] = registration.wait(timeout_secs).segment_ids
-        assets._scope(segment_id, AssetScopeEdit.SET, segments or (), asset_mode, timeout_secs)
-        return segment_id
+        asset_mode = _assets.asset_mode(mode)
+        return _assets.register(self._internal, self._asset_dataset_of("register_asset"), uri, asset_mode,
+                                segments, object_store_config, timeout_secs)
 
     def unregister_asset(self, segment_id: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Unregister an asset and its scope; an asset that is not registered is a no-op."""
-        assets = self._asset_dataset_of("unregister_asset")
-        assets.unregister(segments_to_drop=[segment_id]).wait(timeout_secs)
+        _assets.unregister(self._asset_dataset_of("unregister_asset"), segment_id, timeout_secs)
 
     def add_segments_to_asset(self, asset_segment_id: str, segments: str | Sequence[str], *,
                               timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Make an asset apply to ``segments`` too, in its mode (added to an opt-in list, removed
         from an opt-out one). Applied by the projector in log order, so concurrent edits of one
         asset all count. ``NotFoundError`` for an asset that is not registered."""
-        self._asset_dataset_of("add_segments_to_asset")._scope(
-            asset_segment_id, AssetScopeEdit.APPLY, segments, AssetMode.OPT_OUT, timeout_secs)
+        assets = self._asset_dataset_of("add_segments_to_asset")
+        _assets.scope(self._internal, assets.id, asset_segment_id, AssetScopeEdit.APPLY, segments,
+                      AssetMode.OPT_OUT, timeout_secs)
 
     def remove_segments_from_asset(self, asset_segment_id: str, segments: str | Sequence[str], *,
                                    timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Stop an asset from applying to ``segments``; the inverse of ``add_segments_to_asset``."""
-        self._asset_dataset_of("remove_segments_from_asset")._scope(
-            asset_segment_id, AssetScopeEdit.UNAPPLY, segments, AssetMode.OPT_OUT, timeout_secs)
+        assets = self._asset_dataset_of("remove_segments_from_asset")
+        _assets.scope(self._internal, assets.id, asset_segment_id, AssetScopeEdit.UNAPPLY, segments,
+                      AssetMode.OPT_OUT, timeout_secs)
 
     def assets_for_segment(self, segment_id: str) -> list[str]:
         """The assets that apply to ``segment_id``, in registration order."""
-        assets = self._asset_dataset_of("assets_for_segment")
-        scopes = {scope.segment_id: scope for scope in self._internal.store.asset_scopes(assets.id)}
-        return [asset for asset in assets.segment_ids()
-                if scopes.get(asset, AssetScope(assets.id, asset)).applies_to(segment_id)]
+        return _assets.for_segment(self._internal, self._asset_dataset_of("assets_for_segment"), segment_id)
 
     def _asset_dataset_of(self, call: str) -> DatasetEntry:
         assets = self.asset_dataset()
@@ -370,13 +276,7 @@ class DatasetEntry(Entry[Dataset]):
             raise LookupError(f"{call}: {self._seen.name!r} is a hidden dataset and has no asset dataset")
         return assets
 
-    def _scope(self, asset: str, edit: AssetScopeEdit, segments: str | Sequence[str], mode: AssetMode,
-               timeout_secs: float | None) -> None:
-        named = (segments,) if isinstance(segments, str) else tuple(segments)  # one id, or several
-        Operation.submit(self._internal, self._id, ScopeAsset(asset, edit, mode, named),
-                         f"scoping asset {asset!r}").wait(timeout_secs)
-
-    # -- reads --------------------------------------------------------------------------------
+    # -- reads (sdk._dataset_reads) -----------------------------------------------------------
 
     def schema(self) -> Schema:
         """Rerun's ``Schema`` of the dataset: its index columns and the component columns of
@@ -387,31 +287,17 @@ class DatasetEntry(Entry[Dataset]):
     def arrow_schema(self) -> pa.Schema:
         """The merged Arrow schema of every layer's data, with Rerun's field metadata (empty
         before the first layer). The schema of a layer registered without one (a producer may
-        leave it out) is read from its file, once per process."""
-        dataset = self._current()
-        schema = dataset.schema
-        if dataset.schemaless_layers:
-            schema = _with_file_schemas(schema, self._layer_table(), self._internal.objects(),
-                                        self._internal.workers)
-        return pa.ipc.read_schema(pa.py_buffer(schema)) if schema else pa.schema([])
+        leave it out) is read from its file and kept for later reads, of up to 4096 files per
+        process (the least recently used dropped first)."""
+        return _dataset_reads.arrow_schema(self._internal, self._current())
 
     def segment_ids(self) -> list[str]:
         """The dataset's segment ids, in registration order."""
-        return [s.segment_id for s in self._internal.store.segments(self._id)]
+        return _dataset_reads.segment_ids(self._internal, self._id)
 
     def info(self) -> DatasetInfo:
         """Segments, bytes, segments per layer, property columns and schema width."""
-        layers = self._layer_table()
-        table = views.segment_table(layers, self._property_schemas(layers))
-        return DatasetInfo(
-            dataset_name=self._current().name,
-            num_segments=table.num_rows,
-            size_bytes=sum(layers.column("size_bytes").to_pylist()),
-            layers=frozenset(LayerInfo(name, count) for name, count in
-                             Counter(layers.column("layer_name").to_pylist()).items()),
-            property_columns=frozenset(n for n in table.column_names if n.startswith("property:")),
-            num_component_columns=len(self.arrow_schema()),
-        )
+        return _dataset_reads.info(self._internal, self._current())
 
     def segment_table(self, join_meta: datafusion.DataFrame | None = None,
                       join_key: str = "rerun_segment_id") -> datafusion.DataFrame:
@@ -422,31 +308,13 @@ class DatasetEntry(Entry[Dataset]):
         ``join_meta`` (a DataFrame with a ``join_key`` column) is left-joined on ``join_key``, as
         in Rerun. Raises ``ValueError`` if either side lacks ``join_key``.
         """
-        layers = self._layer_table()
-        table = self._internal.dataframe(views.segment_table(layers, self._property_schemas(layers)))
-        if join_meta is None:
-            return table
-        if join_key not in table.schema().names:
-            raise ValueError(f"Dataset segment table must contain join_key column '{join_key}'.")
-        if join_key not in join_meta.schema().names:
-            raise ValueError(f"join_meta must contain join_key column '{join_key}'.")
-        renamed = f"{join_key}_meta"
-        return table.join(join_meta.with_column_renamed(join_key, renamed), left_on=join_key,
-                          right_on=renamed, how="left").drop(renamed)
-
-    def _layer_table(self) -> pa.Table:
-        return self._internal.store.layer_table(self._id)
-
-    def _property_schemas(self, layers: pa.Table) -> dict[str, bytes]:
-        """The schemas the layers' properties name, by digest."""
-        return views.property_schemas(self._internal.store, layers)
+        return _dataset_reads.segment_table(self._internal, self._id, join_meta, join_key)
 
     def manifest(self) -> datafusion.DataFrame:
         """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,
         ``rerun_storage_url``, ``rerun_registration_time``, ``rerun_last_updated_at``,
         ``rerun_size_bytes``, ``rerun_schema_sha256``, and each layer's own properties."""
-        layers = self._layer_table()
-        return self._internal.dataframe(views.manifest_table(layers, self._property_schemas(layers)))
+        return _dataset_reads.manifest(self._internal, self._id)
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -457,20 +325,12 @@ class DatasetEntry(Entry[Dataset]):
         (``stream().collect()`` loads them all). Several files are merged into one temporary
         ``.rrd`` first. Raises ``NotFoundError`` naming the segment if the dataset has none of
         that id."""
-        layers = self._layer_table()
-        layers = layers.filter(pc.equal(layers.column("segment_id"), segment_id))
-        if not layers.num_rows:
-            raise NotFoundError(f"Segment {segment_id!r} not found in dataset {self.name!r}")
-        config = self._internal.object_store_config
-        files = layer_files(layers, config)[segment_id]
-        asset_files: list[LayerFile] = []
-        applying = self.assets_for_segment(segment_id) if include_assets and not self._seen.hidden else []
-        if applying:
-            assets = self._companion(DatasetKind.ASSET)._layer_table()
-            assets = assets.filter(pc.is_in(assets.column("segment_id"), pa.array(applying)))
-            by_asset = layer_files(assets, config)
-            asset_files = [file for asset in applying for file in by_asset[asset]]
-        return segment_store(files, self.name, asset_files)
+        name = self.name
+        files = _dataset_reads.segment_files(self._internal, self._id, name, segment_id)
+        with_assets = include_assets and not self._seen.hidden
+        assets = self._companion(DatasetKind.ASSET) if with_assets else None
+        asset_files = [] if assets is None else _assets.files_for_segment(self._internal, assets, segment_id)
+        return segment_store(files, name, asset_files)
 
     def filter_segments(self, segment_ids: str | Sequence[str] | datafusion.DataFrame) -> DatasetSelection:
         """A selection of these segments (see ``DatasetSelection.filter_segments``)."""
@@ -509,45 +369,6 @@ class DatasetEntry(Entry[Dataset]):
         """The first and last value of every index, per segment (see
         ``DatasetSelection.get_index_ranges``)."""
         return DatasetSelection(self._internal, self).get_index_ranges()
-
-
-_FILE_SCHEMAS: dict[tuple[str, int], bytes] = {}
-"""The schemas read from the files of layers registered without one, by (URL, size): a
-registered file never changes (``RecordingChangedError`` otherwise)."""
-
-
-def _with_file_schemas(merged: bytes, layers: pa.Table, objects: ObjectStore, workers: WorkerPool) -> bytes:
-    """``merged`` (a dataset's schema) with the schemas of its layers registered without one,
-    read from their files (by ``workers`` when there are several); each distinct schema merged
-    once. ``ValueError`` naming a layer whose file's schema conflicts."""
-    unknown = layers.filter(pc.is_null(layers.column("schema_sha256")))
-    columns = [unknown.column(n).to_pylist()
-               for n in ("segment_id", "layer_name", "storage_url", "size_bytes")]
-    unread = sorted(set(zip(columns[2], columns[3], strict=True)) - set(_FILE_SCHEMAS))
-    read = functools.partial(read_recording, objects=objects)
-    spread = workers.spreads(len(unread))
-    futures = [workers.submit(url, read, url, spread=spread) for url, _ in unread]
-    for key, future in zip(unread, futures, strict=True):
-        _FILE_SCHEMAS[key] = future.result().schema_bytes()
-    distinct: dict[bytes, tuple[str, str, str]] = {}
-    for segment_id, layer_name, url, size in zip(*columns, strict=True):
-        distinct.setdefault(_FILE_SCHEMAS[(url, size)], (segment_id, layer_name, url))
-    for schema, (segment_id, layer_name, url) in distinct.items():
-        try:
-            merged = schemas.merge_serialized(merged, schema)
-        except schemas.SchemaConflict as conflict:
-            raise ValueError(f'segment "{segment_id}", layer "{layer_name}" ({url}) was registered without '
-                             f"a schema, and its file's conflicts with the dataset's: {conflict}; "
-                             "unregister it, or register the file with the SDK") from None
-    return merged
-
-
-def _asset_mode(mode: AssetMode | str) -> AssetMode:
-    try:
-        return AssetMode(mode)
-    except ValueError:
-        raise ValueError(f"mode={mode!r}: an asset's mode is 'opt_out' (every segment but those "
-                         "listed) or 'opt_in' (only those listed)") from None
 
 
 def companion_dataset(internal: Connection, owner_id: uuid.UUID, kind: DatasetKind) -> DatasetEntry:

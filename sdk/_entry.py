@@ -1,31 +1,22 @@
 """What datasets and tables share, as rerun-sdk's ``Entry``: an id, a name and times, read from
-the projection at each access, and blueprints, kept in the entry's hidden blueprint dataset."""
+the projection at each access, and blueprints, kept in the entry's hidden blueprint dataset
+(``sdk._blueprints``)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
-from events import OnDuplicate, SetDefaultBlueprint
 from projector import CatalogReader, Dataset, Table
 from recordings import ObjectStoreSettings
+from sdk import _blueprints
+from sdk._blueprints import BlueprintDataset
 from sdk._connection import Connection
-from sdk._operations import Operation, RegistrationOperation
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk.errors import NotFoundError
 
 Record = TypeVar("Record", Dataset, Table)
-
-
-class BlueprintDataset(Protocol):
-    """What an entry uses of its blueprint dataset (a ``DatasetEntry``)."""
-
-    def register(self, uris: str | Sequence[str], *, on_duplicate: OnDuplicate | str = ...,
-                 object_store_config: ObjectStoreSettings = ...) -> RegistrationOperation: ...
-
-    def segment_ids(self) -> list[str]: ...
 
 
 class Entry(Generic[Record]):
@@ -73,7 +64,7 @@ class Entry(Generic[Record]):
     def _current(self, *, settle: bool = True) -> Record:
         """The entry as the store has it now, once it has passed this client's writes; without
         ``settle``, as it is (for a write's checks)."""
-        store = self._internal.store if settle else self._internal.peek
+        store = self._internal.wait_for_store() if settle else self._internal.peek
         record = self._lookup(store, self._id)
         if record is None or record.deleted:
             raise NotFoundError(f"{self._kind_name} {self._seen.name!r} ({self._id}) was deleted")
@@ -83,7 +74,7 @@ class Entry(Generic[Record]):
     def _record_at(self, view: Connection) -> Record:
         """The entry as ``view`` (a connection as of a point) has it; ``NotFoundError`` if it did
         not exist yet or was deleted then."""
-        record = self._lookup(view.store, self._id)
+        record = self._lookup(view.wait_for_store(), self._id)
         if record is None or record.deleted:
             what = "did not exist yet" if record is None else "was deleted"
             raise NotFoundError(f"{self._kind_name} {self._seen.name!r} ({self._id}) {what} as of log offset "
@@ -120,25 +111,13 @@ class Entry(Generic[Record]):
         replacing a blueprint with its id, and by default make it the default. Returns its name,
         the blueprint's id, as ``blueprints()`` lists it. ``LookupError`` for an entry without a
         blueprint dataset (a hidden dataset), ``ValueError`` for a file that holds no blueprint."""
-        return self._register_blueprint(uri, set_default, False, object_store_config, timeout_secs)
-
-    def _register_blueprint(self, uri: str, set_default: bool, segment_table: bool,
-                            object_store_config: ObjectStoreSettings, timeout_secs: float | None) -> str:
-        blueprints = self.blueprint_dataset()
-        if blueprints is None:
-            raise LookupError(f"a blueprint dataset is not configured for {self._seen.name!r}: "
-                              "hidden datasets and the system table have none")
-        registration = blueprints.register([uri], on_duplicate=OnDuplicate.REPLACE,
-                                           object_store_config=object_store_config)
-        [blueprint_id] = registration.wait(timeout_secs).segment_ids
-        if set_default:
-            self._set_default(blueprint_id, segment_table, timeout_secs)
-        return blueprint_id
+        return _blueprints.register(self._internal, self._id, self._seen.name, self.blueprint_dataset(), uri,
+                                    make_default=set_default, segment_table=False,
+                                    object_store_config=object_store_config, timeout_secs=timeout_secs)
 
     def blueprints(self) -> list[str]:
         """The names of the registered blueprints, in registration order."""
-        blueprints = self.blueprint_dataset()
-        return [] if blueprints is None else blueprints.segment_ids()
+        return _blueprints.names(self.blueprint_dataset())
 
     def default_blueprint(self) -> str | None:
         """The name of the default blueprint, or None."""
@@ -148,9 +127,4 @@ class Entry(Generic[Record]):
                               timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Make ``blueprint_name`` the default (None: no default). As in Rerun, the name is not
         checked against ``blueprints()``; ``NotFoundError`` if the blueprint dataset was deleted."""
-        self._set_default(blueprint_name, False, timeout_secs)
-
-    def _set_default(self, blueprint_name: str | None, segment_table: bool,
-                     timeout_secs: float | None) -> None:
-        Operation.submit(self._internal, self._id, SetDefaultBlueprint(blueprint_name, segment_table),
-                         f"setting the default blueprint to {blueprint_name!r}").wait(timeout_secs)
+        _blueprints.set_default(self._internal, self._id, blueprint_name, False, timeout_secs)

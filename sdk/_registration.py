@@ -1,7 +1,8 @@
 """Registering recordings as layers of a dataset's segments, one way: the request's rules (its
 arguments checked and normalized), then the recordings read (``recordings``), then the commands
 built (``layer_commands``, with the rules that need what was read), then the commands submitted
-and tracked through the connection. Nothing is sent unless every step before succeeds."""
+and tracked through the connection. Nothing is sent unless every step before succeeds. And the
+inverse: which layers of which segments an unregistration removes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from events import DefineSchema, OnDuplicate
+from events import DefineSchema, OnDuplicate, UnregisterLayers
 from events.names import MAX_PROPERTIES_BYTES, RECORDING_SUFFIXES, check_layer_name
 from recordings import (
     NotFoundError,
@@ -95,6 +96,18 @@ def register(internal: Connection, entry_id: uuid.UUID, request: Request, *, obj
     items = [RegisteredItem(recording.uri, recording.recording_id, write.events[0], write.positions[0],
                             write.handle) for recording, write in zip(recordings, submitted, strict=True)]
     return RegistrationOperation(internal, items)
+
+
+def unregister_command(segments_to_drop: str | Sequence[str], layers_to_drop: str | Sequence[str]
+                       ) -> UnregisterLayers:
+    """The command removing every (segment, layer) in the product of the two lists, an empty list
+    meaning all. ``ValueError`` if both are empty."""
+    segments = [segments_to_drop] if isinstance(segments_to_drop, str) else list(segments_to_drop)
+    layers = [layers_to_drop] if isinstance(layers_to_drop, str) else list(layers_to_drop)
+    if not segments and not layers:
+        raise ValueError("unregister() needs segments_to_drop or layers_to_drop (an empty "
+                         "list means all, but not both)")
+    return UnregisterLayers(tuple(segments), tuple(layers))
 
 
 def _commands(recordings: list[Recording], layer_names: list[str], mode: OnDuplicate

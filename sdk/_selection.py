@@ -244,7 +244,7 @@ class DatasetSelection:
 
     def _layers(self) -> pa.Table:
         """The store's layer table, only the selected segments."""
-        layers = self._internal.store.layer_table(self._dataset.id)
+        layers = self._internal.wait_for_store().layer_table(self._dataset.id)
         if self._segment_ids is None:
             return layers
         return layers.filter(pc.is_in(layers.column("segment_id"), pa.array(sorted(self._segment_ids))))

@@ -75,6 +75,9 @@ class _Entries:
 
 
 class _Schema(SchemaProvider):
+    """The second part of dotted entry names (``runs`` of ``lab.runs.labels``), or the default
+    ``public``: DataFusion's schema level, holding the tables."""
+
     def __init__(self, entries: _Entries, catalog: str, name: str) -> None:
         self._entries = entries
         self._catalog = catalog
@@ -104,7 +107,10 @@ class _Schema(SchemaProvider):
         return self.table(name) is not None
 
 
-class _Catalog(CatalogProvider):
+class _TableNamespace(CatalogProvider):
+    """The first part of dotted entry names (``lab`` of ``lab.runs.labels``), and the default
+    ``datafusion``: DataFusion's catalog level, holding the second parts (``_Schema``)."""
+
     def __init__(self, entries: _Entries, name: str) -> None:
         self._entries = entries
         self._name = name
@@ -134,9 +140,10 @@ class _Catalog(CatalogProvider):
                                              for s in self._schemas.values())
 
 
-class CatalogTree(CatalogProviderList):
-    """The session's catalogs: those the entries' names make, the default one, and those the
-    user registers; any other name looked up is an empty placeholder that is not listed."""
+class TableNamespaces(CatalogProviderList):
+    """The namespaces of the session's table names, DataFusion's catalog list: those the
+    entries' dotted names make, the default one, and the catalogs the user registers; any other
+    name looked up is an empty placeholder that is not listed."""
 
     def __init__(self, internal: Connection) -> None:
         self._entries = _Entries(internal)
@@ -145,12 +152,12 @@ class CatalogTree(CatalogProviderList):
 
     def catalog_names(self) -> set[str]:
         names = {DEFAULT_CATALOG} | {c for c, _, _ in self._entries.paths()} | self._registered
-        used = {n for n, c in self._catalogs.items() if isinstance(c, _Catalog) and c.holds_anything()}
+        used = {n for n, c in self._catalogs.items() if isinstance(c, _TableNamespace) and c.holds_anything()}
         return names | used
 
     def catalog(self, name: str) -> Any:
         if name not in self._catalogs:
-            self._catalogs[name] = _Catalog(self._entries, name)
+            self._catalogs[name] = _TableNamespace(self._entries, name)
         return self._catalogs[name]
 
     def register_catalog(self, name: str, catalog: Any) -> None:

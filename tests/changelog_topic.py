@@ -51,7 +51,7 @@ def catalog_of_topic(latest: dict[tuple, dict | None]) -> dict[tuple, tuple]:
 
 
 def catalog_of_store(client: sdk.CatalogClient) -> dict[tuple, tuple]:
-    store = client._internal.store
+    store = client._internal.wait_for_store()
     out: dict[tuple, tuple] = {}
     for d in store.datasets():
         out[("dataset", str(d.id))] = (d.name, d.default_blueprint)

@@ -25,7 +25,7 @@ K = ChangeKind
 def test_changes_follow_registrations_and_resume_exactly_once(client: sdk.CatalogClient, dataset,
                                                              make_rrd) -> None:
     uris = [make_rrd(f"feed_{i}") for i in range(4)]
-    start = client._internal.store.next_offsets()[(CATALOG_TOPIC, 0)]
+    start = client._internal.wait_for_store().next_offsets()[(CATALOG_TOPIC, 0)]
     seen: list[sdk.Change] = []
     follower = threading.Thread(target=lambda: seen.extend(
         client.changes(dataset=dataset.name, timeout_secs=5)), daemon=True)
@@ -54,7 +54,7 @@ def test_changes_follow_registrations_and_resume_exactly_once(client: sdk.Catalo
 
 def test_changes_report_rejections_with_their_reasons(server: Server, client: sdk.CatalogClient,
                                                       dataset) -> None:
-    after = client._internal.store.next_offsets()[(CATALOG_TOPIC, 0)]
+    after = client._internal.wait_for_store().next_offsets()[(CATALOG_TOPIC, 0)]
     with EventProducer(server.bootstrap_servers) as producer:
         negative = RegisterLayer("s1", "base", "file:///x.rrd", size_bytes=-5)
         [bad] = producer.send([Event(dataset.id, negative)])
@@ -109,7 +109,7 @@ def test_a_relay_started_again_repeats_harmlessly(server: Server, client: sdk.Ca
     before, count = wait_for_changelog(server, client)
     # A second relay (as after a crash of the first) publishes again from the topic's last
     # record: that record repeats, and the catalog read from the topic is unchanged.
-    relay = ChangelogRelay(client._internal.store, server.bootstrap_servers)
+    relay = ChangelogRelay(client._internal.wait_for_store(), server.bootstrap_servers)
     relay.start()
     try:
         deadline = time.monotonic() + 30

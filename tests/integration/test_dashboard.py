@@ -404,7 +404,7 @@ def test_stats_report_the_lag_and_the_rates(server: Server, dashboard: Dashboard
     dataset.register([make_rrd(f"rate_{i}") for i in range(3)]).wait()
     time.sleep(1.1)  # the stats are measured at most once a second
     stats = json.loads(get(f"{dashboard.url}/api/stats")[2])
-    store_offset = server.client()._internal.store.next_offsets()[(CATALOG_TOPIC, 0)]
+    store_offset = server.client()._internal.wait_for_store().next_offsets()[(CATALOG_TOPIC, 0)]
     assert stats["store_offset"] == store_offset == stats["log_end_offset"]
     assert (stats["lag_records"], stats["lag_seconds"], stats["kafka_error"]) == (0, 0.0, None)
     assert sum(b["registrations_per_sec"] for b in stats["series"]) * 5 >= 3

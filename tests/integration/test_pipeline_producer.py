@@ -44,9 +44,9 @@ def test_pipeline_events_are_projected_like_the_sdks(server: Server, client: sdk
     pipeline_rows = by_pipeline.segment_table().select(*SAME).to_arrow_table().to_pylist()
     assert pipeline_rows == by_sdk.segment_table().select(*SAME).to_arrow_table().to_pylist()
     assert [r["rerun_layer_names"] for r in pipeline_rows] == [["base"], ["base", "extra"], ["base"]]
-    outcomes = [client._internal.store.outcome_at(p) for p in positions]
+    outcomes = [client._internal.wait_for_store().outcome_at(p) for p in positions]
     assert [o.status for o in outcomes] == ["accepted"] * 4 + ["already_exists"]
     assert outcomes[-1].reason == duplicate.error
     # The schema came by reference, defined by the pipeline before its first RegisterLayer.
     assert by_pipeline.arrow_schema() == by_sdk.arrow_schema()
-    assert {layer.schema_sha256 for layer in client._internal.store.layers(by_pipeline.id)} != {""}
+    assert {layer.schema_sha256 for layer in client._internal.wait_for_store().layers(by_pipeline.id)} != {""}

@@ -283,7 +283,7 @@ def test_layers_registered_without_schemas_read_as_sdk_registered_ones(
     _register_without_schemas(pair.strata, client, files["base"], "base")
     pair.rerun.register(files["base"], layer_name="base").wait()
     pair.register(files["derived"], "derived")  # beside SDK-registered layers, merged
-    assert not {x.schema_sha256 for x in client._internal.store.layers(pair.strata.id)
+    assert not {x.schema_sha256 for x in client._internal.wait_for_store().layers(pair.strata.id)
                 if x.layer_name == "base"} - {""}
     assert sorted(pair.strata.schema().column_names()) == sorted(pair.rerun.schema().column_names())
     assert_same(*pair.both(lambda d: d.reader(index=index)))

@@ -49,7 +49,7 @@ def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd, new_store)
                                   "outcomes": 1 + 2 + 30}
         table: pa.Table = dataset.segment_table().to_arrow_table()
         assert table.column("rerun_layer_names").to_pylist() == [["base"]] * 30
-        offsets = client._internal.store.next_offsets()
+        offsets = client._internal.wait_for_store().next_offsets()
         assert sum(offsets.values()) == 33
 
 
@@ -66,7 +66,8 @@ def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd, ne
         dataset = second.client().get_dataset(name="lost")
         dataset.register(uris[3:]).wait(timeout_secs=120)
         assert dataset.segment_ids() == [f"lost_{i}" for i in range(6)]
-        assert sum(second.client()._internal.store.next_offsets().values()) == 1 + 2 + 6  # 2 schemas defined
+        offsets = second.client()._internal.wait_for_store().next_offsets()
+        assert sum(offsets.values()) == 1 + 2 + 6  # 2 schemas defined
     # Read once the projector has stopped: it logs a batch after committing it, so a reader that
     # has seen the commit may be ahead of the log line.
     log = second.projector_log.read_text().removeprefix(earlier_log)

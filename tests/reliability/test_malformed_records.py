@@ -148,7 +148,7 @@ def test_malformed_records_are_rejected_and_the_stream_goes_on(
     assert dataset.register([after]).wait(timeout_secs=300).segment_ids == ["after_malformed"]
     assert server._projector is not None and server._projector.poll() is None
 
-    rejections = {r.position.offset: r for r in client._internal.store.rejections()
+    rejections = {r.position.offset: r for r in client._internal.wait_for_store().rejections()
                   if r.position.topic == CATALOG_TOPIC}
     missing = sorted(set(bad) - set(rejections))
     assert missing == [], f"{len(missing)} malformed records not in the rejections table"
@@ -165,7 +165,8 @@ def test_malformed_records_are_rejected_and_the_stream_goes_on(
     for line in output.splitlines()[:-1]:
         position, size, reason = line.split("  ", 2)
         listed[int(position.rsplit("@", 1)[1])] = (int(size.removesuffix(" bytes")), reason)
-    assert output.splitlines()[-1] == f"{len(client._internal.store.rejections())} rejected records"
+    count = len(client._internal.wait_for_store().rejections())
+    assert output.splitlines()[-1] == f"{count} rejected records"
     for offset, (_, value) in bad.items():
         assert listed[offset] == (len(value), rejections[offset].reason)
     print(f"malformed records: {len(bad)} rejected with their reason, {len(valid) + 1} valid "
