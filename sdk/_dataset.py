@@ -154,7 +154,7 @@ class DatasetEntry(Entry[Dataset]):
         Examples:
             >>> dataset.register(["file:///data/a.rrd"], layer_name="quality").wait()  # doctest: +SKIP
             RegistrationResult(segment_ids=['ILIAD_50aee79f_2023_07_12_20h_55m_08s'])
-            >>> dataset.register(uris, progress=lambda done, total: bar.update(done))  # doctest: +SKIP
+            >>> dataset.register(uris, progress=lambda done, total: print(done, total))  # doctest: +SKIP
         """
         self._internal.writable()
         request = _registration.request(uris, layer_name, on_duplicate, properties)
