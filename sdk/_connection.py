@@ -73,9 +73,9 @@ def outcome_error(outcome: Outcome, what: str) -> Exception | None:
 
 def no_kafka(what: str) -> str:
     """The message of a call a connection without a Kafka cluster cannot make."""
-    return (f"{what} needs the Kafka cluster, which this client does not know (it was made without "
-            "bootstrap_servers and reads the store only): connect with CatalogClient(bootstrap_servers, "
-            "store), a stack's URL or CatalogClient.from_state_dir()")
+    return (f"{what} needs the Kafka cluster, and this client was made without bootstrap_servers: it "
+            "reads the store only (give it bootstrap_servers, or a stack's URL, or use "
+            "CatalogClient.from_state_dir())")
 
 
 class Connection:
@@ -137,7 +137,7 @@ class Connection:
                 raise ValueError(f"point {point!r}: give a timezone-aware datetime, such as "
                                  "datetime.now(timezone.utc): a naive one depends on this machine's zone")
             if self.bootstrap_servers is None:
-                raise ValueError(no_kafka(f"point {point.isoformat()} (a time, found in the log)"))
+                raise ValueError(no_kafka(f"point {point.isoformat()} (a time, looked up in the log)"))
             offset = offset_after(self.bootstrap_servers, point, config=self._kafka_config)
         elif isinstance(point, int) and not isinstance(point, bool):
             offset = point
@@ -146,8 +146,8 @@ class Connection:
             if offset <= folded:
                 end = folded
             elif self.bootstrap_servers is None:
-                raise ValueError(f"point {point}: the store has folded the log up to offset {folded}; "
-                                 f"{no_kafka('a point past it')}")
+                raise ValueError(f"point {point} is past the store's {folded} (the log offsets it has "
+                                 f"folded): {no_kafka('a later point')}")
             else:
                 ends = end_offsets(self.bootstrap_servers, config=self._kafka_config)
                 end = ends.get((CATALOG_TOPIC, 0), 0)
