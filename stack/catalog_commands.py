@@ -162,22 +162,30 @@ def register(args: argparse.Namespace) -> int:
     if bool(args.uris) == (args.prefix is not None):
         raise SystemExit("strata: register takes recordings (URI ...) or --prefix, "
                          f"{'not both' if args.uris else 'one of them'}")
+    uris = [_as_uri(u) for u in args.uris]
     with _writer(args) as client:
         dataset = client.get_dataset(args.name)
         started, registered, failures = time.monotonic(), 0, []
-        with output.Progress("read", "recording", quiet=args.quiet) as reading, \
-                output.Progress("registered", "recording", quiet=args.quiet) as done:
+        # Two bars: the recordings read (told by the SDK as it reads them), and those the
+        # projection registered (as their results come back); closed in that order.
+        reading = output.Progress("read", "recording", quiet=args.quiet, total=len(uris) or None)
+        done = output.Progress("registered", "recording", quiet=args.quiet, total=len(uris) or None)
+        try:
             if args.prefix is not None:
                 prefix = _as_uri(args.prefix)
                 output.note(f"strata register: the recordings under {prefix} into {dataset.name}, "
                             f"layer {args.layer}")
+
+                def read(count: int, total: int) -> None:  # the total is known once listed
+                    reading(count, total)
+                    done.expect(total)
+
                 operations = iter([dataset.register_prefix(prefix, args.layer, args.on_duplicate,
-                                                           progress=reading)])
+                                                           progress=read)])
             else:
-                uris = [_as_uri(u) for u in args.uris]
                 output.note(f"strata register: {len(uris)} recordings into {dataset.name}, "
                             f"layer {args.layer}")
-                # Each batch is read, sent and waited for before the next is read.
+                # Each batch is read, sent and waited for before the next one is read.
                 operations = (dataset.register(uris[first:first + args.batch_size], layer_name=args.layer,
                                                on_duplicate=args.on_duplicate,
                                                progress=reading.part(first, len(uris)))
@@ -190,6 +198,9 @@ def register(args: argparse.Namespace) -> int:
                         registered += 1
                         output.say(f"{result.segment_id}\t{result.uri}")
                     done.advance(failed=len(failures))
+        finally:
+            reading.close()
+            done.close()
     for result in failures:
         output.note(f"strata register: {result.uri}: {result.error}")
     output.note(f"strata register: {registered} registered, {len(failures)} failed in "

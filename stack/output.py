@@ -107,10 +107,14 @@ class Progress:
         """``done`` of ``total`` (which may grow as work is found) are done."""
         if self._bar is None:
             return
-        if self._bar.total != total:
+        self.expect(total)
+        self._bar.update(done - self._bar.n)
+
+    def expect(self, total: int) -> None:
+        """The work is ``total`` in all (known once it is found, or grown)."""
+        if self._bar is not None and self._bar.total != total:
             self._bar.total = total
             self._bar.refresh()
-        self._bar.update(done - self._bar.n)
 
     def part(self, first: int, total: int) -> Callable[[int, int], None]:
         """A callback for a part of the work that starts after ``first`` done, of ``total`` in
