@@ -98,8 +98,9 @@ COMMANDS = (
         "replay", service_commands.replay,
         help="rebuild the projection from offset 0 into a new store, optionally swap it in",
         description="Fold the whole log from offset 0 into a new store (default DATA_DIR/rebuild/"
-                    "store.db) with Spark, with a progress bar of the records folded (on a terminal) "
-                    "and the final counts. With --swap, the live store then becomes a copy of it, in "
+                    "store.db) with Spark, whose own output goes to a log beside it (DATA_DIR/"
+                    "rebuild.log), with a progress bar of the records folded (on a terminal) and the "
+                    "final counts. With --swap, the live store then becomes a copy of it, in "
                     "one transaction, after catching up on records that arrived meanwhile: nothing is "
                     "lost, a running projector carries on.",
         groups=(LOCATION, KAFKA, REPLAY_SPARK, PROGRESS),

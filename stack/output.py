@@ -1,7 +1,8 @@
 """What the ``strata`` command line writes, in one place: results to stdout (``say``, ``table``),
 messages to stderr (``note``), values formatted one way for every command (``size``, ``utc``,
-``change_line``), and progress bars (``Progress``, drawn with tqdm on stderr only when it is a
-terminal and the command was not told ``--quiet``).
+``change_line``), progress bars (``Progress``, drawn with tqdm on stderr only when it is a
+terminal and the command was not told ``--quiet``), and a log file for what libraries would
+write on the terminal meanwhile (``others_to``: a JVM's start-up lines, say).
 
 With ``cli`` and ``demo``, the one module of ``stack`` that prints; the commands write through it.
 tqdm is imported only when a bar is drawn: a command without one does not pay for its import.
@@ -9,9 +10,12 @@ tqdm is imported only when a bar is drawn: a command without one does not pay fo
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -19,18 +23,32 @@ if TYPE_CHECKING:
 
     from sdk import Change
 
-_drawn: list[Progress] = []
-"""The bars on the terminal now: a line written meanwhile goes above them (``tqdm.write``)."""
+_drawn: list[tqdm[Any]] = []
+"""The bars on the terminal now: a line written meanwhile goes above them."""
+_stderr: TextIO | None = None
+"""The terminal's stderr while ``others_to`` sends the process's own elsewhere."""
+
+
+def _errors() -> TextIO:
+    return _stderr or sys.stderr
 
 
 def _write(line: str, stream: TextIO) -> None:
-    if _drawn:
-        from tqdm import tqdm
-
-        tqdm.write(line, file=stream)
-    else:
+    if not _drawn:
         stream.write(line + "\n")
-    stream.flush()
+        stream.flush()
+        return
+    from tqdm import tqdm
+
+    # The bars are cleared, the line written, the bars drawn again below it, under tqdm's lock
+    # (a bar may be updated from another thread); types-tqdm leaves get_lock untyped.
+    with tqdm.get_lock():  # type: ignore[no-untyped-call]
+        for bar in _drawn:
+            bar.clear(nolock=True)
+        stream.write(line + "\n")
+        stream.flush()
+        for bar in _drawn:
+            bar.refresh(nolock=True)
 
 
 def say(line: str = "") -> None:
@@ -40,7 +58,30 @@ def say(line: str = "") -> None:
 
 def note(line: str) -> None:
     """A line about the command's work (what it does, what failed), on stderr."""
-    _write(line, sys.stderr)
+    _write(line, _errors())
+
+
+@contextlib.contextmanager
+def others_to(log: Path) -> Iterator[None]:
+    """While inside, everything else that writes to this process's stderr (file descriptor 2),
+    child processes started meanwhile included, writes to ``log`` (emptied first) instead: a
+    JVM's start-up warnings, its loggers. ``note`` and the bars still reach the terminal."""
+    global _stderr
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    with open(log, "wb") as sink:
+        os.dup2(sink.fileno(), 2)
+    _stderr = os.fdopen(os.dup(terminal), "w", buffering=1, encoding=sys.stderr.encoding,
+                        errors="backslashreplace")
+    try:
+        yield
+    finally:
+        _stderr.flush()
+        _stderr.close()
+        _stderr = None
+        sys.stderr.flush()
+        os.dup2(terminal, 2)
+        os.close(terminal)
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
@@ -79,7 +120,7 @@ def change_line(change: Change) -> str:
 
 def drawn(*, quiet: bool) -> bool:
     """Whether progress bars are drawn: on a terminal (stderr), unless the command is quiet."""
-    return not quiet and sys.stderr.isatty()
+    return not quiet and _errors().isatty()
 
 
 class Progress:
@@ -99,9 +140,9 @@ class Progress:
         if drawn(quiet=quiet):
             from tqdm import tqdm
 
-            self._bar = tqdm(desc=desc, unit=unit, total=total, file=sys.stderr,
-                             leave=True, dynamic_ncols=True)
-            _drawn.append(self)
+            self._bar = tqdm(desc=desc, unit=unit, total=total, file=_errors(), leave=True,
+                             dynamic_ncols=True)
+            _drawn.append(self._bar)
 
     def __call__(self, done: int, total: int) -> None:
         """``done`` of ``total`` (which may grow as work is found) are done."""
@@ -131,9 +172,9 @@ class Progress:
 
     def close(self) -> None:
         if self._bar is not None:
+            _drawn.remove(self._bar)
             self._bar.close()
             self._bar = None
-            _drawn.remove(self)
 
     def __enter__(self) -> Progress:
         return self

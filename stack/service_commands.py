@@ -167,8 +167,11 @@ def replay(args: argparse.Namespace) -> int:
     start = 0 if snapshot is None else snapshot.next_offsets().get((CATALOG_TOPIC, 0), 0)
     origin = "offset 0" if snapshot is None else f"{snapshot.url} (offset {start})"
     output.say(f"strata replay: rebuilding from {origin} of {bootstrap} into {into}")
+    spark_log = into.parent / f"{into.name}.log"  # beside the directory, which the rebuild empties
+    spark_log.parent.mkdir(parents=True, exist_ok=True)
+    output.say(f"strata replay: Spark's own output goes to {spark_log}")
     started = time.monotonic()
-    with output.Progress("folded", "record", quiet=args.quiet) as folded:
+    with output.others_to(spark_log), output.Progress("folded", "record", quiet=args.quiet) as folded:
         rebuilt = rebuild(bootstrap, into, spark_master=args.spark_master or settings.spark_master(),
                           kafka_options=kafka_options, max_offsets_per_trigger=args.max_offsets_per_trigger,
                           snapshot=snapshot, progress=folded)

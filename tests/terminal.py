@@ -27,7 +27,12 @@ class Finished:
 def strata(*args: str, terminal: bool, timeout: float = 120) -> Finished:
     """``strata ARGS`` run to its end, its stderr on an 80x24 pseudo-terminal if ``terminal``,
     else on a pipe."""
-    command = [sys.executable, "-m", "stack.cli", *args]
+    return run([sys.executable, "-m", "stack.cli", *args], terminal=terminal, timeout=timeout)
+
+
+def run(command: list[str], *, terminal: bool, timeout: float = 120) -> Finished:
+    """``command`` run to its end in the tree's root, as ``strata`` is; it should write little
+    to stdout (read once it has ended)."""
     if not terminal:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import socket
+import sys
 import uuid
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from projector import apply_batch
 from projector.stores.sqlite import SqliteStore
 from settings import SERVER_FILE
 from stack import catalog_commands, cli
-from terminal import strata
+from terminal import run, strata
 
 from .conftest import T0, at, create, log_record, register, undecodable
 
@@ -184,3 +185,25 @@ def test_snapshot_draws_a_progress_bar_on_a_terminal_only(tmp_path) -> None:
     assert piped.stdout.startswith(str(tmp_path / "b" / "snapshot-"))
     quiet = strata("snapshot", "--store", store, "--to", str(tmp_path / "c"), "--quiet", terminal=True)
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout.startswith(str(tmp_path / "c"))
+
+
+def test_what_libraries_write_to_stderr_meanwhile_goes_to_a_log_not_the_terminal(tmp_path) -> None:
+    log = tmp_path / "spark.log"
+    script = f"""
+import os, subprocess, sys
+from stack import output
+output.note("before")
+with output.others_to({str(log)!r}), output.Progress("folded", "record", quiet=False) as folded:
+    subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('a JVM starting\\\\n')"], check=True)
+    os.write(2, b"a library's warning\\n")
+    output.note("a note")
+    folded(3, 3)
+output.note("after")
+os.write(2, b"stderr is the terminal's again\\n")
+"""
+    shown = run([sys.executable, "-c", script], terminal=True)
+    assert shown.returncode == 0, shown.stderr
+    for line in ("before", "a note", "folded: 100%", "3/3", "after", "stderr is the terminal's again"):
+        assert line in shown.stderr
+    assert "JVM" not in shown.stderr and "warning" not in shown.stderr
+    assert log.read_text() == "a JVM starting\na library's warning\n"
