@@ -5,42 +5,35 @@ which never talks to Kafka, the writing ones (``tag``, ``register``) with a clie
 They write through ``stack.output``.
 
 Imports nothing of the ``projector`` room and no private module of ``sdk``
-(tests/unit/test_cli.py checks it); ``sdk`` itself is imported when a command runs, so that
-``strata --help`` does not load it.
+(tests/unit/test_cli.py checks it).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from sdk import AlreadyExistsError, CatalogClient, DatasetEntry, StoreUnavailableError
 from stack import output
 from stack.cli_options import cluster, kafka_config, store_location
-
-if TYPE_CHECKING:
-    from sdk import CatalogClient, DatasetEntry
 
 
 def _reader(args: argparse.Namespace) -> CatalogClient:
     """A client of the store the arguments name, which only reads it; exits with one line if the
     store cannot be opened."""
-    import sdk
-
     try:
-        return sdk.CatalogClient(store=store_location(args))
-    except (sdk.StoreUnavailableError, ValueError) as exc:
+        return CatalogClient(store=store_location(args))
+    except (StoreUnavailableError, ValueError) as exc:
         raise SystemExit(f"strata: {exc}") from None
 
 
 def _writer(args: argparse.Namespace) -> CatalogClient:
     """A client of the stack the arguments name, which writes to its Kafka cluster; exits saying
     what to pass if no cluster is known."""
-    import sdk
-
     bootstrap = cluster(args, "--bootstrap-servers and --store")
-    return sdk.CatalogClient(bootstrap, store_location(args), kafka_config=kafka_config(args))
+    return CatalogClient(bootstrap, store_location(args), kafka_config=kafka_config(args))
 
 
 def _dataset(client: CatalogClient, name: str) -> DatasetEntry:
@@ -75,6 +68,8 @@ def _as_of(client: CatalogClient, offset: int) -> CatalogClient:
 
 
 def datasets(args: argparse.Namespace) -> int:
+    """``strata datasets``: a row per dataset (``CatalogClient.dataset_table``). Exits with one
+    line if the store cannot be read."""
     with _reader(args) as client:
         table = client.dataset_table().to_arrow_table()
     output.table(("DATASET", "SEGMENTS", "LAYERS", "SIZE", "UPDATED (UTC)", "ID"), [
@@ -85,6 +80,8 @@ def datasets(args: argparse.Namespace) -> int:
 
 
 def segments(args: argparse.Namespace) -> int:
+    """``strata segments NAME [--as-of POINT]``: a row per segment of the dataset's segment table,
+    now or as of the point. Exits with one line for an unknown dataset or point."""
     with _reader(args) as client:
         dataset = _dataset(client, args.name)
         if args.as_of is not None:  # the name as the catalog had it then
@@ -101,6 +98,8 @@ def segments(args: argparse.Namespace) -> int:
 
 
 def diff(args: argparse.Namespace) -> int:
+    """``strata diff NAME A [B]``: a row per change of ``DatasetEntry.diff``. Exits with one line
+    for an unknown dataset or point."""
     with _reader(args) as client:
         dataset = _dataset(client, args.name)
         before = _offset(dataset, args.before)
@@ -118,6 +117,8 @@ def diff(args: argparse.Namespace) -> int:
 
 
 def tags(args: argparse.Namespace) -> int:
+    """``strata tags NAME``: a row per tag of the dataset. Exits with one line for an unknown
+    dataset."""
     with _reader(args) as client:
         found = _dataset(client, args.name).tags()
     output.table(("TAG", "OFFSET", "CREATED (UTC)"),
@@ -127,10 +128,9 @@ def tags(args: argparse.Namespace) -> int:
 
 
 def tag(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-
-    from sdk import AlreadyExistsError
-
+    """``strata tag NAME TAG [--at POINT]``: creates the tag and prints ``tag<TAB>offset``. Exits
+    with one line for a taken name or a bad point, or without a Kafka cluster known; an unknown
+    dataset is a ``LookupError``."""
     point: int | datetime | None = None
     if args.at is not None and args.at.isdigit():
         point = int(args.at)
@@ -157,6 +157,9 @@ def _as_uri(value: str) -> str:
 
 
 def register(args: argparse.Namespace) -> int:
+    """``strata register NAME (URI ... | --prefix URL)``: prints ``segment<TAB>uri`` per registered
+    recording, the failures and a summary on stderr; returns 1 if any failed. Raises what the
+    SDK's ``register`` raises (a missing file, an unknown dataset) before anything is sent."""
     if args.batch_size < 1:
         raise SystemExit(f"strata: --batch-size must be at least 1, got {args.batch_size}")
     if bool(args.uris) == (args.prefix is not None):
@@ -209,6 +212,8 @@ def register(args: argparse.Namespace) -> int:
 
 
 def watch(args: argparse.Namespace) -> int:
+    """``strata watch [NAME] [--since OFFSET]``: a line per change until Ctrl-C. Exits with one
+    line for an unknown dataset or a bad offset."""
     with _reader(args) as client:
         dataset = _dataset(client, args.name) if args.name else None
         try:
@@ -227,6 +232,8 @@ def watch(args: argparse.Namespace) -> int:
 
 
 def rejections(args: argparse.Namespace) -> int:
+    """``strata rejections``: a line per rejected record (position, size, reason) and their
+    count. Exits with one line if the store cannot be read."""
     with _reader(args) as client:
         rejected = client.rejections()
     for r in rejected:

@@ -10,7 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +49,15 @@ class Argument:
 
 
 def argument(*names: str, **options: Any) -> Argument:
+    """``add_argument``'s arguments, kept for a command of the table."""
     return Argument(names, options)
 
 
 @dataclass(frozen=True)
 class Command:
+    """A command of ``strata``: the function that runs it (with the parsed arguments; it returns
+    the exit code), its help, and its options."""
+
     name: str
     run: Callable[[argparse.Namespace], int]
     help: str
@@ -62,7 +66,7 @@ class Command:
     """What ``strata NAME --help`` says first."""
     groups: tuple[OptionGroup, ...] = ()
     """Shared option groups (``stack.cli_options``), listed after the command's own options."""
-    arguments: tuple[Argument, ...] = field(default=())
+    arguments: tuple[Argument, ...] = ()
 
 
 DATASET = argument("name", metavar="NAME", help="the dataset")
@@ -228,6 +232,7 @@ COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``strata``, a subcommand per entry of ``COMMANDS``."""
     environment = settings.help_text()
     parser = argparse.ArgumentParser(
         prog="strata",
@@ -249,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` names; its exit code. An error the command does not handle
+    itself is one line on stderr and exit code 1; Ctrl-C is exit code 130."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     # Transient client warnings (a broker that is still starting) are retried; errors surface.
     logging.getLogger("strata.kafka").setLevel(logging.ERROR)

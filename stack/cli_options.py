@@ -3,7 +3,7 @@ own title in ``--help``) and added to the commands that take it, and what they r
 state directory, the store a command reads, the Kafka cluster it writes to and the Kafka client
 settings.
 
-Imports neither Spark nor the SDK: ``strata --help`` loads only this and ``settings``.
+Imports neither Spark nor the SDK.
 """
 
 from __future__ import annotations

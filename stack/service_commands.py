@@ -2,8 +2,8 @@
 its dashboard), ``dashboard``, ``projector``, ``replay`` and ``snapshot``. Each uses the public
 names of the room that owns the service (``stack.server``, ``dashboard``, ``spark_streaming``,
 ``changelog``, and the store's public functions in ``projector``) and writes through
-``stack.output``. What a command needs is imported when it runs: ``strata --help`` loads neither
-Spark nor the web stack.
+``stack.output``. What a command needs is imported when it runs: the other commands load
+neither Spark nor the web stack.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ def _describe(server: Server, dashboard: Dashboard) -> None:
 
 
 def up(args: argparse.Namespace) -> int:
+    """``strata up``: runs the stack and its dashboard until SIGINT or SIGTERM."""
     output.say(f"strata: starting in {data_dir(args).absolute()} ...")
     started = time.monotonic()
     server = _server(args)
@@ -89,6 +90,7 @@ def up(args: argparse.Namespace) -> int:
 
 
 def demo(args: argparse.Namespace) -> int:
+    """``strata demo``: runs the stack, the layers how-to on it and its dashboard, then stops."""
     from stack import demo
 
     output.say(f"strata demo: starting the stack in {data_dir(args).absolute()} ...")
@@ -118,6 +120,8 @@ def _check_store(location: str) -> None:
 
 
 def dashboard(args: argparse.Namespace) -> int:
+    """``strata dashboard``: serves the live page of a store until Ctrl-C. Exits with one line if
+    the store cannot be read."""
     location = store_location(args)
     _check_store(location)
     bootstrap = known_cluster(args)
@@ -131,6 +135,7 @@ def dashboard(args: argparse.Namespace) -> int:
 
 
 def projector(args: argparse.Namespace) -> int:
+    """``strata projector``: ``python -m spark_streaming``'s ``run``, with its exit codes."""
     from spark_streaming.__main__ import run
 
     return run(args)
@@ -148,6 +153,10 @@ def _snapshot_location(where: str | Path) -> Location:
 
 
 def replay(args: argparse.Namespace) -> int:
+    """``strata replay``: rebuilds the store from the log (from a snapshot, with
+    ``--from-snapshot``), then with ``--swap`` makes the live store a copy of it. Exits with one
+    line without a Kafka cluster known or with snapshots that cannot be listed; raises
+    ``RuntimeError`` if the rebuild stops on an error."""
     from projector import open_store
     from projector.stores import describe, snapshots
     from spark_streaming.replay import rebuild, swap_into
@@ -192,6 +201,8 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def snapshot(args: argparse.Namespace) -> int:
+    """``strata snapshot``: writes a snapshot of the store and prints ``where<TAB>summary``. Exits
+    with one line if the store cannot be read or the snapshot written."""
     from projector import StoreUnavailableError, open_store
     from projector.stores import snapshots
 
