@@ -18,7 +18,7 @@ beside ``rerun.catalog`` the same way).
 from typing import Any
 
 from events import OnDuplicate
-from projector import Change, ChangeKind, EntryKind, Tag
+from projector import Change, ChangeKind, EntryKind, Rejection, Tag
 from sdk._client import CatalogClient, VersionInfo
 from sdk._dataset import DatasetEntry
 from sdk._dataset_reads import DatasetInfo, LayerInfo
@@ -84,6 +84,7 @@ __all__ = [
     "RecordingChangedError",
     "RegistrationOperation",
     "RegistrationResult",
+    "Rejection",
     "SegmentRegistrationResult",
     "Server",
     "StoreUnavailableError",

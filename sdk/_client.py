@@ -18,9 +18,9 @@ import pyarrow as pa
 import settings
 from events import CreateDataset, CreateTable, RegisterTable
 from events.names import check_dataset_name, check_table_name
-from projector import Change, feed, table_rows
+from projector import Change, Rejection, feed, table_rows, views
 from recordings import ObjectStoreConfig, ObjectStoreSettings, is_object_url, local_path
-from sdk._connection import Connection
+from sdk._connection import Connection, no_kafka
 from sdk._dataset import DatasetEntry
 from sdk._lance import lance_table
 from sdk._operations import Operation
@@ -59,6 +59,12 @@ class CatalogClient:
     ``store``, the first argument is a stack's URL, both in one string (``Server.url()``);
     ``ValueError`` if it is not one.
 
+    Without ``bootstrap_servers`` (only ``store`` given) the client reads the store and never
+    talks to Kafka: every read works, while a write, ``url``, and an ``as_of`` point that must
+    be looked up in the log (a ``datetime``, or an offset past what the store has folded) raise
+    ``ValueError`` saying that the Kafka cluster is needed. The producer of a client that has
+    the bootstrap servers connects on its first write.
+
     ``workers`` worker processes (default ``STRATA_WORKERS``, else one per usable core) read the
     segments of ``reader()`` scans and the files of ``register()`` calls, started by the first
     call with more than one of them and stopped by ``close()``; ``workers=0`` reads in this
@@ -69,11 +75,12 @@ class CatalogClient:
         >>> client = CatalogClient("kafka-1:9092", store="postgresql://reader@db/strata")  # doctest: +SKIP
         >>> client = CatalogClient.from_state_dir(".strata")  # doctest: +SKIP
         >>> client = CatalogClient(server.url())  # strata://HOST:PORT?store=...  # doctest: +SKIP
+        >>> reader = CatalogClient(store=".strata/store.db")  # reads only  # doctest: +SKIP
     """
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        bootstrap_servers: str | None = None,
         store: str | Path | None = None,
         *,
         kafka_config: Mapping[str, Any] | None = None,
@@ -83,6 +90,10 @@ class CatalogClient:
         workers: int | None = None,
     ) -> None:
         if store is None:  # one URL, as Rerun's CatalogClient(url): Server.url()
+            if bootstrap_servers is None:
+                raise ValueError("CatalogClient needs a store to read (and bootstrap_servers to write), "
+                                 "or a stack's URL: CatalogClient('localhost:9092', '.strata/store.db'), "
+                                 "CatalogClient(store='.strata/store.db'), CatalogClient(server.url())")
             bootstrap_servers, store = settings.parse_stack_url(bootstrap_servers)
         self._internal = Connection(bootstrap_servers, store, kafka_config=kafka_config,
                                     producer_id=producer_id, delivery_timeout_secs=delivery_timeout_secs,
@@ -103,11 +114,15 @@ class CatalogClient:
     @property
     def url(self) -> str:
         """Rerun's ``CatalogClient.url``: the one string that reaches this catalog again,
-        ``strata://HOST:PORT?store=...`` (as ``Server.url()`` gives it)."""
+        ``strata://HOST:PORT?store=...`` (as ``Server.url()`` gives it). ``ValueError`` for a
+        client made without ``bootstrap_servers``, which a stack's URL cannot describe."""
+        if self._internal.bootstrap_servers is None:
+            raise ValueError(no_kafka("a stack's URL"))
         return settings.stack_url(self._internal.bootstrap_servers, self._internal.location)
 
     @property
-    def bootstrap_servers(self) -> str:
+    def bootstrap_servers(self) -> str | None:
+        """The Kafka cluster this client writes to; None for a client that reads the store only."""
         return self._internal.bootstrap_servers
 
     @property
@@ -247,6 +262,18 @@ class CatalogClient:
                                                     *self.tables(include_hidden=include_hidden)]
         return sorted(entries, key=lambda e: (e.created_at, str(e.id)))
 
+    def dataset_table(self) -> datafusion.DataFrame:
+        """One row per dataset (not the hidden ones), oldest first, with what a listing of the
+        catalog shows: ``name``, ``id`` (as text), ``segments``, ``layers`` (of all its
+        segments), ``size_bytes`` (of the recordings its layers name) and ``updated_at`` (UTC).
+        Counted in the store, without an entry object per dataset; as of the client's point for
+        ``as_of``. Raises ``StoreUnavailableError`` if the store cannot be read.
+
+        Examples:
+            >>> client.dataset_table().sort(col("size_bytes"), ascending=False).limit(5)  # doctest: +SKIP
+        """
+        return self._internal.dataframe(views.datasets_table(self._internal.store))
+
     def dataset_names(self, *, include_hidden: bool = False) -> list[str]:
         return [d.name for d in self.datasets(include_hidden=include_hidden)]
 
@@ -279,6 +306,19 @@ class CatalogClient:
             entry_id = dataset.id if isinstance(dataset, DatasetEntry) else self.get_dataset(dataset).id
         return feed.follow(self._internal.wait_for_store(), after, entry_id=entry_id,
                            timeout_secs=timeout_secs)
+
+    def rejections(self) -> list[Rejection]:
+        """The records the projector rejected as bad input (an undecodable record, an unknown
+        event type, an invalid command), by topic, partition and offset: each with its
+        ``position``, its ``raw`` bytes as the log has them and the ``reason``, so none is lost.
+        The stream went on past each of them. As of the client's point for ``as_of``. Raises
+        ``StoreUnavailableError`` if the store cannot be read.
+
+        Examples:
+            >>> for r in client.rejections():  # doctest: +SKIP
+            ...     print(r.position.offset, len(r.raw), r.reason)
+        """
+        return self._internal.store.rejections()
 
     def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
         """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""

@@ -71,13 +71,21 @@ def outcome_error(outcome: Outcome, what: str) -> Exception | None:
             return ValueError(message)
 
 
+def no_kafka(what: str) -> str:
+    """The message of a call a connection without a Kafka cluster cannot make."""
+    return (f"{what} needs the Kafka cluster, and this client was made without bootstrap_servers: it "
+            "reads the store only (give it bootstrap_servers, or a stack's URL, or use "
+            "CatalogClient.from_state_dir())")
+
+
 class Connection:
     """A client's connection to the catalog: writes go to Kafka, reads come from the projection
-    store, which it opens read-only. See ``CatalogClient`` for the arguments."""
+    store, which it opens read-only. Without ``bootstrap_servers`` it only reads: its writes raise
+    ``ValueError`` (``writable``). See ``CatalogClient`` for the arguments."""
 
     def __init__(
         self,
-        bootstrap_servers: str,
+        bootstrap_servers: str | None,
         store: str | Path,
         *,
         kafka_config: Mapping[str, Any] | None,
@@ -99,8 +107,8 @@ class Connection:
         self.ledger = Ledger()
         """This client's written offsets and its writes whose outcome it has not reported."""
         self._kafka_config = {**settings.kafka_options(), **(kafka_config or {})}
-        self._producer = EventProducer(bootstrap_servers, config=self._kafka_config,
-                                       delivery_timeout_secs=delivery_timeout_secs)
+        self._producer: EventProducer | None = None if bootstrap_servers is None else EventProducer(
+            bootstrap_servers, config=self._kafka_config, delivery_timeout_secs=delivery_timeout_secs)
         self._ctx = datafusion.SessionContext()
         self._ctx.register_catalog_provider_list(TableNamespaces(self))
         self._defined: set[str] = set()
@@ -122,18 +130,27 @@ class Connection:
     def resolve(self, point: int | datetime) -> int:
         """The log offset of ``point``: a log offset (the catalog the records before it make) or
         a timezone-aware ``datetime`` (the records produced up to then). ``ValueError`` for an
-        offset past the end of the log or a naive ``datetime``."""
+        offset past the end of the log or a naive ``datetime``; also, without a Kafka cluster
+        to ask, for a ``datetime`` and an offset past what the store has folded."""
         if isinstance(point, datetime):
             if point.tzinfo is None:
                 raise ValueError(f"point {point!r}: give a timezone-aware datetime, such as "
                                  "datetime.now(timezone.utc): a naive one depends on this machine's zone")
+            if self.bootstrap_servers is None:
+                raise ValueError(no_kafka(f"point {point.isoformat()} (a time, looked up in the log)"))
             offset = offset_after(self.bootstrap_servers, point, config=self._kafka_config)
         elif isinstance(point, int) and not isinstance(point, bool):
             offset = point
             folded = self._store.next_offsets().get((CATALOG_TOPIC, 0), 0)
             # A point the store has folded up to is in the log; only one past it asks the broker.
-            end = folded if 0 <= offset <= folded else end_offsets(
-                self.bootstrap_servers, config=self._kafka_config).get((CATALOG_TOPIC, 0), 0)
+            if offset <= folded:
+                end = folded
+            elif self.bootstrap_servers is None:
+                raise ValueError(f"point {point} is past the store's {folded} (the log offsets it has "
+                                 f"folded): {no_kafka('a later point')}")
+            else:
+                ends = end_offsets(self.bootstrap_servers, config=self._kafka_config)
+                end = ends.get((CATALOG_TOPIC, 0), 0)
             if not 0 <= offset <= end:
                 raise ValueError(f"point {point}: the log has offsets 0 to {end} (the catalog as of "
                                  f"{end} is the catalog now); give one of them, or a datetime")
@@ -150,10 +167,18 @@ class Connection:
         return self.wait_for_store().next_offsets().get((CATALOG_TOPIC, 0), 0)
 
     def writable(self) -> None:
-        """Raises ``ValueError`` if this connection reads the catalog as of a point."""
+        """Raises ``ValueError`` if this connection reads the catalog as of a point, or knows no
+        Kafka cluster to write to."""
+        self._sender()
+
+    def _sender(self) -> EventProducer:
+        """The producer a write goes through; ``ValueError`` as ``writable`` says."""
         if self.point is not None:
             raise ValueError(f"this is the catalog as of log offset {self.point}, which is read-only: "
                              "write through the client or entry itself")
+        if self._producer is None:
+            raise ValueError(no_kafka("writing"))
+        return self._producer
 
     def close(self, *, flush: bool = True) -> None:
         """Settle this client's writes (``settle``) unless told not to, then release the
@@ -166,7 +191,8 @@ class Connection:
                 self.settle(DEFAULT_TIMEOUT_SECS)
         finally:
             self.workers.close()
-            self._producer.close()
+            if self._producer is not None:
+                self._producer.close()
             self._store.close()
 
     def wait_for_store(self) -> CatalogReader:
@@ -201,14 +227,14 @@ class Connection:
 
         ``schemas`` are the definitions of the schemas the writes name by reference: those neither
         defined through this connection before nor in the store go first, each once. Raises
-        ``ValueError`` for a connection as of a point (nothing is sent), ``DeliveryError`` if
-        Kafka does not acknowledge the events in time.
+        ``ValueError`` for a connection that cannot write (``writable``; nothing is sent),
+        ``DeliveryError`` if Kafka does not acknowledge the events in time.
         """
-        self.writable()
+        producer = self._sender()
         undefined = self._undefined(schemas)
         definitions = [self._event(entry_id, definition) for definition in undefined]
         events = [[self._event(entry_id, command) for command in write.commands] for write in writes]
-        positions = self._producer.send([*definitions, *(e for group in events for e in group)])
+        positions = producer.send([*definitions, *(e for group in events for e in group)])
         self.ledger.wrote(positions)
         self._defined.update(definition.sha256 for definition in undefined)
         submitted = []

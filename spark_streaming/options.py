@@ -74,8 +74,11 @@ def java_config(config: Mapping[str, Any] | None) -> dict[str, str]:
     return options
 
 
+Options = argparse.ArgumentParser | argparse._ArgumentGroup
+"""What an option is added to: a parser, or one of its titled groups of options."""
 
-def add_kafka_option(parser: argparse.ArgumentParser) -> None:
+
+def add_kafka_option(parser: Options) -> None:
     parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                         help="Kafka client setting in librdkafka's names, e.g. "
                              "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
@@ -100,7 +103,7 @@ def _record_count(text: str) -> int:
     return count
 
 
-def add_max_offsets_option(parser: argparse.ArgumentParser) -> None:
+def add_max_offsets_option(parser: Options) -> None:
     parser.add_argument("--max-offsets-per-trigger", type=_record_count, default=MAX_OFFSETS_PER_TRIGGER,
                         metavar="N", help=f"at most N records per micro-batch (default: "
                                           f"{MAX_OFFSETS_PER_TRIGGER}; 0: no limit). Bounds a "
@@ -108,7 +111,7 @@ def add_max_offsets_option(parser: argparse.ArgumentParser) -> None:
                                           "schemas or properties")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: Options) -> None:
     parser.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
     parser.add_argument("--store", required=True, metavar="PATH|URL",
                         help="the projection store: a SQLite file or a postgresql:// URL")

@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import shutil
-import sys
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from producers import end_offsets, read_range
-from projector import LogRecord, apply_batch, open_store
+from projector import Changes, LogRecord, apply_batch, open_store
 from projector.stores import describe, snapshots
 from projector.stores.snapshots import Snapshot
 from projector.stores.sqlite import SqliteStore
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
 
-
-class Progress:
-    """A one-line progress bar on stderr: records applied of the records to replay."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
-        self.started = time.monotonic()
-
-    def advance(self, store: SqliteStore) -> None:
-        self.done = sum(store.next_offsets().values())
-        self.show()
-
-    def show(self) -> None:
-        rate = self.done / max(time.monotonic() - self.started, 1e-9)
-        share = self.done / self.total if self.total else 1.0
-        bar = "#" * int(share * 30)
-        print(f"\rreplay [{bar:<30}] {self.done:,}/{self.total:,} records, {rate:,.0f}/s",
-              end="", file=sys.stderr, flush=True)
+Progress = Callable[[int, int], None]
+"""Told ``(records folded, records to fold)`` as a rebuild goes."""
 
 
 def rebuild(
@@ -44,10 +25,20 @@ def rebuild(
     kafka_options: Mapping[str, str] | None = None,
     max_offsets_per_trigger: int = MAX_OFFSETS_PER_TRIGGER,
     snapshot: Snapshot | None = None,
+    progress: Progress | None = None,
 ) -> Path:
     """Fold the whole log, from offset 0 to its current end, into ``directory/store.db`` (with
     its Spark checkpoint beside it); ``directory`` is emptied first. With ``snapshot``, the store
-    starts as its copy and folds only the log after its offsets. Returns the store's path."""
+    starts as its copy and folds only the log after its offsets. Returns the store's path.
+
+    ``progress`` is told ``(records folded, records in the log)`` before the first batch (a
+    snapshot's records count as folded) and after each batch, from the thread Spark runs batches
+    in. Raises ``RuntimeError`` if the streaming query stops on an error.
+
+    Examples:
+        >>> rebuild("localhost:9092", Path("rebuild"), progress=lambda done, total: ...)  # doctest: +SKIP
+        PosixPath('rebuild/store.db')
+    """
     from spark_streaming.job import ProjectorJob, build_session
 
     if directory.exists():
@@ -57,18 +48,21 @@ def rebuild(
     store = SqliteStore(directory / "store.db")
     if snapshot is not None:
         snapshots.restore(store, snapshot)
-    progress = Progress(total)
+
+    def folded(changes: Changes | None = None) -> None:
+        if progress is not None:
+            progress(sum(store.next_offsets().values()), total)
+
+    folded()
     spark = build_session(spark_master, app_name="strata-replay")
     try:
         job = ProjectorJob(spark, bootstrap_servers, store, directory / "checkpoint",
                            kafka_options=kafka_options, max_offsets_per_trigger=max_offsets_per_trigger,
-                           on_batch=lambda changes: progress.advance(store))
+                           on_batch=folded)
         query = job.start(available_now=True)
         query.awaitTermination()
         if query.exception() is not None:
             raise RuntimeError(f"the replay stopped on an error: {query.exception()}")
-        progress.show()
-        print(file=sys.stderr)
     finally:
         spark.stop()
         store.close()

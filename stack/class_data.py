@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import settings
+from stack import output
 
 
 def make_archives() -> list[Path]:
@@ -67,12 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     made = make_archives()
     for path in made:
-        print(f"  {path} ({path.stat().st_size / 2**20:.0f} MiB)")
+        output.say(f"  {path} ({path.stat().st_size / 2**20:.0f} MiB)")
     if len(made) < 2:
-        print("class-data archives: not every JVM wrote one; stacks start without what is missing",
-              file=sys.stderr)
+        output.note("class-data archives: not every JVM wrote one; stacks start without what is missing")
         return 1
-    print(f"class-data archives made in {time.monotonic() - started:.0f} s")
+    output.say(f"class-data archives made in {time.monotonic() - started:.0f} s")
     return 0
 
 

@@ -62,15 +62,23 @@ def _schema(table: str) -> pa.Schema:
     return pa.schema([(name, _TYPES[kind]) for name, kind in TABLES[table][0].items()])
 
 
-def write(store: SqlStore, where: Location | Path | str) -> Location:
+def write(store: SqlStore, where: Location | Path | str, *,
+          progress: Callable[[int, int], None] | None = None) -> Location:
     """Write a snapshot of ``store`` (one read transaction) under ``where``; returns where it is.
-    A snapshot of the same offset already there is kept as it is."""
+    A snapshot of the same offset already there is kept as it is. ``progress`` is told ``(rows
+    written, rows to write)`` once the rows are read and after each table (at once ``(rows,
+    rows)`` for a snapshot already there). Raises ``OSError`` if it cannot be written."""
     parent = Location.of(where)
     rows = store.snapshot_rows()
+    total, written = sum(len(table_rows) for table_rows in rows.values()), 0
+    if progress is not None:
+        progress(0, total)
     offsets = [list(row) for row in rows["offsets"]]
     end = next((o for t, p, o in offsets if (t, p) == (CATALOG_TOPIC, 0)), 0)
     final = parent.child(f"snapshot-{end:012d}")
     if _is_file(final.child(MANIFEST)):
+        if progress is not None:
+            progress(total, total)
         return final
     # A local snapshot is written beside its final name, then renamed; an object store has no
     # rename, and its manifest, written last, is what makes it whole.
@@ -86,6 +94,9 @@ def write(store: SqlStore, where: Location | Path | str) -> Location:
             with parent.fs.open_output_stream(target.child(f"{table}.arrow").path) as sink, \
                     pa.ipc.new_file(sink, schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as out:
                 out.write_table(data)
+            written += len(table_rows)
+            if progress is not None:
+                progress(written, total)
         manifest = {"format_version": FORMAT_VERSION, "offsets": offsets,
                     "tables": {table: len(table_rows) for table, table_rows in rows.items()},
                     "written_at": datetime.now(UTC).isoformat()}

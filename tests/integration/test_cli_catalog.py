@@ -1,5 +1,6 @@
-"""The CLI for people: ``strata datasets``, ``segments``, ``register``, ``tag``, ``tags``, ``diff`` and
-``watch`` on the real stack."""
+"""The CLI for people: ``strata datasets``, ``segments``, ``register`` (with its progress bars on a
+terminal, and of a directory with ``--prefix``), ``tag``, ``tags``, ``diff`` and ``watch`` on the
+real stack."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 import sdk
 from projector.stores import normalize
 from stack import Server
+from terminal import strata as run_strata
 
 
 def strata(server: Server, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -55,6 +57,28 @@ def test_register_then_list_datasets_and_segments(server: Server, client: sdk.Ca
     assert [line.split()[:2] for line in lines[1:-1]] == [
         ["cli_0", "base,extra"], *[[f"cli_{i}", "base"] for i in (1, 2, 3, 4, 9)]]
     assert lines[-1] == f"6 segments in {dataset.name}"
+
+
+def test_register_draws_progress_bars_on_a_terminal_and_registers_a_prefix(
+        server: Server, dataset, make_rrd, tmp_path) -> None:
+    uris = [make_rrd(f"bar_{i}") for i in range(3)]
+    stack = ("--bootstrap-servers", server.bootstrap_servers, "--store", normalize(server.store))
+    shown = run_strata("register", dataset.name, *uris, "--batch-size", "2", *stack, terminal=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [f"bar_{i}\t{uri}" for i, uri in enumerate(uris)]
+    assert "read: 100%" in shown.stderr and "registered: 100%" in shown.stderr and "3/3" in shown.stderr
+    assert "3 registered, 0 failed" in shown.stderr
+
+    (tmp_path / "episodes" / "more").mkdir(parents=True)
+    made = [make_rrd("p_1", name="episodes/p_1"), make_rrd("p_0", name="episodes/more/p_0")]
+    episodes = tmp_path / "episodes"
+    piped = run_strata("register", dataset.name, "--prefix", str(episodes), *stack, terminal=False)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.splitlines() == [f"p_0\t{made[1]}", f"p_1\t{made[0]}"]  # in path order
+    assert piped.stderr.splitlines()[0] == (f"strata register: the recordings under {episodes.as_uri()} "
+                                            f"into {dataset.name}, layer base")
+    assert len(piped.stderr.splitlines()) == 2 and "2 registered, 0 failed" in piped.stderr  # and no bar
+    assert dataset.segment_ids() == ["bar_0", "bar_1", "bar_2", "p_0", "p_1"]
 
 
 def test_bad_input_is_one_line(server: Server, dataset, make_rrd, tmp_path) -> None:

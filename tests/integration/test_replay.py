@@ -38,7 +38,7 @@ from events import (
     UnregisterLayers,
     WriteTable,
 )
-from producers import EventProducer, log_reader
+from producers import EventProducer, end_offsets, log_reader
 from projector import DatasetKind, companion_id, table_rows
 from projector.stores import snapshots
 from spark_streaming import replay
@@ -236,3 +236,15 @@ def test_the_projector_writes_a_snapshot_every_n_records_and_a_replay_starts_fro
         output = strata_replay(stack, tmp_path / "rebuild", "--from-snapshot")
         assert f"rebuilding from {kept / f'snapshot-{written[-1]:012d}'} (offset {written[-1]})" in output
         assert dump(tmp_path / "rebuild" / "store.db") == dump(stack.store)
+
+
+def test_a_rebuild_tells_its_progress_in_records_folded(server: Server, client: sdk.CatalogClient, make_rrd,
+                                                        tmp_path) -> None:
+    dataset = client.create_dataset(f"progress-{uuid.uuid4().hex[:8]}")
+    dataset.register([make_rrd(f"progress_{i}") for i in range(3)]).wait()
+    total = sum(end_offsets(server.bootstrap_servers).values())
+    told: list[tuple[int, int]] = []
+    replay.rebuild(server.bootstrap_servers, tmp_path / "rebuild", max_offsets_per_trigger=max(1, total // 3),
+                   progress=lambda done, of: told.append((done, of)))
+    assert told[0] == (0, total) and told[-1] == (total, total)
+    assert len(told) >= 4 and [done for done, _ in told] == sorted(done for done, _ in told)

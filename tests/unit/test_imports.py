@@ -112,7 +112,7 @@ def test_the_public_names_are_pinned() -> None:
         "DatasetInfo", "DatasetSelection", "DatasetView", "DeliveryError", "EntryKind", "LayerInfo",
         "MissingExtraError", "NotFoundError", "ObjectStoreError", "OnDuplicate", "OnDuplicateSegmentLayer",
         "Operation", "ProjectionTimeoutError", "RecordingChangedError", "RegistrationOperation",
-        "RegistrationResult", "SegmentRegistrationResult", "Server", "StoreUnavailableError",
+        "RegistrationResult", "Rejection", "SegmentRegistrationResult", "Server", "StoreUnavailableError",
         "StrataError", "TableEntry", "Tag", "VersionInfo", "WorkerError", "WriteOutcome",
         "WriteRefusedError",
     ]

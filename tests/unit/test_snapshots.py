@@ -70,3 +70,19 @@ def test_a_snapshot_without_its_manifest_is_never_read(tmp_path) -> None:
     found = snapshots.newest(tmp_path / "kept")
     assert found is not None and found.url == str(first)
     assert found.next_offsets() == {(TOPIC, 0): 3}
+
+
+def test_writing_a_snapshot_tells_its_progress_in_rows_written(tmp_path) -> None:
+    store = SqliteStore(tmp_path / "store.db")
+    apply_batch(store, LOG)
+    told: list[tuple[int, int]] = []
+    written = snapshots.write(store, tmp_path / "kept",
+                              progress=lambda done, total: told.append((done, total)))
+    rows = sum(snapshots.Snapshot(written).manifest["tables"].values())
+    assert rows > len(LOG) and told[0] == (0, rows) and told[-1] == (rows, rows)
+    assert [done for done, _ in told] == sorted(done for done, _ in told) and len(told) > 2
+    assert {total for _, total in told} == {rows}
+    again: list[tuple[int, int]] = []  # the same offset again: kept as it is, and said to be whole
+    snapshots.write(store, tmp_path / "kept", progress=lambda done, total: again.append((done, total)))
+    assert again == [(0, rows), (rows, rows)]
+    store.close()
