@@ -272,7 +272,7 @@ class CatalogClient:
         Examples:
             >>> client.dataset_table().sort(col("size_bytes"), ascending=False).limit(5)  # doctest: +SKIP
         """
-        return self._internal.dataframe(views.datasets_table(self._internal.store))
+        return self._internal.dataframe(views.datasets_table(self._internal.wait_for_store()))
 
     def dataset_names(self, *, include_hidden: bool = False) -> list[str]:
         return [d.name for d in self.datasets(include_hidden=include_hidden)]
@@ -318,7 +318,7 @@ class CatalogClient:
             >>> for r in client.rejections():  # doctest: +SKIP
             ...     print(r.position.offset, len(r.raw), r.reason)
         """
-        return self._internal.store.rejections()
+        return self._internal.wait_for_store().rejections()
 
     def get_table(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> TableEntry:
         """A table by name (``LookupError`` if unknown) or by id (``NotFoundError``)."""
