@@ -2,7 +2,8 @@
 
 Everything under tests/integration is an integration test; everything under tests/reliability
 is a reliability test (slow: crashes, restarts, faults, load). The stack fixtures start a KRaft
-Kafka broker and the Spark projector once per session, on first use.
+Kafka broker and the Spark projector once per session, on first use. The property tests' profile
+(``profiles``: ``ci`` or ``dev``) is loaded here.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
+import profiles
 import sdk
 from postgres import EmbeddedPostgres
 from s3 import EmbeddedS3
 from stack import Server
+
+profiles.load()  # before the test modules, whose @settings read the profile when imported
 
 TESTS_DIR = Path(__file__).parent
 MARKERS_BY_DIRECTORY = {
