@@ -2,7 +2,8 @@
 
 Everything under tests/integration is an integration test; everything under tests/reliability
 is a reliability test (slow: crashes, restarts, faults, load). The stack fixtures start a KRaft
-Kafka broker and the Spark projector once per session, on first use.
+Kafka broker and the Spark projector once per session, on first use. The property tests' profile
+(``profiles``: ``ci`` or ``dev``) is loaded here.
 """
 
 from __future__ import annotations
@@ -13,10 +14,15 @@ from pathlib import Path
 
 import pytest
 
+import profiles
 import sdk
 from postgres import EmbeddedPostgres
+from producers import ensure_topics
 from s3 import EmbeddedS3
 from stack import Server
+from stack.broker import EmbeddedBroker
+
+profiles.load()  # before the test modules, whose @settings read the profile when imported
 
 TESTS_DIR = Path(__file__).parent
 MARKERS_BY_DIRECTORY = {
@@ -101,6 +107,29 @@ def server(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str | None
 @pytest.fixture(scope="session")
 def client(server: Server) -> sdk.CatalogClient:
     return server.client()
+
+
+@pytest.fixture
+def own_server(tmp_path_factory: pytest.TempPathFactory,
+               new_store: Callable[[], str | None]) -> Iterator[Server]:
+    """A stack of the test's own (broker, projector, a store on this run's backend; its data
+    directory outside the test's ``tmp_path``), for a test that rebuilds its stack's whole log:
+    the shared stack's log grows with every test before it, and so would the test's time."""
+    with Server(tmp_path_factory.mktemp("own-stack"), store=new_store()) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The bootstrap servers of a Kafka broker of the module's own (strata's topics created), for
+    projectors that read its whole log: its log holds only what the module's tests write."""
+    broker = EmbeddedBroker(tmp_path_factory.mktemp("own-broker"))
+    broker.start()
+    try:
+        ensure_topics(broker.bootstrap_servers)
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop()
 
 
 @pytest.fixture(scope="session", params=[0, 2], ids=["in-process", "2-workers"])

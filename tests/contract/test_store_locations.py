@@ -3,6 +3,10 @@ within a bounded time, with nothing created or produced."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+from collections.abc import Iterator
+
 import psycopg
 import pytest
 
@@ -39,12 +43,22 @@ def patient(url: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}connect_timeout=60"
 
 
+@contextlib.contextmanager
+def silent_port() -> Iterator[int]:
+    """A port on this machine that takes TCP connections (into the kernel's backlog) and never
+    answers: a server that cannot be reached in time, without sending anything off the machine."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
+
+
 def test_an_unreachable_server_fails_within_the_connect_timeout():
-    with pytest.raises(StoreUnavailableError) as info:  # the connect timeout is kept: no hang
+    with silent_port() as port, pytest.raises(StoreUnavailableError) as info:  # no hang
         returns_within(20, lambda: sdk.CatalogClient(
-            NO_BROKER, "postgresql://strata@10.255.255.1:5432/strata?connect_timeout=2"))
+            NO_BROKER, f"postgresql://strata@127.0.0.1:{port}/strata?connect_timeout=2"))
     message = assert_one_line(info.value)
-    assert "postgresql://strata@10.255.255.1:5432/strata" in message
+    assert f"postgresql://strata@127.0.0.1:{port}/strata" in message
     assert isinstance(info.value, sdk.StrataError)
 
 

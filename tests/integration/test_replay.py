@@ -1,5 +1,9 @@
 """Replay for rebuilds: random histories through the live stack, rebuilt from offset 0 with
-``strata replay``, give identical tables; ``--swap`` loses nothing that arrives meanwhile."""
+``strata replay``, give identical tables; ``--swap`` loses nothing that arrives meanwhile.
+
+Every test here rebuilds its stack's whole log, some a few offsets per batch: they run on a stack
+of this module's own (``server`` and ``client`` below), whose log holds only what they write, so
+that their time does not grow with what the tests before them wrote to the shared stack."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -56,6 +61,19 @@ ROWS = [table_rows.to_ipc(pa.Table.from_pylist(rows, schema=TABLE_SCHEMA)) for r
     [{"id": 2, "label": "d"}, {"id": 3, "label": None}, {"id": 2, "label": "e"}])]
 SEGMENTS = ["s1", "s2", "s3"]
 LAYERS = ["base", "extra"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, new_store) -> Iterator[Server]:
+    """This module's stack (its own broker, projector and store, on the run's store backend), in
+    place of the shared one."""
+    with Server(tmp_path_factory.mktemp("replay-stack"), store=new_store()) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(server: Server) -> sdk.CatalogClient:
+    return server.client()
 
 
 def commands(datasets: list[uuid.UUID], tables: list[uuid.UUID], token: str) -> st.SearchStrategy:

@@ -53,19 +53,20 @@ def test_the_how_to_gives_rerun_s_tables(tmp_path: Path, new_store) -> None:
         [False], [False], [True], [True], [True]]
 
 
-def test_datasets_are_registered_once(server: Server, tmp_path: Path, new_store) -> None:
+def test_datasets_are_registered_once(own_broker: str, tmp_path: Path, new_store) -> None:
+    # Its projectors read their whole log: a broker of its own, whose log holds only this test's.
     directory = tmp_path / "episodes"
     demo.write_base(directory)
     name = f"once_{os.urandom(3).hex()}"
     store = new_store()
-    with projector_on(server.bootstrap_servers, tmp_path / "stack", datasets={name: directory},
+    with projector_on(own_broker, tmp_path / "stack", datasets={name: directory},
                       store=store) as first:
         assert sorted(first.client().get_dataset(name=name).segment_ids()) == sorted(demo.SEGMENT_IDS)
     write_episode(directory / "later" / "added.rrd", "added_later", 9)
-    log_end = sum(end_offsets(server.bootstrap_servers).values())
-    with projector_on(server.bootstrap_servers, tmp_path / "stack", datasets={name: directory},
+    log_end = sum(end_offsets(own_broker).values())
+    with projector_on(own_broker, tmp_path / "stack", datasets={name: directory},
                       store=store) as again:
         dataset = again.client().get_dataset(name=name)
         assert sorted(dataset.segment_ids()) == sorted([*demo.SEGMENT_IDS, "added_later"])
         # One event: the new recording's; nothing registered twice, no dataset created again.
-        assert sum(end_offsets(server.bootstrap_servers).values()) == log_end + 1
+        assert sum(end_offsets(own_broker).values()) == log_end + 1

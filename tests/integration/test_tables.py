@@ -185,7 +185,10 @@ def test_sql_sees_every_table_and_joins_with_a_segment_table(client: sdk.Catalog
     assert sorted(meta.column("status").to_pylist()) == ["new", "redo"]
 
 
-def test_upsert_race_between_two_clients_ends_with_the_last_in_log_order(server: Server, tmp_path) -> None:
+def test_upsert_race_between_two_clients_ends_with_the_last_in_log_order(
+        own_server: Server, tmp_path) -> None:
+    # It replays its stack's whole log: a stack of its own, whose log holds only this test's.
+    server = own_server
     name = unique("race")
     with sdk.CatalogClient(server.bootstrap_servers, server.store) as first, \
             sdk.CatalogClient(server.bootstrap_servers, server.store) as second:

@@ -2,6 +2,9 @@
 stops with exit code 2 and commits no part of the batch; once the fault is fixed, a restarted
 projector applies that batch exactly once.
 
+Each projector here reads its whole log, so the tests run on a broker of the module's own
+(``own_broker``), whose log holds only their events, not the shared stack's.
+
 The store lives on a file system of its own so the faults are real: as root (where chmod stops
 no write) a size-limited tmpfs, full when filled, read-only when remounted so. Without root, a
 plain directory made read-only with chmod; a full disk then needs a mount this user cannot make.
@@ -128,17 +131,17 @@ def truncate_wal(store_path: Path) -> None:
 
 @pytest.mark.sqlite_only
 def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
-        server: Server, store_dir: StoreDirectory, tmp_path: Path) -> None:
+        own_broker: str, store_dir: StoreDirectory, tmp_path: Path) -> None:
     if not store_dir.own_filesystem:
         pytest.skip("a full disk needs a size-limited tmpfs for the store, which only root can mount")
-    with projector_on(server.bootstrap_servers, tmp_path / "full",
+    with projector_on(own_broker, tmp_path / "full",
                       store=store_dir.path / "store.db") as projector:
         dataset = projector.client().create_dataset(f"full-{uuid.uuid4().hex[:8]}")
-        end = wait_caught_up(projector.store, server.bootstrap_servers)
+        end = wait_caught_up(projector.store, own_broker)
         truncate_wal(projector.store)
         store_dir.fill()
         events = registrations(dataset.id, "while-full", 50)
-        with EventProducer(server.bootstrap_servers) as producer:
+        with EventProducer(own_broker) as producer:
             producer.send(events)
 
         line = stop_line(projector)
@@ -151,26 +154,26 @@ def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
         assert store_offsets(projector.store) == end
         assert SqliteStore(projector.store, read_only=True).outcome(events[0].event_id) is None
         projector.start_projector()
-        wait_caught_up(projector.store, server.bootstrap_servers)
+        wait_caught_up(projector.store, own_broker)
         assert_applied_once(projector.store, events)
 
 
 @pytest.mark.sqlite_only
 def test_a_read_only_store_stops_the_projector_cleanly_and_it_resumes(
-        server: Server, store_dir: StoreDirectory, tmp_path: Path) -> None:
+        own_broker: str, store_dir: StoreDirectory, tmp_path: Path) -> None:
     if os.geteuid() == 0 and not store_dir.own_filesystem:
         pytest.skip("as root chmod stops no write, and mounting a read-only file system failed")
-    with projector_on(server.bootstrap_servers, tmp_path / "read-only",
+    with projector_on(own_broker, tmp_path / "read-only",
                       store=store_dir.path / "store.db") as projector:
         client: sdk.CatalogClient = projector.client()
         dataset = client.create_dataset(f"read-only-{uuid.uuid4().hex[:8]}")
-        end = wait_caught_up(projector.store, server.bootstrap_servers)
+        end = wait_caught_up(projector.store, own_broker)
         projector.stop_projector()
         client.close()  # a file open for writing would keep the file system from going read-only
         store_dir.make_read_only()
         try:
             events = registrations(dataset.id, "while-read-only", 50)
-            with EventProducer(server.bootstrap_servers) as producer:
+            with EventProducer(own_broker) as producer:
                 producer.send(events)
             with pytest.raises(RuntimeError, match=f"exited with code {STORE_FAULT_EXIT_CODE}") as raised:
                 projector.start_projector()
@@ -182,20 +185,20 @@ def test_a_read_only_store_stops_the_projector_cleanly_and_it_resumes(
             store_dir.make_writable()
         assert store_offsets(projector.store) == end
         projector.start_projector()
-        wait_caught_up(projector.store, server.bootstrap_servers)
+        wait_caught_up(projector.store, own_broker)
         assert_applied_once(projector.store, events)
 
 
 @pytest.mark.own_store  # a PostgreSQL server of its own, to stop
 def test_a_postgresql_server_gone_stops_the_projector_cleanly_and_it_resumes(
-        server: Server, tmp_path: Path) -> None:
-    with EmbeddedPostgres() as pg, projector_on(server.bootstrap_servers, tmp_path / "pg-gone",
+        own_broker: str, tmp_path: Path) -> None:
+    with EmbeddedPostgres() as pg, projector_on(own_broker, tmp_path / "pg-gone",
                                                  store=pg.create_database()) as projector:
         dataset = projector.client().create_dataset(f"pg-gone-{uuid.uuid4().hex[:8]}")
-        end = wait_caught_up(projector.store, server.bootstrap_servers)
+        end = wait_caught_up(projector.store, own_broker)
         pg.stop("immediate")
         events = registrations(dataset.id, "while-gone", 50)
-        with EventProducer(server.bootstrap_servers) as producer:
+        with EventProducer(own_broker) as producer:
             producer.send(events)
 
         line = stop_line(projector)
@@ -207,5 +210,5 @@ def test_a_postgresql_server_gone_stops_the_projector_cleanly_and_it_resumes(
         pg.resume()
         assert store_offsets(projector.store) == end
         projector.start_projector()
-        wait_caught_up(projector.store, server.bootstrap_servers)
+        wait_caught_up(projector.store, own_broker)
         assert_applied_once(projector.store, events)

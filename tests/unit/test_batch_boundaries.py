@@ -27,6 +27,7 @@ from events import (
     decode,
     encode,
 )
+from profiles import examples
 from projector import (
     Changes,
     LogPosition,
@@ -240,7 +241,7 @@ def fold_in_memory(records: list[LogRecord], batches: list[list[LogRecord]]) -> 
     return catalog.snapshot()
 
 
-@settings(max_examples=60, deadline=None, database=None,
+@settings(max_examples=examples(60), deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=histories_and_batches())
 def test_batch_boundaries_never_change_the_tables(tmp_path_factory, case):

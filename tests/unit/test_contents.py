@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rerun.chunk import ChunkStore, RrdReader
 
+from profiles import examples
 from recordings import expressions, selects
 
 ENTITIES = ["/a", "/a/b", "/a/b/c", "/ab", "/x", "/x/y", "/__properties", "/__properties/episode"]
@@ -63,7 +64,8 @@ RULES = st.builds(lambda sign, path, subtree: f"{sign}{path}{'/**' if subtree el
                   st.booleans())
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(exprs=st.lists(RULES, max_size=4))
 def test_random_rules_select_what_rerun_reads(store: ChunkStore, exprs: list[str]) -> None:
     exprs = [e.replace("//**", "/**") for e in exprs]

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from events import OnDuplicate
+from profiles import examples
 from projector import DatasetKind, apply_batch, companion_id, layer_table, schemas, views
 from projector.stores import snapshots
 from projector.stores.sql_schema import FORMAT_VERSION
@@ -45,7 +46,7 @@ def check_points(directory, records, batches, points: list[int]) -> None:
         store.close()
 
 
-@settings(max_examples=40, deadline=None, database=None,
+@settings(max_examples=examples(40), deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
 @given(case=histories_and_batches(), data=st.data())
@@ -104,7 +105,7 @@ def test_a_diff_lists_segments_layers_and_properties_that_changed(tmp_path):
     store.close()
 
 
-@settings(max_examples=25, deadline=None, database=None,
+@settings(max_examples=examples(25), deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
 @given(case=histories_and_batches(), data=st.data())
