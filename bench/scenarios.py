@@ -33,7 +33,7 @@ from bench.systems import (
 )
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
-from projector import CatalogReader, LogRecord, fold, open_store, wait_for_positions
+from projector import LogRecord, ProjectionReader, fold, open_store, wait_for_positions
 from projector.stores.sql import SqlStore
 from projector.stores.sql_schema import HISTORY_TABLES, TABLES
 from projector.stores.sqlite import SqliteStore
@@ -749,7 +749,7 @@ def history(pool: RecordingPool, directory: Path, *, segments: int, replacements
                 print(f"  history: {start + batch:,}/{len(records):,} events folded", flush=True)
     fold_s = time.process_time() - began
 
-    def reads(reader: CatalogReader) -> dict[str, float]:
+    def reads(reader: ProjectionReader) -> dict[str, float]:
         def segment_table() -> int:
             return int(views.dataset_segment_table(reader, dataset_id).num_rows)
 

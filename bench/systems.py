@@ -22,7 +22,7 @@ from bench import procs
 from bench.recordings import LAYERS, RecordingPool, segment_id
 from events import DefineSchema, Event, RegisterLayer
 from producers import EventProducer
-from projector import CatalogReader, open_store, wait_for_positions
+from projector import ProjectionReader, open_store, wait_for_positions
 from recordings import read_recording
 from sdk.layer_commands import layer_commands
 from stack import Server, processes
@@ -98,7 +98,7 @@ class StrataSystem:
         self.event_log_dir = directory / "spark-events"
         self._server: Server | None = None
         self._client: sdk.CatalogClient | None = None
-        self._store: CatalogReader | None = None
+        self._store: ProjectionReader | None = None
 
     @property
     def server(self) -> Server:
@@ -115,7 +115,7 @@ class StrataSystem:
         return self._client
 
     @property
-    def store(self) -> CatalogReader:
+    def store(self) -> ProjectionReader:
         """The projection store, read-only: how far the projector got; ``RuntimeError`` before
         ``start()``."""
         if self._store is None:
@@ -180,12 +180,12 @@ def layer_templates(uris: Mapping[str, str]) -> tuple[list[DefineSchema], dict[s
 
 
 def schema_event(dataset_id: uuid.UUID, definition: DefineSchema) -> Event:
-    return Event(dataset_id=dataset_id, producer_id=PRODUCER_ID, command=definition)
+    return Event(entry_id=dataset_id, producer_id=PRODUCER_ID, command=definition)
 
 
 def layer_event(dataset_id: uuid.UUID, template: RegisterLayer, index: int, uri: str) -> Event:
     """``template`` for segment ``index`` stored at ``uri``, as one event."""
-    return Event(dataset_id=dataset_id, producer_id=PRODUCER_ID,
+    return Event(entry_id=dataset_id, producer_id=PRODUCER_ID,
                  command=dataclasses.replace(template, segment_id=segment_id(index), storage_url=uri))
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import threading
 from typing import Generic, TypeVar
 
-from projector import CatalogReader
+from projector import ProjectionReader
 
-Store = TypeVar("Store", bound=CatalogReader)
+Store = TypeVar("Store", bound=ProjectionReader)
 
 
 class Follower(Generic[Store]):
     """Runs ``_run`` in a daemon thread named ``thread_name``; ``_run`` returns once ``_stop`` is
-    set. ``Store``: what it reads the store through (any ``CatalogReader``, or a backend's own
+    set. ``Store``: what it reads the store through (any ``ProjectionReader``, or a backend's own
     class where it needs more)."""
 
     thread_name = "strata-follower"

@@ -17,7 +17,7 @@ import logging
 import uuid
 
 from changelog.follower import Follower
-from projector import CatalogReader, Table
+from projector import ProjectionReader, Table
 
 log = logging.getLogger("strata.lance")
 
@@ -45,7 +45,7 @@ def copy_state(url: str, table_id: uuid.UUID) -> tuple[bool, int | None]:
     return True, int(properties[REVISION_KEY])
 
 
-class LanceMirror(Follower[CatalogReader]):
+class LanceMirror(Follower[ProjectionReader]):
     """Copies the tables of ``store`` that have a ``storage_url`` to Lance, until ``stop()``.
 
     >>> mirror = LanceMirror(SqliteStore(path, read_only=True))  # doctest: +SKIP
@@ -54,7 +54,7 @@ class LanceMirror(Follower[CatalogReader]):
 
     thread_name = "strata-lance"
 
-    def __init__(self, store: CatalogReader) -> None:
+    def __init__(self, store: ProjectionReader) -> None:
         super().__init__(store)
         self.versions_written = 0
         self._written: dict[uuid.UUID, int] = {}

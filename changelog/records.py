@@ -13,7 +13,7 @@ from typing import Any, TypedDict, cast
 import fastavro
 
 from events.codec import MAGIC, schema_fingerprint
-from projector import CatalogReader, Change, ChangeKind, Dataset, Layer, Segment, Table
+from projector import Change, ChangeKind, Dataset, Layer, ProjectionReader, Segment, Table
 
 CHANGES_TOPIC = "strata.catalog.changes"
 OFFSET_HEADER = "strata.source.offset"
@@ -137,7 +137,7 @@ def key_of(change: Change) -> Key | None:
     return None
 
 
-def records_of(store: CatalogReader, latest: Mapping[Key, Change]
+def records_of(store: ProjectionReader, latest: Mapping[Key, Change]
                ) -> Iterator[tuple[Change, bytes, bytes | None]]:
     """For each key of ``latest`` (with its latest change), in order: that change, and the Kafka
     key and value: the state the store holds now, or None (a tombstone) if the thing is gone.
@@ -173,7 +173,8 @@ def decode_value(value: bytes) -> ChangelogValue:
     return cast(ChangelogValue, record)  # what SCHEMA, a record, reads into
 
 
-def _state(store: CatalogReader, key: Key, change: Change, segments: Mapping[tuple[uuid.UUID, str], Segment],
+def _state(store: ProjectionReader, key: Key, change: Change,
+           segments: Mapping[tuple[uuid.UUID, str], Segment],
            layers: Mapping[tuple[uuid.UUID, str, str], Layer]) -> State | None:
     kind = key[0]
     if kind == "rejection":

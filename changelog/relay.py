@@ -24,7 +24,7 @@ from changelog.records import (
 from producers import LOGGER
 from producers.kafka_config import RefusalWatch, cluster_metadata, librdkafka_config
 from producers.topics import create_topics
-from projector import CatalogReader, Change
+from projector import Change, ProjectionReader
 from projector.feed import follow_pages
 
 log = logging.getLogger("strata.changelog")
@@ -34,7 +34,7 @@ RETRY_SECS = 5.0
 COMPACTED = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
 
 
-class ChangelogRelay(Follower[CatalogReader]):
+class ChangelogRelay(Follower[ProjectionReader]):
     """Publishes the feed of ``store`` to ``CHANGES_TOPIC`` on ``bootstrap_servers``, from where the
     topic's last record left off, until ``stop()``.
 
@@ -44,7 +44,7 @@ class ChangelogRelay(Follower[CatalogReader]):
 
     thread_name = "strata-changelog"
 
-    def __init__(self, store: CatalogReader, bootstrap_servers: str, *,
+    def __init__(self, store: ProjectionReader, bootstrap_servers: str, *,
                  config: Mapping[str, Any] | None = None) -> None:
         super().__init__(store)
         self.bootstrap_servers = bootstrap_servers

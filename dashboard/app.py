@@ -36,7 +36,7 @@ from dashboard.segment import display, segment_json
 from dashboard.segment_tables import SegmentTables
 from dashboard.stats import StatsProbe
 from dashboard.store_reads import StoreNotOpenError, StoreReads
-from projector import CatalogReader, Change, Dataset, feed
+from projector import Change, Dataset, ProjectionReader, feed
 from projector.feed import FEED_PAGE, Cursor
 from projector.segment_filters import HasLayer, SegmentPage, SegmentQueryError, select_segments
 from projector.views import SegmentDetail, at_point, datasets_table, layer_counts, segment_detail
@@ -237,12 +237,12 @@ async def datasets(request: Request) -> pa.Table:
     return await _sources(request).store.run(datasets_table)
 
 
-def _changes(store: CatalogReader, after: Cursor, entry_id: uuid.UUID | None, limit: int) -> list[Change]:
+def _changes(store: ProjectionReader, after: Cursor, entry_id: uuid.UUID | None, limit: int) -> list[Change]:
     """The feed's changes after ``after``, of entry ``entry_id`` only if given, ``limit`` at most."""
     return store.changes(after, entry_id=entry_id, limit=limit)
 
 
-def _as_of(store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> CatalogReader:
+def _as_of(store: ProjectionReader, dataset_id: uuid.UUID, point: str | None) -> ProjectionReader:
     """``store`` as of the query parameter ``as_of`` (``views.at_point``); None: now."""
     if point is None:
         return store
@@ -264,7 +264,7 @@ async def segments(request: Request) -> Rows:
     offset = _offset(request)
     limit = _limit(request, MAX_LIMIT) if "limit" in request.query_params else None  # None: every row
 
-    def select(store: CatalogReader) -> SegmentPage:
+    def select(store: ProjectionReader) -> SegmentPage:
         table = sources.segment_tables.table(store, dataset.id, point)
         conditions = [_parameter("where", partial(parse_where, table.schema, text)) for text in wheres]
         conditions += [HasLayer(name) for name in layers]

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable
 
 from events import CATALOG_TOPIC
-from projector import CatalogReader, Change, ChangeKind
+from projector import Change, ChangeKind, ProjectionReader
 from projector.feed import follow_pages
 
 WINDOW_SECS = 300
@@ -34,7 +34,7 @@ class FeedHub:
     """Follows the feed of the store ``open_store`` opens (on its own thread, from ``start``
     until ``stop``) for the queues of ``subscribe``, on the event loop given to ``start``."""
 
-    def __init__(self, open_store: Callable[[], CatalogReader]) -> None:
+    def __init__(self, open_store: Callable[[], ProjectionReader]) -> None:
         self._open_store = open_store
         self._subscribers: set[Pages] = set()
         self._events: deque[tuple[float, bool]] = deque()  # (committed, is a rejection)

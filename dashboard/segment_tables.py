@@ -9,13 +9,13 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from projector import CatalogReader
+from projector import ProjectionReader
 from projector.views import dataset_segment_table
 
 KEPT = 4
 """Segment tables kept between reads: the most recently built ones."""
 
-AtPoint = Callable[[CatalogReader, uuid.UUID, str | None], CatalogReader]
+AtPoint = Callable[[ProjectionReader, uuid.UUID, str | None], ProjectionReader]
 """The store as of a point of a dataset (None: now), for ``SegmentTables``."""
 Version = tuple[tuple[tuple[str, int], int], ...]
 """The store's next offsets, sorted: what changes with each commit."""
@@ -30,7 +30,7 @@ class SegmentTables:
         self._kept = kept
         self._tables: dict[tuple[uuid.UUID, str | None], tuple[Version, pa.Table]] = {}
 
-    def table(self, store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> pa.Table:
+    def table(self, store: ProjectionReader, dataset_id: uuid.UUID, point: str | None) -> pa.Table:
         """The dataset's segment table, now or as of ``point``: the one built before if the store
         has committed nothing since, else built now (``views.dataset_segment_table``). Raises
         what ``at_point`` raises for a point it does not know."""

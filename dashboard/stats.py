@@ -14,7 +14,7 @@ from typing import Any
 from dashboard.feed import BUCKET_SECS, FeedHub
 from events import CATALOG_TOPIC
 from producers.log_reader import LogProbe
-from projector import CatalogReader
+from projector import ProjectionReader
 
 MEASURED_EVERY_SECS = 1.0
 """A measure younger than this is answered again rather than measured anew."""
@@ -25,7 +25,7 @@ class StatsProbe:
     behind the catalog topic of the Kafka cluster at ``bootstrap_servers`` (None: the lag is
     unknown, and the stats say why), and reads the change rates from ``feed``."""
 
-    def __init__(self, location: str, open_store: Callable[[], CatalogReader], feed: FeedHub, *,
+    def __init__(self, location: str, open_store: Callable[[], ProjectionReader], feed: FeedHub, *,
                  bootstrap_servers: str | None, kafka_config: Mapping[str, Any] | None) -> None:
         self._location = location
         self._open_store = open_store
@@ -33,7 +33,7 @@ class StatsProbe:
         self._bootstrap_servers = bootstrap_servers
         self._kafka_config = kafka_config
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-stats")
-        self._store: CatalogReader | None = None
+        self._store: ProjectionReader | None = None
         """Opened on the stats thread by the first measure, used there only."""
         self._probe: LogProbe | None = None
         """Connected to Kafka by the first measure that needs it, used on the stats thread only."""

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Concatenate, ParamSpec, TypeVar
 
 from events import StrataError
-from projector import CatalogReader, open_store
+from projector import ProjectionReader, open_store
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -32,10 +32,10 @@ class StoreReads:
     def __init__(self, location: str) -> None:
         self.location = location
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="strata-dashboard-read")
-        self._store: CatalogReader | None = None
+        self._store: ProjectionReader | None = None
         self._closed = False
 
-    def open_connection(self) -> CatalogReader:
+    def open_connection(self) -> ProjectionReader:
         """A read-only connection of its own to the same store (for a thread other than this
         one's: the feed's, the stats'). Raises what ``projector.open_store`` raises."""
         return open_store(self.location, read_only=True)
@@ -48,7 +48,7 @@ class StoreReads:
         if self._store is None:
             self._store = await asyncio.get_running_loop().run_in_executor(self._thread, self.open_connection)
 
-    async def run(self, read: Callable[Concatenate[CatalogReader, P], T], *args: P.args,
+    async def run(self, read: Callable[Concatenate[ProjectionReader, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:
         """``read(store, *args, **kwargs)`` on the reading thread; what it returns or raises.
 

@@ -141,7 +141,7 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
         "schema_version": schema_version,
         "produced_at": event.produced_at,
         "producer_id": event.producer_id,
-        "dataset_id": str(event.dataset_id),
+        "dataset_id": str(event.entry_id),
         "command": (f"strata.events.{event.event_type}", command),
     }
     out = io.BytesIO()
@@ -197,7 +197,7 @@ def _event_from_record(record: dict[str, Any]) -> Event:
         fields = {**fields, "edit": AssetScopeEdit(fields["edit"]), "mode": AssetMode(fields["mode"]),
                   "segments": tuple(fields["segments"])}
     return Event(
-        dataset_id=_as_uuid(record["dataset_id"], "dataset_id"),
+        entry_id=_as_uuid(record["dataset_id"], "dataset_id"),
         command=command_type(**fields),
         event_id=_as_uuid(record["event_id"], "event_id"),
         produced_at=record["produced_at"].astimezone(UTC),

@@ -241,15 +241,16 @@ def _now() -> datetime:
 
 @dataclass(frozen=True)
 class Event:
-    """One command, as appended to the log. ``dataset_id`` is the id of the entry it acts on: a
-    dataset, or a table for the table commands.
+    """One command, as appended to the log. ``entry_id`` is the id of the entry it acts on: a
+    dataset, or a table for the table commands (on the wire, the Avro field ``dataset_id``, its
+    name since the first schema version).
 
     Examples:
-        >>> Event(dataset_id=uuid.uuid4(), command=CreateDataset("droid")).event_type
+        >>> Event(entry_id=uuid.uuid4(), command=CreateDataset("droid")).event_type
         'CreateDataset'
     """
 
-    dataset_id: uuid.UUID
+    entry_id: uuid.UUID
     command: Command
     event_id: uuid.UUID = field(default_factory=uuid.uuid4)
     produced_at: datetime = field(default_factory=_now)

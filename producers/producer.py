@@ -136,7 +136,7 @@ class EventProducer:
             try:
                 producer.produce(
                     topic_for(event.command),
-                    key=str(event.dataset_id).encode(),
+                    key=str(event.entry_id).encode(),
                     value=encode(event),
                     on_delivery=on_delivery,
                 )

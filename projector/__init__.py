@@ -2,7 +2,7 @@
 
 Owns every domain rule (entry names, duplicates, last-writer-wins, schema merges, table rows) in
 ``fold`` and the modules beside it (``merge``, ``schemas``, ``table_rows``); the store's ports
-(``ports``: ``ProjectionWriter`` for the projector, ``CatalogReader`` for clients); applying a
+(``ports``: ``ProjectionWriter`` for the projector, ``ProjectionReader`` for clients); applying a
 batch (``apply``); the read models clients share (``views``), the change feed follower
 (``feed``) and waiting until a store has passed log positions (``waiting``); and the backends
 (``stores``: SQLite, PostgreSQL), each imported only when a location names it. Imports only
@@ -11,7 +11,7 @@ enforces it).
 """
 
 from projector.apply import apply_batch
-from projector.fold import CatalogView, InvalidCommand, Refused, fold, log_order
+from projector.fold import FoldReader, InvalidCommand, Refused, fold, log_order
 from projector.model import (
     AssetScope,
     Change,
@@ -35,14 +35,14 @@ from projector.model import (
     companion_id,
     companion_name,
 )
-from projector.ports import CatalogReader, ProjectionWriter, StaleBatchError, StoreUnavailableError
+from projector.ports import ProjectionReader, ProjectionWriter, StaleBatchError, StoreUnavailableError
 from projector.stores import open_store
 from projector.waiting import PositionLike, ProjectionTimeoutError, wait_for_positions
 
 __all__ = [
     "AssetScope",
-    "CatalogReader",
-    "CatalogView",
+    "ProjectionReader",
+    "FoldReader",
     "Change",
     "ChangeKind",
     "Changes",

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from events import CATALOG_TOPIC
 from projector.model import Change
-from projector.ports import CatalogReader
+from projector.ports import ProjectionReader
 
 FEED_PAGE = 1000
 """Change feed entries read from the store at a time."""
@@ -19,7 +19,7 @@ Cursor = tuple[int, int]
 """A place in the feed, (offset, seq): following it yields the entries after it."""
 
 
-def start(store: CatalogReader, since: int | Change | None) -> Cursor:
+def start(store: ProjectionReader, since: int | Change | None) -> Cursor:
     """The cursor that ``since`` means: ``None``, the end of the feed now (only changes still to
     come); an offset, the changes of the records from that offset on; a ``Change``, the ones after
     it. Raises ``ValueError`` for anything else."""
@@ -32,7 +32,7 @@ def start(store: CatalogReader, since: int | Change | None) -> Cursor:
     return since, -1
 
 
-def follow_pages(store: CatalogReader, after: Cursor, *, entry_id: uuid.UUID | None = None,
+def follow_pages(store: ProjectionReader, after: Cursor, *, entry_id: uuid.UUID | None = None,
                  timeout_secs: float | None = None) -> Iterator[list[Change]]:
     """The change feed after the cursor ``after``, in pages in feed order, each entry once; then,
     as the projector commits more, those. Ends once ``timeout_secs`` pass with nothing new
@@ -53,7 +53,7 @@ def follow_pages(store: CatalogReader, after: Cursor, *, entry_id: uuid.UUID | N
                 break
 
 
-def follow(store: CatalogReader, after: Cursor, *, entry_id: uuid.UUID | None = None,
+def follow(store: ProjectionReader, after: Cursor, *, entry_id: uuid.UUID | None = None,
            timeout_secs: float | None = None) -> Iterator[Change]:
     """``follow_pages``, one entry at a time."""
     for page in follow_pages(store, after, entry_id=entry_id, timeout_secs=timeout_secs):

@@ -1,6 +1,6 @@
 """The fold: what each command does to the catalog. Pure: no I/O, no clock, no Kafka, no Spark.
 
-``fold(view, records)`` reads the current projection through the read-only ``CatalogView`` and
+``fold(view, records)`` reads the current projection through the read-only ``FoldReader`` and
 returns the ``Changes`` that the records make. Outcomes depend only on the records' order in the
 log, never on clocks or batch boundaries.
 """
@@ -72,12 +72,12 @@ from projector.model import (
     companion_name,
 )
 
-__all__ = ["MAX_NAME_LENGTH", "MAX_PROPERTIES_BYTES", "CatalogView", "InvalidCommand", "Refused", "fold",
+__all__ = ["MAX_NAME_LENGTH", "MAX_PROPERTIES_BYTES", "FoldReader", "InvalidCommand", "Refused", "fold",
            "log_order"]
 
 
-class CatalogView(Protocol):
-    """Read access to the projection as of the end of the previous batch."""
+class FoldReader(Protocol):
+    """The fold's read port: the projection as of the end of the previous batch."""
 
     def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
         """Also a deleted one (a tombstone)."""
@@ -141,7 +141,7 @@ def log_order(records: Iterable[LogRecord]) -> list[LogRecord]:
     return sorted(records, key=lambda r: r.position)
 
 
-def fold(view: CatalogView, records: Iterable[LogRecord]) -> Changes:
+def fold(view: FoldReader, records: Iterable[LogRecord]) -> Changes:
     """Apply ``records`` in ``log_order`` on top of ``view``; return what changed.
 
     Every record advances its partition's next offset, whatever its outcome.
@@ -174,8 +174,8 @@ def _apply(state: _Overlay, record: LogRecord) -> None:
         if refused.is_bad_input:
             state.changes.rejections.append(
                 Rejection(record.position, record.raw, refused.reason, event.event_id))
-            entry = state.dataset(event.dataset_id) or state.table(event.dataset_id)
-            state.note(ChangeKind.REJECTED, event.dataset_id, entry.name if entry else "",
+            entry = state.dataset(event.entry_id) or state.table(event.entry_id)
+            state.note(ChangeKind.REJECTED, event.entry_id, entry.name if entry else "",
                        detail=refused.reason)
         outcome = Outcome(event.event_id, record.position, refused.status, refused.reason)
     state.changes.outcomes[event.event_id] = outcome
@@ -189,10 +189,10 @@ def _checked(check: Callable[..., str], *args: object) -> str:
 
 
 def _live_dataset(state: _Overlay, event: Event) -> Dataset:
-    dataset = state.dataset(event.dataset_id)
+    dataset = state.dataset(event.entry_id)
     if dataset is None or dataset.deleted:
         gone = "was deleted" if dataset else "does not exist"
-        raise Refused(Status.NOT_FOUND, f"dataset {event.dataset_id} {gone}")
+        raise Refused(Status.NOT_FOUND, f"dataset {event.entry_id} {gone}")
     return dataset
 
 
@@ -207,8 +207,8 @@ def _touch(state: _Overlay, dataset: Dataset, event: Event, **fields: Any) -> Da
 
 
 def _new_entry(state: _Overlay, event: Event, kind: str) -> None:
-    if state.dataset(event.dataset_id) is not None or state.table(event.dataset_id) is not None:
-        raise InvalidCommand(f"{kind} id {event.dataset_id} is already used; ids are never reused")
+    if state.dataset(event.entry_id) is not None or state.table(event.entry_id) is not None:
+        raise InvalidCommand(f"{kind} id {event.entry_id} is already used; ids are never reused")
 
 
 def _name_free(state: _Overlay, name: str, entry_id: uuid.UUID) -> None:
@@ -237,7 +237,7 @@ def _companions_free(state: _Overlay, owner_id: uuid.UUID, kinds: tuple[DatasetK
 def _create_companions(state: _Overlay, event: Event, kinds: tuple[DatasetKind, ...]) -> None:
     """The owner's hidden datasets, checked free by ``_companions_free``."""
     for kind in kinds:
-        dataset = Dataset(companion_id(event.dataset_id, kind), companion_name(event.dataset_id, kind),
+        dataset = Dataset(companion_id(event.entry_id, kind), companion_name(event.entry_id, kind),
                           event.produced_at, event.produced_at, kind=kind)
         state.put_dataset(dataset)
         state.note(ChangeKind.DATASET_CREATED, dataset.id, dataset.name, detail=kind)
@@ -254,10 +254,10 @@ def _delete_companions(state: _Overlay, owner_id: uuid.UUID, event: Event) -> No
 def _create_dataset(state: _Overlay, record: LogRecord, event: Event, command: CreateDataset) -> None:
     name = _checked(check_dataset_name, command.name)
     _new_entry(state, event, "dataset")
-    _name_free(state, name, event.dataset_id)
-    _companions_free(state, event.dataset_id, _DATASET_COMPANIONS)
-    state.put_dataset(Dataset(event.dataset_id, name, event.produced_at, event.produced_at))
-    state.note(ChangeKind.DATASET_CREATED, event.dataset_id, name)
+    _name_free(state, name, event.entry_id)
+    _companions_free(state, event.entry_id, _DATASET_COMPANIONS)
+    state.put_dataset(Dataset(event.entry_id, name, event.produced_at, event.produced_at))
+    state.note(ChangeKind.DATASET_CREATED, event.entry_id, name)
     _create_companions(state, event, _DATASET_COMPANIONS)
 
 
@@ -510,7 +510,7 @@ def _register_blueprint(
     _live_dataset(state, event)
     as_layer = RegisterLayer(command.blueprint_id, "base", command.storage_url, OnDuplicate.REPLACE)
     owner_event = event
-    event = replace(event, dataset_id=companion_id(event.dataset_id, DatasetKind.BLUEPRINT))
+    event = replace(event, entry_id=companion_id(event.entry_id, DatasetKind.BLUEPRINT))
     _blueprints_of(state, owner_event, "dataset")
     _register_layer(state, record, event, as_layer)
     if command.set_default:
@@ -519,10 +519,10 @@ def _register_blueprint(
 
 def _blueprints_of(state: _Overlay, event: Event, kind: str) -> Dataset:
     """The live blueprint dataset of the event's entry (a ``kind``: dataset or table)."""
-    blueprints = state.dataset(companion_id(event.dataset_id, DatasetKind.BLUEPRINT))
+    blueprints = state.dataset(companion_id(event.entry_id, DatasetKind.BLUEPRINT))
     if blueprints is None or blueprints.deleted:
         raise Refused(Status.NOT_FOUND, f"{kind} blueprint dataset does not exist: "
-                                        f"{companion_name(event.dataset_id, DatasetKind.BLUEPRINT)} "
+                                        f"{companion_name(event.entry_id, DatasetKind.BLUEPRINT)} "
                                         f"{'was deleted' if blueprints else 'was never created'}")
     return blueprints
 
@@ -533,7 +533,7 @@ def _set_default_blueprint(
     """Any name, as Rerun's server takes it, while the blueprint dataset exists."""
     if command.blueprint_id is not None:
         _checked(check_id, "blueprint_id", command.blueprint_id)
-    table = state.table(event.dataset_id)
+    table = state.table(event.entry_id)
     if table is not None and not table.deleted:
         if command.segment_table:
             raise InvalidCommand(f"table {table.name!r} has no segment table: a segment table "
@@ -547,7 +547,7 @@ def _set_default_blueprint(
         field = "default_segment_table_blueprint" if command.segment_table else "default_blueprint"
         _touch(state, dataset, event, **{field: command.blueprint_id})
         name = dataset.name
-    state.note(ChangeKind.DEFAULT_BLUEPRINT_SET, event.dataset_id, name,
+    state.note(ChangeKind.DEFAULT_BLUEPRINT_SET, event.entry_id, name,
                detail=("segment table " if command.segment_table else "") + (command.blueprint_id or ""))
 
 
@@ -586,10 +586,10 @@ def _scope_asset(state: _Overlay, record: LogRecord, event: Event, command: Scop
 
 
 def _live_table(state: _Overlay, event: Event) -> Table:
-    table = state.table(event.dataset_id)
+    table = state.table(event.entry_id)
     if table is None or table.deleted:
         gone = "was deleted" if table else "does not exist"
-        raise Refused(Status.NOT_FOUND, f"table {event.dataset_id} {gone}")
+        raise Refused(Status.NOT_FOUND, f"table {event.entry_id} {gone}")
     return table
 
 
@@ -603,11 +603,11 @@ def _create_table(state: _Overlay, record: LogRecord, event: Event, command: Cre
     if command.storage_url:
         _checked(check_id, "storage_url", command.storage_url)
     _new_entry(state, event, "table")
-    _name_free(state, name, event.dataset_id)
-    _companions_free(state, event.dataset_id, _TABLE_COMPANIONS)
-    state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
+    _name_free(state, name, event.entry_id)
+    _companions_free(state, event.entry_id, _TABLE_COMPANIONS)
+    state.put_table(Table(event.entry_id, name, event.produced_at, event.produced_at,
                           command.arrow_schema, storage_url=command.storage_url))
-    state.note(ChangeKind.TABLE_CREATED, event.dataset_id, name, detail=command.storage_url)
+    state.note(ChangeKind.TABLE_CREATED, event.entry_id, name, detail=command.storage_url)
     _create_companions(state, event, _TABLE_COMPANIONS)
 
 
@@ -618,12 +618,12 @@ def _register_table(state: _Overlay, record: LogRecord, event: Event, command: R
     if command.version < 1:
         raise InvalidCommand(f"a Lance table's versions start at 1, got {command.version}")
     _new_entry(state, event, "table")
-    _name_free(state, name, event.dataset_id)
-    _companions_free(state, event.dataset_id, _TABLE_COMPANIONS)
-    state.put_table(Table(event.dataset_id, name, event.produced_at, event.produced_at,
+    _name_free(state, name, event.entry_id)
+    _companions_free(state, event.entry_id, _TABLE_COMPANIONS)
+    state.put_table(Table(event.entry_id, name, event.produced_at, event.produced_at,
                           command.arrow_schema, storage_url=command.storage_url,
                           lance_version=command.version))
-    state.note(ChangeKind.TABLE_CREATED, event.dataset_id, name, detail=command.storage_url)
+    state.note(ChangeKind.TABLE_CREATED, event.entry_id, name, detail=command.storage_url)
     _create_companions(state, event, _TABLE_COMPANIONS)
 
 
@@ -718,7 +718,7 @@ _HANDLERS: dict[type, Callable[..., None]] = {
 class _Overlay:
     """The view with this batch's changes laid over it, so later records see earlier ones."""
 
-    def __init__(self, view: CatalogView) -> None:
+    def __init__(self, view: FoldReader) -> None:
         self.view = view
         self.changes = Changes()
         self._names: dict[str, uuid.UUID | None] = {}

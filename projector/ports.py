@@ -1,6 +1,6 @@
 """The ports between the projection and where it is stored: the projector writes through
 ``ProjectionWriter``, clients (the SDK, the dashboard, the changelog relay) read through
-``CatalogReader``; and the errors a store raises."""
+``ProjectionReader``; and the errors a store raises."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from events import StrataError
-from projector.fold import CatalogView
+from projector.fold import FoldReader
 from projector.model import (
     AssetScope,
     Change,
@@ -28,10 +28,10 @@ from projector.model import (
 )
 
 
-class ProjectionWriter(CatalogView, Protocol):
-    """The projector's port: the fold's reads (``CatalogView``) and one atomic commit per batch."""
+class ProjectionWriter(FoldReader, Protocol):
+    """The projector's port: the fold's reads (``FoldReader``) and one atomic commit per batch."""
 
-    def batch_view(self, records: Sequence[LogRecord]) -> CatalogView:
+    def batch_view(self, records: Sequence[LogRecord]) -> FoldReader:
         """The view to fold ``records`` over; a store may read what they need in bulk."""
         ...
 
@@ -48,7 +48,7 @@ class ProjectionWriter(CatalogView, Protocol):
         ...
 
 
-class CatalogReader(Protocol):
+class ProjectionReader(Protocol):
     """The clients' port: what the SDK and the CLI read. A client never writes the store."""
 
     location: str
@@ -136,7 +136,7 @@ class CatalogReader(Protocol):
         seq)), in feed order; only those of one dataset or table if ``entry_id`` is given."""
         ...
 
-    def at(self, offset: int) -> CatalogReader:
+    def at(self, offset: int) -> ProjectionReader:
         """The catalog as of the log prefix ``[0, offset)``, read from the store's history: what a
         store rebuilt from those records would answer. Its ``next_offsets`` is the point."""
         ...

@@ -26,7 +26,7 @@ import pyarrow.ipc
 from events import CATALOG_TOPIC
 from projector import merge, schemas
 from projector.model import ENTRIES_TABLE_NAME, EntryKind, Table
-from projector.ports import CatalogReader
+from projector.ports import ProjectionReader
 
 TIMESTAMP = pa.timestamp("ns", tz=None)
 INDEX_TYPES = {"timestamp": TIMESTAMP, "duration": pa.duration("ns"), "sequence": pa.int64()}
@@ -182,13 +182,13 @@ def _append_columns(base: pa.Table, extra: pa.Table) -> pa.Table:
     return base
 
 
-def property_schemas(store: CatalogReader, layers: pa.Table) -> dict[str, bytes]:
+def property_schemas(store: ProjectionReader, layers: pa.Table) -> dict[str, bytes]:
     """The schemas the layers' properties name, by digest, read from ``store``."""
     digests = [d for d in pc.unique(layers.column("properties_schema_sha256")).to_pylist() if d]
     return store.schemas(digests)
 
 
-def dataset_segment_table(store: CatalogReader, dataset_id: uuid.UUID) -> pa.Table:
+def dataset_segment_table(store: ProjectionReader, dataset_id: uuid.UUID) -> pa.Table:
     """``segment_table`` of one dataset of ``store``."""
     layers = store.layer_table(dataset_id)
     return segment_table(layers, property_schemas(store, layers))
@@ -229,7 +229,7 @@ class SegmentDetail:
     schema: pa.Schema
 
 
-def segment_detail(store: CatalogReader, dataset_id: uuid.UUID, segment_id: str) -> SegmentDetail | None:
+def segment_detail(store: ProjectionReader, dataset_id: uuid.UUID, segment_id: str) -> SegmentDetail | None:
     """The segment ``segment_id`` of a dataset, read from its layers alone; None if it has none."""
     layers = store.segment_layer_table(dataset_id, segment_id)
     if not layers.num_rows:
@@ -262,7 +262,7 @@ DATASETS_SCHEMA = pa.schema([
 ])
 
 
-def datasets_table(store: CatalogReader) -> pa.Table:
+def datasets_table(store: ProjectionReader) -> pa.Table:
     """One row per live dataset of ``store`` (not the hidden ones), oldest first: its name, id,
     segment and layer counts, total size and when it last changed. Counted from the Arrow layer
     tables, without a Python object per layer."""
@@ -293,7 +293,7 @@ ENTRIES_TABLE = Table(uuid.UUID(int=0), ENTRIES_TABLE_NAME, _EPOCH, _EPOCH,
 Rerun's server has it."""
 
 
-def entries_table(store: CatalogReader) -> pa.Table:
+def entries_table(store: ProjectionReader) -> pa.Table:
     """``ENTRIES_TABLE``'s rows: every live dataset (hidden ones too), table and the system
     table itself, oldest first."""
     entries = [(d.id, d.name, d.entry_kind, d.created_at, d.updated_at) for d in store.datasets()]
@@ -307,7 +307,7 @@ def entries_table(store: CatalogReader) -> pa.Table:
          pa.array(columns[4], TIMESTAMP)], schema=ENTRIES_SCHEMA)
 
 
-def at_point(store: CatalogReader, dataset_id: uuid.UUID, point: str) -> CatalogReader:
+def at_point(store: ProjectionReader, dataset_id: uuid.UUID, point: str) -> ProjectionReader:
     """``store`` as of ``point`` given as text (a command line's, a query parameter's): a log
     offset, or the name of a tag of the dataset. ``ValueError`` for an offset past what the store
     holds, ``LookupError`` for a name of no tag."""
@@ -335,7 +335,7 @@ DIFF_SCHEMA = pa.schema([
 values as text, null where the segment had none)."""
 
 
-def diff_table(before: CatalogReader, after: CatalogReader, dataset_id: uuid.UUID) -> pa.Table:
+def diff_table(before: ProjectionReader, after: ProjectionReader, dataset_id: uuid.UUID) -> pa.Table:
     """What changed in dataset ``dataset_id`` from the catalog ``before`` to the catalog ``after``
     (two readers of one store at two points), by segment in ``after``'s order, then the segments
     only ``before`` had: each segment's own row first, then its layers (joined by layer name, a

@@ -1,7 +1,7 @@
 """Waiting, bounded, until a store has passed log positions: how a client reads its own writes.
 
 A position is anything with a ``topic``, a ``partition`` and an ``offset`` (the producer's
-``Position``, a ``LogPosition``); the store is any ``CatalogReader``.
+``Position``, a ``LogPosition``); the store is any ``ProjectionReader``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from events import StrataError
-from projector.ports import CatalogReader
+from projector.ports import ProjectionReader
 
 SLICE_SECS = 1.0
 """The longest a wait sleeps between two reads of the store's offsets, should a wake-up be lost
@@ -46,7 +46,7 @@ class ProjectionTimeoutError(StrataError, TimeoutError):
 
 
 def wait_for_positions(
-    store: CatalogReader, positions: Iterable[PositionLike], timeout_secs: float | None
+    store: ProjectionReader, positions: Iterable[PositionLike], timeout_secs: float | None
 ) -> None:
     """Block until the store's next offset is past every position (``>``, never ``==``: Kafka
     transactions leave gaps in offsets).

@@ -238,7 +238,7 @@ class CatalogClient:
             if exist_ok:
                 return self.get_dataset(name=name)
             raise
-        return self.get_dataset(id=operation.event.dataset_id)
+        return self.get_dataset(id=operation.event.entry_id)
 
     def get_dataset(self, name: str | None = None, *, id: uuid.UUID | str | None = None) -> DatasetEntry:
         """A dataset, hidden ones too, by name (``LookupError`` if unknown) or by id
@@ -348,7 +348,7 @@ class CatalogClient:
                                      CreateTable(name, schema.serialize().to_pybytes(), storage_url),
                                      f"creating table {name!r}")
         operation.wait()
-        return self.get_table(id=operation.event.dataset_id)
+        return self.get_table(id=operation.event.entry_id)
 
     def register_table(self, name: str, url: str) -> TableEntry:
         """Register the Lance table at a ``file://`` URL as a table entry, read at its current
@@ -363,7 +363,7 @@ class CatalogClient:
         command = RegisterTable(name, url, schema.serialize().to_pybytes(), lance.version)
         operation = Operation.submit(self._internal, uuid.uuid4(), command, f"registering table {name!r}")
         operation.wait()
-        return self.get_table(id=operation.event.dataset_id)
+        return self.get_table(id=operation.event.entry_id)
 
 
 def _lance_copy_url(url: str) -> str:

@@ -25,7 +25,7 @@ import pyarrow as pa
 import settings
 from events import CATALOG_TOPIC, Command, DefineSchema, Event
 from producers import EventProducer, Position, end_offsets, offset_after
-from projector import CatalogReader, Dataset, Outcome, Status, Table, open_store, views, wait_for_positions
+from projector import Dataset, Outcome, ProjectionReader, Status, Table, open_store, views, wait_for_positions
 from projector.stores import describe, normalize
 from recordings import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, WorkerPool, object_store
 from sdk._lance import lance_table
@@ -101,7 +101,7 @@ class Connection:
         self.object_store_config = ObjectStoreConfig.resolve(object_store_config)
         self.location = normalize(store)
         self.producer_id = producer_id or f"strata-sdk@{os.uname().nodename}:{os.getpid()}"
-        self._store: CatalogReader = open_store(self.location, read_only=True)
+        self._store: ProjectionReader = open_store(self.location, read_only=True)
         self.catalog: Any = None
         """The ``CatalogClient`` this connection belongs to, as ``Entry.catalog`` returns it."""
         self.ledger = Ledger()
@@ -195,7 +195,7 @@ class Connection:
                 self._producer.close()
             self._store.close()
 
-    def wait_for_store(self) -> CatalogReader:
+    def wait_for_store(self) -> ProjectionReader:
         """The projection, read-only, once it has passed every write of this client (and, for a
         connection as of a point, every record before the point): blocks for up to
         ``DEFAULT_TIMEOUT_SECS``, raises ``WriteRefusedError`` for the refused writes (see
@@ -211,7 +211,7 @@ class Connection:
         return self._store.at(self.point)
 
     @property
-    def peek(self) -> CatalogReader:
+    def peek(self) -> ProjectionReader:
         """The projection as it is, without waiting for this client's writes: for the checks a
         write makes before it is sent, which must not wait for the writes before it."""
         self.writable()
@@ -248,7 +248,7 @@ class Connection:
 
     def _event(self, entry_id: uuid.UUID, command: Command) -> Event:
         """``command`` on the entry ``entry_id``, as this client's event."""
-        return Event(dataset_id=entry_id, command=command, producer_id=self.producer_id)
+        return Event(entry_id=entry_id, command=command, producer_id=self.producer_id)
 
     def _undefined(self, schemas: Sequence[DefineSchema]) -> list[DefineSchema]:
         """Of ``schemas``, each digest once, those neither in the store nor defined earlier through

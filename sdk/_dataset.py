@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from events import AssetMode, AssetScopeEdit, DeleteDataset, OnDuplicate, RenameDataset
 from events.names import check_dataset_name
-from projector import CatalogReader, Dataset, DatasetKind, EntryKind, Tag, companion_id
+from projector import Dataset, DatasetKind, EntryKind, ProjectionReader, Tag, companion_id
 from recordings import Contents, ObjectStoreSettings, Progress, rerun_schema, segment_store
 from sdk import _assets, _blueprints, _dataset_reads, _history, _registration
 from sdk._connection import Connection
@@ -43,7 +43,7 @@ class DatasetEntry(Entry[Dataset]):
 
     _kind_name = "dataset"
 
-    def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Dataset | None:
+    def _lookup(self, store: ProjectionReader, entry_id: uuid.UUID) -> Dataset | None:
         return store.dataset(entry_id)
 
     @property

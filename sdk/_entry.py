@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from projector import CatalogReader, Dataset, Table
+from projector import Dataset, ProjectionReader, Table
 from recordings import ObjectStoreSettings
 from sdk import _blueprints
 from sdk._blueprints import BlueprintDataset
@@ -58,7 +58,7 @@ class Entry(Generic[Record]):
         """The ``CatalogClient`` this entry was handed out by."""
         return self._internal.catalog
 
-    def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Record | None:
+    def _lookup(self, store: ProjectionReader, entry_id: uuid.UUID) -> Record | None:
         raise NotImplementedError
 
     def _current(self, *, settle: bool = True) -> Record:

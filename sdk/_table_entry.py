@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from events import DeleteTable, RenameTable, TableWriteMode
 from events.names import check_table_name
-from projector import CatalogReader, DatasetKind, EntryKind, Table, table_rows, views
+from projector import DatasetKind, EntryKind, ProjectionReader, Table, table_rows, views
 from sdk._connection import Connection
 from sdk._dataset import DatasetEntry, companion_dataset
 from sdk._entry import Entry
@@ -33,7 +33,7 @@ class TableEntry(Entry[Table]):
 
     _kind_name = "table"
 
-    def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Table | None:
+    def _lookup(self, store: ProjectionReader, entry_id: uuid.UUID) -> Table | None:
         return store.table(entry_id)
 
     @property
@@ -129,7 +129,7 @@ class SystemTableEntry(TableEntry):
     included (id, name, ``entry_kind``, times), read at each read; it cannot be written, renamed
     or deleted."""
 
-    def _lookup(self, store: CatalogReader, entry_id: uuid.UUID) -> Table:
+    def _lookup(self, store: ProjectionReader, entry_id: uuid.UUID) -> Table:
         return views.ENTRIES_TABLE
 
     @property

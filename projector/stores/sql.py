@@ -1,6 +1,6 @@
 """The projection store on a SQL database (``SqlStore``): the one object the projector writes
 through (``projector.ports.ProjectionWriter``) and clients read through
-(``projector.ports.CatalogReader``), the same on both backends (SQLite, PostgreSQL).
+(``projector.ports.ProjectionReader``), the same on both backends (SQLite, PostgreSQL).
 
 It holds a backend's connection (``projector.stores.sql_database.Database``) and hands each of its
 methods to the module that does that job:
@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from projector.fold import CatalogView
+from projector.fold import FoldReader
 from projector.model import (
     AssetScope,
     Change,
@@ -49,7 +49,7 @@ from projector.stores.sql_point import PointReader
 
 class SqlStore:
     """The projection store on a SQL database: ``ProjectionWriter`` for the projector,
-    ``CatalogReader`` for clients. A backend opens its ``Database`` (see ``SqliteStore``,
+    ``ProjectionReader`` for clients. A backend opens its ``Database`` (see ``SqliteStore``,
     ``PostgresStore``); every method raises ``StoreUnavailableError`` for a store that cannot be
     reached, read or written."""
 
@@ -77,7 +77,7 @@ class SqlStore:
 
     # -- the fold's reads (sql_fold_reads) ------------------------------------------------------
 
-    def batch_view(self, records: Sequence[LogRecord]) -> CatalogView:
+    def batch_view(self, records: Sequence[LogRecord]) -> FoldReader:
         """A view for folding ``records``: the outcomes, segments and layers they will look up
         are read in a few bulk queries instead of one query per record."""
         return self._fold_reads.batch_view(records)

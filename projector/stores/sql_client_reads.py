@@ -1,5 +1,5 @@
 """The clients' reads of the SQL store, beyond the fold's lookups (``projector.stores.sql_fold_reads``):
-what ``projector.ports.CatalogReader`` adds (listings of datasets, segments, layers, tags, asset
+what ``projector.ports.ProjectionReader`` adds (listings of datasets, segments, layers, tags, asset
 scopes and tables, the layer table as Arrow, outcomes, rejections and the change feed), all of the
 current catalog.
 """

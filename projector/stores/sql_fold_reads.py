@@ -1,4 +1,4 @@
-"""The fold's reads of the SQL store: the current catalog as ``projector.fold.CatalogView``
+"""The fold's reads of the SQL store: the current catalog as ``projector.fold.FoldReader``
 (point lookups by key), and a batch's view, whose lookups of outcomes, segments, layers and schemas
 are read ahead in a few bulk queries instead of one query per record.
 """
@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
 from events import DefineSchema, RegisterLayer
-from projector.fold import CatalogView
+from projector.fold import FoldReader
 from projector.model import AssetScope, Dataset, Layer, LogRecord, Segment, Table, TablePart, Tag
 from projector.stores import sql_rows
 from projector.stores.sql_database import Database
@@ -22,7 +22,7 @@ class FoldReads:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def batch_view(self, records: Sequence[LogRecord]) -> CatalogView:
+    def batch_view(self, records: Sequence[LogRecord]) -> FoldReader:
         event_ids = sorted({str(r.event.event_id) for r in records if r.event is not None})
         decided = {uuid.UUID(row["event_id"]) for row in self._db.query_in(
             "select event_id from outcomes where event_id in ({})", (), event_ids)}
@@ -31,7 +31,7 @@ class FoldReads:
         for event in (r.event for r in records if r.event is not None):
             command = event.command
             if isinstance(command, RegisterLayer):
-                wanted.setdefault(event.dataset_id, set()).add(command.segment_id)
+                wanted.setdefault(event.entry_id, set()).add(command.segment_id)
                 digests.update((command.schema_sha256, command.properties_schema_sha256))
             elif isinstance(command, DefineSchema):
                 digests.add(command.sha256)

@@ -27,12 +27,12 @@ from projector.model import (
     Table,
     Tag,
 )
-from projector.ports import CatalogReader
+from projector.ports import ProjectionReader
 from projector.stores import sql_history, sql_rows, sql_tables
 from projector.stores.sql_database import Queries
 
 
-class Present(CatalogReader, Protocol):
+class Present(ProjectionReader, Protocol):
     """The current catalog a point reader starts from: the clients' port, and the lookup of a
     schema by its digest."""
 

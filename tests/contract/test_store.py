@@ -420,7 +420,7 @@ def test_replace_contents_copies_a_store_that_has_applied_at_least_as_much(open_
 
 
 def test_fold_over_the_store_matches_fold_over_memory(store):
-    # The store is a CatalogView that answers like the in-memory one between batches.
+    # The store is a FoldReader that answers like the in-memory one between batches.
     _, records = history()
     memory = MemoryCatalog()
     for batch in (records[:4], records[4:8], records[8:]):

@@ -103,7 +103,7 @@ def assert_applied_once(location: str, events: list[Event]) -> None:
         for event in events:
             outcome = store.outcome(event.event_id)
             assert outcome is not None and outcome.status is Status.ACCEPTED, event
-            layer = store.layer(event.dataset_id, event.command.segment_id, "base")
+            layer = store.layer(event.entry_id, event.command.segment_id, "base")
             assert layer is not None and layer.event_id == event.event_id
     finally:
         store.close()

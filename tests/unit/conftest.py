@@ -1,4 +1,4 @@
-"""Shared helpers for the unit tier: an in-memory ``CatalogView``, builders of events and log
+"""Shared helpers for the unit tier: an in-memory ``FoldReader``, builders of events and log
 records, and Arrow schemas for layers.
 
 Everything here is plain Python: no Kafka, no Spark.
@@ -59,7 +59,7 @@ def at(seconds: float) -> datetime:
 
 
 class MemoryCatalog:
-    """``projector.fold.CatalogView`` on plain dicts, plus ``apply`` to merge a batch's Changes the
+    """``projector.fold.FoldReader`` on plain dicts, plus ``apply`` to merge a batch's Changes the
     way a store commits them."""
 
     def __init__(self) -> None:
@@ -80,7 +80,7 @@ class MemoryCatalog:
         """Each created table's rows, in the order the writes leave them."""
         self.feed: list[Change] = []
 
-    # -- CatalogView ----------------------------------------------------------------------------
+    # -- FoldReader ----------------------------------------------------------------------------
 
     def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
         return self.datasets.get(dataset_id)

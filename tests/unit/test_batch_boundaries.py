@@ -170,7 +170,7 @@ command_choices = [
     st.builds(lambda d, n, t: Event(d, RenameTable(n), produced_at=t), table_ids,
               st.sampled_from(["labels", *NAMES]), clocks),
     st.builds(lambda d, t: Event(d, DeleteTable(), produced_at=t), table_ids, clocks).filter(
-        lambda e: e.dataset_id != TABLE_IDS[0] or e.produced_at.second % 3 == 0),  # seldom the busy one
+        lambda e: e.entry_id != TABLE_IDS[0] or e.produced_at.second % 3 == 0),  # seldom the busy one
 ]
 commands = st.sampled_from(command_choices).flatmap(lambda kind: kind)
 

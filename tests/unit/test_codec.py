@@ -148,8 +148,8 @@ def test_version_1_event_decodes_with_the_newest_reader(event):
                              event.command.storage_url, event.command.on_duplicate,
                              event.command.size_bytes)
     assert decoded.command == expected
-    assert (decoded.event_id, decoded.dataset_id, decoded.produced_at, decoded.producer_id) == (
-        event.event_id, event.dataset_id, event.produced_at, event.producer_id)
+    assert (decoded.event_id, decoded.entry_id, decoded.produced_at, decoded.producer_id) == (
+        event.event_id, event.entry_id, event.produced_at, event.producer_id)
 
 
 def test_version_1_create_dataset_decodes():
@@ -318,7 +318,7 @@ def test_header_is_magic_plus_fingerprint_of_the_writer_schema(event):
     body = fastavro.schemaless_reader(io.BytesIO(data[10:]),
                                       fastavro.parse_schema(raw_schema(SCHEMA_VERSION)))
     assert body["schema_version"] == SCHEMA_VERSION
-    assert body["dataset_id"] == event.dataset_id
+    assert body["dataset_id"] == event.entry_id
     assert body["command"]["size_bytes"] == event.command.size_bytes
 
 

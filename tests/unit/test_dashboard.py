@@ -27,7 +27,7 @@ from dashboard.segment import display, opening_timeline
 from dashboard.segment_tables import SegmentTables
 from dashboard.store_reads import StoreNotOpenError, StoreReads
 from events import CreateDataset, Event
-from projector import CatalogReader, Change, ChangeKind, LogPosition, apply_batch, open_store
+from projector import Change, ChangeKind, LogPosition, ProjectionReader, apply_batch, open_store
 from projector.stores.sqlite import SqliteStore
 from recordings import read_recording
 from sdk.errors import NotFoundError, ObjectStoreError, RecordingChangedError
@@ -106,7 +106,7 @@ def test_a_segment_table_is_built_once_per_commit_and_the_last_few_are_kept(tmp_
                                        create(arms, "arms"), register(arms, "ep1")])
     built: list[tuple[uuid.UUID, str | None]] = []
 
-    def now_or_at(store: CatalogReader, dataset_id: uuid.UUID, point: str | None) -> CatalogReader:
+    def now_or_at(store: ProjectionReader, dataset_id: uuid.UUID, point: str | None) -> ProjectionReader:
         built.append((dataset_id, point))
         return store if point is None else store.at(int(point))
 
@@ -215,7 +215,7 @@ def test_a_route_read_before_the_app_started_is_a_503_saying_so(tmp_path: Path) 
 def test_the_feed_hub_hands_each_page_of_the_feed_to_every_subscriber(tmp_path: Path) -> None:
     robots = uuid.uuid4()
     fold_store(tmp_path / "store.db", [create(robots, "robots"), register(robots, "ep1")])
-    def store() -> CatalogReader:
+    def store() -> ProjectionReader:
         return open_store(tmp_path / "store.db", read_only=True)
 
     FeedHub(store).stop()  # never started: nothing to stop
