@@ -16,11 +16,14 @@ import pytest
 
 import profiles
 import sdk
+import shared_stack
 from postgres import EmbeddedPostgres
 from producers import ensure_topics
 from s3 import EmbeddedS3
 from stack import Server
 from stack.broker import EmbeddedBroker
+
+pytest_plugins = ["shared_stack"]  # the shared stack stops after its last test
 
 profiles.load()  # before the test modules, whose @settings read the profile when imported
 
@@ -37,6 +40,10 @@ STORE_BACKEND = os.environ.get("STRATA_TEST_STORE", "sqlite")
 embedded default) or ``postgresql`` (a database of the session's PostgreSQL server per stack)."""
 
 
+ONCE_MARKERS = ("sqlite_only", "own_store", "store_agnostic")
+"""Markers of tests run on the embedded store only (see ``pytest_collection_modifyitems``)."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parents = Path(item.fspath).parents
@@ -44,11 +51,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if directory in parents:
                 item.add_marker(marker)
     if STORE_BACKEND != "sqlite":
-        # Faults of SQLite's own (a full disk under its file, its write-ahead log), and tests
-        # whose stacks choose their own store: not run again on another backend, and reported as
-        # deselected, not as passed.
+        # Faults of SQLite's own (a full disk under its file, its write-ahead log), tests whose
+        # stacks choose their own store, and tests of reading recordings (what they read from the
+        # store, the contract tier checks on every backend): not run again on another backend,
+        # and reported as deselected, not as passed.
         def once(item: pytest.Item) -> bool:
-            return any(item.get_closest_marker(name) for name in ("sqlite_only", "own_store"))
+            return any(item.get_closest_marker(name) for name in ONCE_MARKERS)
 
         deselected = [item for item in items if once(item)]
         if deselected:
@@ -101,6 +109,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str | None
            new_store: Callable[[], str | None]) -> Iterator[Server]:
     with Server(tmp_path_factory.mktemp("stack"), bootstrap_servers=kafka_bootstrap,
                 store=new_store()) as running:
+        shared_stack.STACKS.append(running)
         yield running
 
 

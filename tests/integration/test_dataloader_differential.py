@@ -17,6 +17,8 @@ from rerun.experimental.dataloader import DataSource, Field, FixedRateSampling, 
 import sdk
 from stack.droid import write_episode
 
+pytestmark = pytest.mark.store_agnostic
+
 JOINTS = "/observation/joint_positions:Scalars:scalars"
 
 

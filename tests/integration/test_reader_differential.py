@@ -25,6 +25,8 @@ from events import Event, RegisterLayer
 from producers import EventProducer
 from sdk import ContentFilter
 
+pytestmark = pytest.mark.store_agnostic
+
 SECOND = 1_000_000_000
 T0 = 1_700_000_000 * SECOND
 

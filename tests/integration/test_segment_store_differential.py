@@ -14,6 +14,8 @@ from rerun.chunk import LazyStore, RrdReader
 
 import sdk
 
+pytestmark = pytest.mark.store_agnostic
+
 
 def _write(path: Path, recording_id: str, entity: str, steps: int) -> str:
     with rr.RecordingStream("strata-segment-store", recording_id=recording_id) as rec:

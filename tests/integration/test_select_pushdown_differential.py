@@ -20,6 +20,8 @@ from datafusion import functions as F
 
 import sdk
 
+pytestmark = pytest.mark.store_agnostic
+
 OBJ1, OBJ2, OBJ3 = (f"/obj{i}:Points3D:positions" for i in (1, 2, 3))
 T0 = 1_700_000_000 * 1_000_000_000
 

@@ -16,6 +16,8 @@ from sdk import ContentFilter
 from sdk._spark import spark_schema, to_spark_types
 from stack.droid import write_episode
 
+pytestmark = pytest.mark.store_agnostic
+
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[object]:

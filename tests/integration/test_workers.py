@@ -23,6 +23,8 @@ from stack import Server
 from stack.droid import write_episode
 from worker_tools import alive, assert_interrupt_leaves_no_worker
 
+pytestmark = pytest.mark.store_agnostic
+
 EPISODES = 8
 STEPS = 2_000
 """Long episodes: about 100 ms of reading each, so a scan lasts long enough to be interrupted."""

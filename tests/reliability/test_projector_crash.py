@@ -23,7 +23,7 @@ DATASETS = 4
 KILLS = 10
 SDK_FILES = 40
 MIN_SDK_REGISTRATIONS = 10
-LOAD_SECS = 120.0
+LOAD_SECS = 60.0
 
 
 class SdkRegistrations(threading.Thread):

@@ -1,0 +1,38 @@
+"""The shared stack's lifetime (the ``server`` fixture of ``tests/conftest.py``): the test modules
+that use it run first, in their order, and it stops after the last test that uses it, so that it
+does not idle beside the stacks of their own that the later tests start. An idle stack costs
+about a third of a core (its projector asks the broker for the log's end every 25 ms)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from stack import Server
+
+SHARED_FIXTURE = "server"
+STACKS: list[Server] = []
+"""The running shared stack, registered by its fixture."""
+LAST_USER = pytest.StashKey[str]()
+
+
+def uses_shared_stack(item: pytest.Item) -> bool:
+    return SHARED_FIXTURE in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)  # after selection (-m, -k) and pytest's own reordering
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules = {item.nodeid.split("::")[0] for item in items if uses_shared_stack(item)}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in modules)  # stable
+    users = [item.nodeid for item in items if uses_shared_stack(item)]
+    if users:
+        config.stash[LAST_USER] = users[-1]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    yield
+    if item.nodeid == item.config.stash.get(LAST_USER, None):
+        while STACKS:
+            STACKS.pop().close()
