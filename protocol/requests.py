@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 import sdk
+from projector import views
 from protocol.errors import InvalidRequestError
 
 ENTRY_ID_HEADER = "x-rerun-entry-id"
@@ -70,6 +71,8 @@ class Request:
             except sdk.NotFoundError:
                 pass
             try:
+                if entry_id == views.ENTRIES_TABLE.id:  # the SDK finds the system table by name
+                    return self.catalog.get_table(views.ENTRIES_TABLE.name)
                 return self.catalog.get_table(id=entry_id)
             except sdk.NotFoundError:
                 raise sdk.NotFoundError(
