@@ -20,13 +20,14 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 import sdk
+import settings
 from protocol import datasets, entries
 from protocol.descriptors import SERVICE, message_class, service
 from protocol.errors import status_of
 from protocol.requests import Request, Streaming, Unary
 
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 51234
+DEFAULT_PORT = settings.PROTOCOL_PORT
 """Rerun's own port for its catalog server."""
 MAX_MESSAGE_BYTES = 2**31 - 1
 """The largest message grpcio takes (its default receive limit is 4 MB; Rerun's client sends and
