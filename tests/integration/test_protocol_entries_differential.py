@@ -1,7 +1,8 @@
 """rerun-sdk's own, unmodified ``rr.catalog.CatalogClient`` against Rerun's server
 (``rr.server.Server``) and against strata's endpoint of Rerun's catalog protocol (the session's
 stack, served by ``protocol.serve``): the same calls on entries and datasets, the same answers,
-the same exception classes, and the same schemas with their field metadata.
+the same exception classes, and the same schemas with their field metadata. Then the two ways
+strata runs the endpoint: ``strata serve`` beside a running stack, and ``Server(protocol_port=...)``.
 
 What differs, by design, and is not compared: ids (strata's are random UUIDs, so the time part of
 the Tuid Rerun's client reads is no time), times, and ``rerun_size_bytes``, which strata counts
@@ -11,9 +12,14 @@ as the size of the registered files and Rerun's server as the bytes of their chu
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -21,6 +27,7 @@ import rerun as rr
 
 import protocol
 import sdk
+from projector.stores import normalize
 from stack import Server
 
 NOT_COMPARED = ("rerun_last_updated_at", "rerun_size_bytes")
@@ -169,3 +176,44 @@ def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, client: sdk.Catal
     assert uuid.UUID(hex=str(made.id)) == ours
     assert bytes(made.id.as_bytes()) == ours.bytes  # Rerun's EntryId has as_bytes(); strata's UUID has .bytes
     made.delete()
+
+
+# -- how it runs ----------------------------------------------------------------------------------
+
+
+def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(server: Server,
+                                                                       client: sdk.CatalogClient) -> None:
+    command = [sys.executable, "-m", "stack.cli", "serve", "--store", normalize(server.store),
+               "--bootstrap-servers", server.bootstrap_servers, "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = process.stdout.readline()
+        assert banner.startswith("strata serve: rerun+http://127.0.0.1:"), process.stderr.read()
+        url = banner.split()[2]
+        assert f"writes through Kafka at {server.bootstrap_servers}" in banner
+        theirs = rr.catalog.CatalogClient(url)
+        name = _name("proto_served")
+        theirs.create_dataset(name)
+        assert client.get_dataset(name).name == name  # in the stack's log and store
+        assert name in theirs.dataset_names()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(60)
+    assert process.returncode == 0
+    assert process.stdout.read().strip() == "strata serve: stopped"
+    assert process.stderr.read() == ""  # no grpc noise on the terminal
+
+
+@pytest.mark.own_store
+def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: Path, server: Server) -> None:
+    assert server.protocol_url is None  # not asked for
+    with Server(tmp_path / "stack", protocol_port=0) as own:
+        url = own.protocol_url
+        assert url is not None and url.startswith("rerun+http://127.0.0.1:")
+        theirs = rr.catalog.CatalogClient(url)
+        theirs.create_dataset("droid")
+        assert own.client().dataset_names() == theirs.dataset_names() == ["droid"]
+    assert own.protocol_url is None
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as probe:  # stopped with the server
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
