@@ -180,3 +180,34 @@ def test_the_segment_table_honours_the_projection(served, stack, tmp_path) -> No
 
     client = rr.catalog.CatalogClient(served.url)
     assert sorted(client.get_dataset("droid").segment_ids()) == ["ep_0", "ep_1"]
+
+
+def test_rerun_s_client_reads_a_dataset_s_overview_manifest_and_index_ranges(served, stack, tmp_path) -> None:
+    stack.dataset.register([recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]).wait()
+    dataset = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+
+    info = dataset.info()
+    assert (info.num_segments, info.dataset_name) == (2, "droid")
+    ranges = dataset.get_index_ranges().to_arrow_table()
+    ours = stack.dataset.get_index_ranges().to_arrow_table()
+    assert sorted(ranges.column("rerun_segment_id").to_pylist()) == ["ep_0", "ep_1"]
+    assert sorted(ranges.column_names) == sorted(ours.column_names)
+    with pytest.warns(DeprecationWarning):
+        manifest = dataset.manifest().to_arrow_table()
+    assert sorted(zip(manifest["rerun_segment_id"].to_pylist(), manifest["rerun_layer_name"].to_pylist(),
+                      strict=True)) == [("ep_0", "base"), ("ep_1", "base")]
+    assert set(manifest["rerun_layer_type"].to_pylist()) == {"rrd"}
+
+    with pytest.warns(DeprecationWarning, match="update"):
+        dataset.update(name="droid_v2")
+    assert stack.client.dataset_names() == ["droid_v2"]
+
+
+def test_rerun_s_client_sets_and_reads_the_default_blueprints(served, stack) -> None:
+    dataset = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    assert dataset.blueprint_dataset().name == stack.dataset.blueprint_dataset().name
+    dataset.set_default_blueprint("layout_1")
+    assert stack.dataset.default_blueprint() == "layout_1"
+    assert dataset.default_blueprint() == "layout_1"
+    dataset.set_default_blueprint(None)
+    assert stack.dataset.default_blueprint() is None
