@@ -4,7 +4,8 @@
 
 Owns the protocol's definitions as the installed rerun-sdk carries them (``descriptors``), the
 Arrow data on the wire (``dataframes``), the mapping of ids and times (``ids``), the RPCs by area
-(``entries``, ``datasets``) and the gRPC server (``service``). Writes go through the public
+(``entries``, ``datasets``, ``tasks``: registration and its tasks) and the gRPC server
+(``service``). Writes go through the public
 ``sdk`` client, so through the log as the SDK's do; reads come from the store's views through
 it, never from a state of the server's own.
 

@@ -1,11 +1,12 @@
 """The gRPC server of ``RerunCloudService``: every RPC of the installed rerun-sdk's service
-answered, the ones strata serves by their area's module (``entries``, ``datasets``) and the others
-with ``UNIMPLEMENTED`` and a message naming them; strata's errors as the status codes Rerun's
-client maps to its exceptions, carrying strata's message.
+answered, the ones strata serves by their area's module (``entries``, ``datasets``, ``tasks``)
+and the others with ``UNIMPLEMENTED`` and a message naming them; strata's errors as the status
+codes Rerun's client maps to its exceptions, carrying strata's message.
 
 The catalog is one strata client, used by one call at a time: a client's store connection is not
-meant for concurrent use, and each call's own work (a store read, or a write that waits for its
-outcome) is short next to the round trip of the call.
+meant for concurrent use, and each call's own work (a store read, a registration's file reads, a
+write that waits for its outcome) is short next to the round trip of the call. Waiting on tasks
+reads the store on a connection of its own, outside that lock.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from google.protobuf.message import DecodeError, Message
 
 import sdk
 import settings
-from protocol import datasets, entries
+from protocol import datasets, entries, tasks
 from protocol.descriptors import SERVICE, message_class, service
 from protocol.errors import status_of
 from protocol.requests import Request, Streaming, Unary
@@ -32,8 +33,8 @@ DEFAULT_PORT = settings.PROTOCOL_PORT
 MAX_MESSAGE_BYTES = 2**31 - 1
 """The largest message grpcio takes (its default receive limit is 4 MB; Rerun's client sends and
 accepts up to 4 GiB)."""
-UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY}
-STREAMING: dict[str, Streaming] = {**datasets.STREAMING}
+UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY}
+STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING}
 SERVED = frozenset(UNARY) | frozenset(STREAMING)
 """The RPCs strata serves; every other RPC of the service answers ``UNIMPLEMENTED``."""
 
@@ -48,12 +49,25 @@ def _abort(context: grpc.ServicerContext, error: BaseException, method: str) -> 
 
 
 class Handlers:
-    """Turns a call's bytes into a ``Request``, runs its RPC under the catalog's lock, and its
-    errors into statuses."""
+    """Turns a call's bytes into a ``Request``, runs its RPC under the catalog's lock (but those
+    that read the store on a connection of their own, ``tasks.UNLOCKED``), and its errors into
+    statuses."""
 
     def __init__(self, catalog: sdk.CatalogClient) -> None:
         self.catalog = catalog
         self.lock = threading.Lock()
+
+    def _run(self, method: str, run: Callable[[Request], Any], request: Request) -> Any:
+        """``run(request)``. A registration the catalog refused raises at the client's next read
+        (``WriteRefusedError``, once); its task reports it (``QueryTasksOnCompletion``), so the
+        read that met it is run again instead of failing for another caller."""
+        if method in tasks.UNLOCKED:
+            return run(request)
+        with self.lock:
+            try:
+                return run(request)
+            except sdk.WriteRefusedError:
+                return run(request)
 
     def _request(self, method: str, data: bytes, context: grpc.ServicerContext) -> Request:
         input_type = service().methods_by_name[method].input_type.full_name
@@ -69,8 +83,8 @@ class Handlers:
         def handle(data: bytes, context: grpc.ServicerContext) -> Message:
             request = self._request(method, data, context)
             try:
-                with self.lock:
-                    return run(request)
+                result: Message = self._run(method, run, request)
+                return result
             except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
                 _abort(context, exc, method)
                 raise  # not reached: abort raises
@@ -82,8 +96,7 @@ class Handlers:
         def handle(data: bytes, context: grpc.ServicerContext) -> Iterable[Message]:
             request = self._request(method, data, context)
             try:
-                with self.lock:
-                    return iter(list(run(request)))
+                return iter(list(self._run(method, lambda r: list(run(r)), request)))
             except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
                 _abort(context, exc, method)
                 raise  # not reached: abort raises

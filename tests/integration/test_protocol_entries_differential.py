@@ -1,8 +1,9 @@
 """rerun-sdk's own, unmodified ``rr.catalog.CatalogClient`` against Rerun's server
 (``rr.server.Server``) and against strata's endpoint of Rerun's catalog protocol (the session's
-stack, served by ``protocol.serve``): the same calls on entries and datasets, the same answers,
-the same exception classes, and the same schemas with their field metadata. Then the two ways
-strata runs the endpoint: ``strata serve`` beside a running stack, and ``Server(protocol_port=...)``.
+stack, served by ``protocol.serve``): the same calls on entries, datasets and registrations, the
+same answers, the same exception classes, and the same schemas with their field metadata. Then
+the two ways strata runs the endpoint: ``strata serve`` beside a running stack, and
+``Server(protocol_port=...)``.
 
 What differs, by design, and is not compared: ids (strata's are random UUIDs, so the time part of
 the Tuid Rerun's client reads is no time), times, and ``rerun_size_bytes``, which strata counts
@@ -167,6 +168,28 @@ def test_recordings_registered_through_strata_s_sdk_read_as_on_rerun_s_server(
     assert strata["rows"] == rerun["rows"]
     assert strata["projected"] == rerun["projected"] == ["rerun_segment_id"]
     assert strata["index ranges"] == rerun["index ranges"]
+
+
+def test_rerun_s_client_registers_alike_and_gets_the_same_refusal(clients, make_rrd) -> None:
+    tag = os.urandom(3).hex()
+    uris = [make_rrd(f"proto_rr_{tag}_{i}") for i in range(2)]
+    shown = {}
+    for server, rerun_side in clients.items():
+        dataset = rerun_side.create_dataset(_name("proto_rr_reg"))
+        result = dataset.register(uris).wait()
+        with pytest.raises(ValueError) as refused:
+            dataset.register(uris[:1], layer_name="base").wait()
+        skipped = dataset.register(uris[:1], on_duplicate="skip").wait()
+        shown[server] = {
+            "registered": sorted(result.segment_ids),
+            "refusal": (type(refused.value).__name__, "already exists" in str(refused.value)),
+            "skipped": skipped.segment_ids,
+            "segments": sorted(dataset.segment_ids()),
+            "rows": dataset.segment_table().drop(*NOT_COMPARED).to_arrow_table()
+                           .sort_by("rerun_segment_id").to_pylist(),
+        }
+    assert shown["strata"] == shown["rerun"]
+    assert shown["strata"]["refusal"] == ("ValueError", True)
 
 
 def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, client: sdk.CatalogClient) -> None:

@@ -37,7 +37,8 @@ RPCS = {
 SERVED = {
     "Version", "WhoAmI", "FindEntries", "CreateDatasetEntry", "ReadDatasetEntry", "UpdateDatasetEntry",
     "ReadTableEntry", "DeleteEntry", "UpdateEntry", "GetDatasetSchema", "GetSegmentTableSchema",
-    "ScanSegmentTable", "GetDatasetManifestSchema", "ScanDatasetManifest",
+    "ScanSegmentTable", "GetDatasetManifestSchema", "ScanDatasetManifest", "RegisterWithDataset",
+    "QueryTasks", "QueryTasksOnCompletion",
 }
 """The RPCs strata serves."""
 UNIMPLEMENTED = RPCS - SERVED
@@ -57,7 +58,7 @@ def test_the_service_has_exactly_the_listed_rpcs() -> None:
 
 def test_strata_serves_the_listed_rpcs_and_no_other() -> None:
     assert protocol.SERVED == SERVED
-    assert len(UNIMPLEMENTED) == 28
+    assert len(UNIMPLEMENTED) == 25
 
 
 def test_no_proto_file_is_in_the_tree() -> None:
@@ -126,3 +127,4 @@ def test_every_rpc_strata_serves_answers_something_else(served) -> None:
     assert grpc.StatusCode.UNIMPLEMENTED not in statuses.values()
     assert statuses["WhoAmI"] == statuses["Version"] == statuses["FindEntries"] == grpc.StatusCode.OK
     assert statuses["ReadDatasetEntry"] == grpc.StatusCode.INVALID_ARGUMENT  # no entry header
+    assert statuses["QueryTasks"] == grpc.StatusCode.INVALID_ARGUMENT  # no task named

@@ -211,3 +211,53 @@ def test_rerun_s_client_sets_and_reads_the_default_blueprints(served, stack) -> 
     assert dataset.default_blueprint() == "layout_1"
     dataset.set_default_blueprint(None)
     assert stack.dataset.default_blueprint() is None
+
+
+def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_events(
+        served, stack, tmp_path) -> None:
+    uris = [recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]
+    dataset = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    sent = stack.producer.next_offset
+
+    result = dataset.register(uris).wait()
+    assert sorted(result.segment_ids) == ["ep_0", "ep_1"]
+    assert stack.client.get_dataset("droid").segment_ids() == ["ep_0", "ep_1"]
+    assert stack.producer.next_offset > sent  # the SDK's commands, in the log
+
+    # A task is named by its event's place in the log, and read from the store by any server.
+    answer = raw(served, "RegisterWithDataset", descriptors.cloud(
+        "RegisterWithDatasetRequest", data_sources=[descriptors.cloud("DataSource", storage_url=uris[0])],
+        on_duplicate=descriptors.enum_value("rerun.common.v1alpha1.IfDuplicateBehavior",
+                                            "IF_DUPLICATE_BEHAVIOR_ERROR")),
+        metadata=(("x-rerun-entry-id", stack.dataset.id.hex),))
+    [row] = decode(answer.data).to_pylist()
+    assert row["rerun_segment_id"] == "ep_0" and row["rerun_segment_layer"] == "base"
+    topic, partition, offset = row["rerun_task_id"].split(":")
+    assert (topic, partition) == ("strata.catalog", "0") and int(offset) >= sent
+    with protocol.serve(stack.client, port=0) as another:
+        [part] = raw(another, "QueryTasksOnCompletion", descriptors.cloud(
+            "QueryTasksOnCompletionRequest", ids=[descriptors.common("TaskId", id=row["rerun_task_id"])]))
+    [task] = decode(part.data).to_pylist()
+    assert task["exec_status"] == "failed" and "already exists" in task["msgs"]
+
+    # Rerun's client raises the refusal; the server's own reads carry on.
+    with pytest.raises(ValueError, match="already exists"):
+        dataset.register([uris[1]]).wait()
+    assert sorted(dataset.segment_ids()) == ["ep_0", "ep_1"]
+    assert sorted(rr.catalog.CatalogClient(served.url).dataset_names()) == ["droid"]
+
+
+def test_a_task_id_that_names_no_event_is_invalid_argument(served) -> None:
+    with pytest.raises(grpc.RpcError) as refused:
+        raw(served, "QueryTasksOnCompletion", descriptors.cloud(
+            "QueryTasksOnCompletionRequest", ids=[descriptors.common("TaskId", id="task_00000000DEADBEEF")]))
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "<topic>:<partition>:<offset>" in refused.value.details()
+
+
+def test_registering_a_missing_file_is_not_found_and_sends_nothing(served, stack, tmp_path) -> None:
+    dataset = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    sent = stack.producer.next_offset
+    with pytest.raises(rr.catalog.NotFoundError):
+        dataset.register([(tmp_path / "missing.rrd").as_uri()]).wait()
+    assert stack.producer.next_offset == sent
