@@ -238,12 +238,15 @@ def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_e
         [part] = raw(another, "QueryTasksOnCompletion", descriptors.cloud(
             "QueryTasksOnCompletionRequest", ids=[descriptors.common("TaskId", id=row["rerun_task_id"])]))
     [task] = decode(part.data).to_pylist()
-    assert task["exec_status"] == "failed" and "already exists" in task["msgs"]
+    assert task["exec_status"] == "failed"
+    assert task["msgs"].endswith('- Segment "ep_0", layer "base": already exists')  # as Rerun words it
 
-    # Rerun's client raises the refusal; the server's own reads carry on.
-    with pytest.raises(ValueError, match="already exists"):
-        dataset.register([uris[1]]).wait()
+    # The server's client met that refusal at its next read; the task reported it, and the
+    # calls of other callers carry on.
     assert sorted(dataset.segment_ids()) == ["ep_0", "ep_1"]
+    with pytest.raises(ValueError, match='Segment "ep_1", layer "base": already exists') as refused:
+        dataset.register([uris[1]]).wait()
+    assert '"ep_0"' not in str(refused.value)
     assert sorted(rr.catalog.CatalogClient(served.url).dataset_names()) == ["droid"]
 
 
