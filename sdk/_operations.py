@@ -44,6 +44,17 @@ class RegistrationOperation:
         """Where the log put this registration's events, in request order."""
         return [item.position for item in self._items]
 
+    @property
+    def uris(self) -> list[str]:
+        """The URIs registered, in request order (a prefix's as it was listed)."""
+        return [item.uri for item in self._items]
+
+    @property
+    def segment_ids(self) -> list[str]:
+        """Each URI's segment id (its recording id), in request order: read from the files before
+        anything was sent, so known without waiting for the projection."""
+        return [item.segment_id for item in self._items]
+
     def iter_results(
         self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS
     ) -> Iterator[SegmentRegistrationResult]:

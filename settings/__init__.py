@@ -107,6 +107,10 @@ VIEWER_PORT = 9090
 """The port the dashboard serves Rerun's web viewer on, unless told otherwise (Rerun's own
 default for ``rerun --serve-web``)."""
 
+PROTOCOL_PORT = 51234
+"""The port ``strata serve`` serves Rerun's catalog protocol on, unless told otherwise (Rerun's own
+default for its catalog server)."""
+
 SERVER_FILE = "server.json"
 """What a running stack writes about itself in its state directory (its Kafka cluster, store and
 Spark master), removed when it stops; clients read it to connect (``from_state_dir``)."""

@@ -23,6 +23,7 @@ from stack.cli_options import (
     LOCATION,
     PROGRESS,
     PROJECTOR,
+    PROTOCOL,
     REPLAY_SPARK,
     SPARK,
     STACK_KAFKA,
@@ -217,6 +218,16 @@ COMMANDS = (
                    argument("--since", type=int, default=None, metavar="OFFSET",
                             help="start with the changes of the records from this log offset (0: all); "
                                  "default: only changes still to come"))),
+    Command(
+        "serve", service_commands.serve,
+        help="serve Rerun's catalog protocol (rerun+http://) on the catalog until Ctrl-C",
+        description="Serve Rerun's catalog protocol (gRPC, the RerunCloudService of the installed "
+                    "rerun-sdk) on the catalog, beside a running stack, so that rerun-sdk's own "
+                    "rr.catalog.CatalogClient('rerun+http://HOST:PORT') reaches it. Reads the store as a "
+                    "client does; writes (creating, renaming, deleting datasets) go through the Kafka "
+                    "cluster as the SDK's do, and without one the catalog is served read-only. Prints "
+                    "the URL to connect to.",
+        groups=(LOCATION, KAFKA, PROTOCOL)),
     Command(
         "dashboard", service_commands.dashboard,
         help="serve a live page of the catalog until Ctrl-C",

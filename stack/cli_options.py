@@ -91,6 +91,15 @@ def _dashboard(options: Options) -> None:
                         help="serve no web viewer: segment pages offer their segment as an .rrd download")
 
 
+def _protocol(options: Options) -> None:
+    options.add_argument("--host", default="127.0.0.1",
+                         help="address Rerun's catalog protocol listens on (default 127.0.0.1: this "
+                              "machine only; 0.0.0.0: every interface)")
+    options.add_argument("--port", type=int, default=settings.PROTOCOL_PORT,
+                         help=f"port it listens on (default {settings.PROTOCOL_PORT}, Rerun's; 0: any free "
+                              "port)")
+
+
 def _quiet(options: Options) -> None:
     options.add_argument("-q", "--quiet", action="store_true",
                          help="draw no progress bars (they are drawn only when stderr is a terminal)")
@@ -106,6 +115,7 @@ SPARK = OptionGroup("Spark", (_spark_master,))
 REPLAY_SPARK = OptionGroup("Spark", (_spark_master, add_max_offsets_option))
 DASHBOARD = OptionGroup("dashboard", (_dashboard,))
 PROGRESS = OptionGroup("progress", (_quiet,))
+PROTOCOL = OptionGroup("Rerun's catalog protocol", (_protocol,))
 PROJECTOR = OptionGroup(None, (add_arguments,))
 """``python -m spark_streaming``'s options, which ``strata projector`` takes as they are."""
 

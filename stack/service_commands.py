@@ -1,7 +1,8 @@
 """The ``strata`` commands that run or maintain services: ``up`` and ``demo`` (a whole stack, with
-its dashboard), ``dashboard``, ``projector``, ``replay`` and ``snapshot``. Each uses the public
-names of the room that owns the service (``stack.server``, ``dashboard``, ``spark_streaming``,
-``changelog``, and the store's public functions in ``projector``) and writes through
+its dashboard), ``dashboard``, ``serve`` (Rerun's catalog protocol), ``projector``, ``replay`` and
+``snapshot``. Each uses the public
+names of the room that owns the service (``stack.server``, ``dashboard``, ``protocol``,
+``spark_streaming``, ``changelog``, and the store's public functions in ``projector``) and writes through
 ``stack.output``. What a command needs is imported when it runs: the other commands load
 neither Spark nor the web stack.
 """
@@ -131,6 +132,44 @@ def dashboard(args: argparse.Namespace) -> int:
     viewer = "" if served.viewer_port is None else f"; Rerun's web viewer on port {served.viewer_port}"
     output.say(f"strata dashboard: {served.url}  ({lag}){viewer}; Ctrl-C to stop")
     served.serve()
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    """``strata serve``: serves Rerun's catalog protocol on the catalog until SIGINT or SIGTERM.
+    Exits with one line if the store cannot be read or the address cannot be bound; a catalog
+    without a Kafka cluster known is served read-only."""
+    import_extra("grpc", "protocol", "serving Rerun's catalog protocol")
+    import protocol
+    from sdk import CatalogClient
+
+    location = store_location(args)
+    _check_store(location)
+    bootstrap = known_cluster(args)
+    client = CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
+    try:
+        served = protocol.serve(client, host=args.host, port=args.port)
+    except OSError as exc:
+        client.close(flush=False)
+        raise SystemExit(f"strata: {exc}") from None
+    writes = f"writes through Kafka at {bootstrap}" if bootstrap else "read-only: no Kafka cluster known"
+    output.say(f"strata serve: {served.url}  ({writes}); connect with "
+               f"rr.catalog.CatalogClient({served.url!r}); Ctrl-C to stop")
+    stop = False
+
+    def request_stop(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        while not stop:
+            time.sleep(0.2)
+    finally:
+        served.stop()
+        client.close(flush=False)  # its writes are entry commands, each waited for when made
+    output.say("strata serve: stopped")
     return 0
 
 

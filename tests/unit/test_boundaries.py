@@ -302,9 +302,10 @@ def test_spark_streaming_does_not_import_kafka_clients() -> None:
     ("events", (*KAFKA_AND_SPARK, "sqlite_utils", "psycopg")),
     ("producers", ("pyspark", "sqlite_utils", "psycopg")),
     ("changelog", ("pyspark",)),
-    ("dashboard", ("pyspark", "sdk", "stack")),  # the projector's views and the recordings only
+    ("dashboard", ("pyspark", "sdk", "stack", "protocol")),  # the projector's views and the recordings only
     ("sdk", ("uvicorn", "starlette", "sse_starlette", "sqlite_utils", "psycopg", "selenium",
-             "dashboard", "changelog", "spark_streaming")),
+             "dashboard", "changelog", "spark_streaming", "protocol", "grpc")),
+    ("protocol", ("stack", "dashboard", "changelog", "spark_streaming", "pyspark")),  # on the public SDK
     ("recordings", ("sdk", "dashboard", "changelog", "stack", "spark_streaming", "pyspark",
                     "confluent_kafka")),
 ])

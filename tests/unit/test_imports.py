@@ -14,7 +14,7 @@ import sdk.errors
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK_ONLY = ("pyspark", "py4j", "uvicorn", "starlette", "sse_starlette", "psycopg", "sqlite_utils", "lance",
-              "selenium", "stack", "spark_streaming", "changelog", "dashboard")
+              "selenium", "stack", "spark_streaming", "changelog", "dashboard", "protocol", "grpc")
 """What a client that only reads and writes the catalog has no use for."""
 
 

@@ -1,0 +1,31 @@
+"""Rerun's catalog protocol (``rerun.cloud.v1alpha1.RerunCloudService``, gRPC at
+``rerun+http://HOST:PORT``) served on strata's catalog, so that rerun-sdk's own
+``rr.catalog.CatalogClient`` and every other client of Rerun's protocol work against strata.
+
+Owns the protocol's definitions as the installed rerun-sdk carries them (``descriptors``), the
+Arrow data on the wire (``dataframes``), the mapping of ids and times (``ids``), the RPCs by area
+(``entries``, ``datasets``, ``tasks``: registration and its tasks) and the gRPC server
+(``service``). Writes go through the public
+``sdk`` client, so through the log as the SDK's do; reads come from the store's views through
+it, never from a state of the server's own.
+
+Imports ``sdk``'s public names, ``projector``'s public names, ``recordings``, ``events`` and
+``settings``; never ``stack``, ``dashboard`` or a private module of another room. ``sdk`` and
+``dashboard`` never import it.
+"""
+
+from protocol.descriptors import PINNED_RERUN_SDK, SERVICE
+from protocol.errors import DescriptorsUnavailableError, InvalidRequestError
+from protocol.service import DEFAULT_HOST, DEFAULT_PORT, SERVED, ProtocolServer, serve
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "PINNED_RERUN_SDK",
+    "SERVED",
+    "SERVICE",
+    "DescriptorsUnavailableError",
+    "InvalidRequestError",
+    "ProtocolServer",
+    "serve",
+]

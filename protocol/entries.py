@@ -1,0 +1,218 @@
+"""The catalog's entries over the protocol: ``Version``, ``WhoAmI``, ``FindEntries``, creating,
+reading, updating and deleting dataset entries, renaming and deleting any entry, and reading a
+table entry's details (``entries()`` reads them for every table it lists).
+
+Every write is the public SDK's (``create_dataset``, ``set_name``, ``delete``, the default
+blueprints), so it goes through the log as the same command and waits for its outcome; every
+read is the SDK's, from the store.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import uuid
+
+from google.protobuf.message import Message
+
+import sdk
+from projector import DatasetKind, EntryKind, views
+from protocol.descriptors import cloud, common, enum_value, message_class
+from protocol.errors import InvalidRequestError
+from protocol.ids import entry_id, entry_uuid, timestamp
+from protocol.requests import Request, Unary
+
+CLOUD_ENTRY_KIND = "rerun.cloud.v1alpha1.EntryKind"
+DATASET_KINDS = {DatasetKind.DATASET: ("DATASET_KIND_RECORDING", "STORE_KIND_RECORDING"),
+                 DatasetKind.BLUEPRINT: ("DATASET_KIND_BLUEPRINT", "STORE_KIND_BLUEPRINT"),
+                 DatasetKind.ASSET: ("DATASET_KIND_ASSET", "STORE_KIND_RECORDING")}
+ENTRY_DATASET_KINDS = {EntryKind.DATASET: DatasetKind.DATASET,
+                       EntryKind.BLUEPRINT_DATASET: DatasetKind.BLUEPRINT,
+                       EntryKind.ASSET_DATASET: DatasetKind.ASSET}
+SYSTEM_TABLE_ENTRIES = "SYSTEM_TABLE_KIND_ENTRIES"
+
+Entry = sdk.DatasetEntry | sdk.TableEntry
+
+
+def strata_version() -> str:
+    """``strata/<version>``, as ``sdk.CatalogClient.version_info()`` names it."""
+    try:
+        return f"strata/{importlib.metadata.version('strata')}"
+    except importlib.metadata.PackageNotFoundError:  # a source tree, not installed
+        return "strata/unknown"
+
+
+def version(request: Request) -> Message:
+    """strata's version; no optional Rerun server feature."""
+    return cloud("VersionResponse", version=strata_version())
+
+
+def who_am_i(request: Request) -> Message:
+    """Anyone may read; writing needs a catalog with a Kafka cluster. No capability is
+    advertised (``dataset:find_chunks`` comes with ``FindChunks``)."""
+    return cloud("WhoAmIResponse", can_read=True, can_write=request.catalog.bootstrap_servers is not None,
+                 capabilities=cloud("ServerCapabilities"))
+
+
+def details(entry: Entry) -> Message:
+    """The ``EntryDetails`` of an entry, read now."""
+    return cloud("EntryDetails", id=entry_id(entry.id), name=entry.name, entry_kind=int(entry.kind),
+                 created_at=timestamp(entry.created_at), updated_at=timestamp(entry.updated_at))
+
+
+def find_entries(request: Request) -> Message:
+    """Entries by id, name and kinds (every kind when none is asked for), hidden ones too, as
+    Rerun's client filters them itself. ``InvalidRequestError`` for ``ENTRY_KIND_UNSPECIFIED``."""
+    wanted = request.message.filter
+    kinds = set(wanted.entry_kinds)
+    if not kinds and wanted.HasField("entry_kind"):
+        kinds = {wanted.entry_kind}
+    if enum_value(CLOUD_ENTRY_KIND, "ENTRY_KIND_UNSPECIFIED") in kinds:
+        raise InvalidRequestError("find_entries: entry_kinds must not contain ENTRY_KIND_UNSPECIFIED")
+    catalog = request.catalog
+    found: list[Entry] = []
+    if wanted.HasField("id"):
+        found = _by_id(catalog, entry_uuid(wanted.id))
+    else:
+        if not kinds or kinds & {int(kind) for kind in ENTRY_DATASET_KINDS}:
+            found += catalog.datasets(include_hidden=True)
+        if not kinds or int(EntryKind.TABLE) in kinds:
+            found += catalog.tables(include_hidden=True)
+    listed = [details(entry) for entry in found if not kinds or int(entry.kind) in kinds]
+    if wanted.HasField("name"):
+        listed = [entry for entry in listed if entry.name == wanted.name]
+    return cloud("FindEntriesResponse", entries=listed)
+
+
+def _by_id(catalog: sdk.CatalogClient, wanted: uuid.UUID) -> list[Entry]:
+    """The entry of an id, in a list: empty for an unknown one."""
+    try:
+        return [catalog.get_dataset(id=wanted)]
+    except sdk.NotFoundError:
+        pass
+    try:
+        return [catalog.get_table(id=wanted)]
+    except sdk.NotFoundError:
+        return []
+
+
+def _companion(dataset: sdk.DatasetEntry, kind: DatasetKind) -> Message | None:
+    """The ``EntryId`` of a dataset's hidden dataset of ``kind``, None if it has none."""
+    try:
+        companion = dataset.blueprint_dataset() if kind is DatasetKind.BLUEPRINT else dataset.asset_dataset()
+    except sdk.NotFoundError:  # deleted on its own
+        return None
+    return None if companion is None else entry_id(companion.id)
+
+
+def dataset_entry(dataset: sdk.DatasetEntry) -> Message:
+    """Rerun's ``DatasetEntry`` of a strata dataset: its details, handle and hidden datasets. The
+    handle's URL (which Rerun's client requires) is ``strata://datasets/<id>``, as a table
+    without a Lance copy is ``strata://tables/<id>``: the dataset lives in strata's log."""
+    dataset_kind, store_kind = DATASET_KINDS[ENTRY_DATASET_KINDS[dataset.kind]]
+    handle = common("DatasetHandle", entry_id=entry_id(dataset.id), dataset_url=f"strata://datasets/{dataset.id}",
+                    dataset_kind=enum_value("rerun.common.v1alpha1.DatasetKind", dataset_kind),
+                    store_kind=enum_value("rerun.common.v1alpha1.StoreKind", store_kind))
+    own = cloud("DatasetDetails")
+    for field, kind in (("blueprint_dataset", DatasetKind.BLUEPRINT), ("asset_dataset", DatasetKind.ASSET)):
+        companion = _companion(dataset, kind)
+        if companion is not None:
+            getattr(own, field).CopyFrom(companion)
+    defaults = (("default_blueprint_segment", dataset.default_blueprint()),
+                ("default_segment_table_blueprint_segment", dataset.default_segment_table_blueprint()))
+    for field, name in defaults:
+        if name is not None:
+            getattr(own, field).CopyFrom(common("SegmentId", id=name))
+    return cloud("DatasetEntry", details=details(dataset), dataset_handle=handle, dataset_details=own)
+
+
+def create_dataset_entry(request: Request) -> Message:
+    """``create_dataset(name)``: ``AlreadyExistsError`` for a taken name, ``ValueError`` for an
+    invalid one, ``InvalidRequestError`` without a name or with an id (strata chooses ids)."""
+    message = request.message
+    if not message.HasField("name"):
+        raise InvalidRequestError(
+            "missing required field: 'rerun.cloud.v1alpha1.CreateDatasetEntryRequest.name'")
+    if message.HasField("id"):
+        raise InvalidRequestError("CreateDatasetEntry: strata chooses entry ids; send the name alone")
+    created = request.catalog.create_dataset(message.name)
+    return cloud("CreateDatasetEntryResponse", dataset=dataset_entry(created))
+
+
+def read_dataset_entry(request: Request) -> Message:
+    """The dataset the headers name: ``NotFoundError`` for an unknown id."""
+    return cloud("ReadDatasetEntryResponse", dataset=dataset_entry(request.dataset()))
+
+
+def update_dataset_entry(request: Request) -> Message:
+    """Sets the default blueprints of the dataset the headers name. Its blueprint and asset
+    datasets are its own for life: a request naming others is an ``InvalidRequestError``."""
+    dataset = request.dataset()
+    wanted = request.message.dataset_details
+    for field, kind in (("blueprint_dataset", DatasetKind.BLUEPRINT), ("asset_dataset", DatasetKind.ASSET)):
+        if wanted.HasField(field) and getattr(wanted, field) != _companion(dataset, kind):
+            raise InvalidRequestError(f"UpdateDatasetEntry: {field} is the dataset's own, created and "
+                                      "deleted with it; it cannot be another dataset")
+    default = wanted.default_blueprint_segment.id if wanted.HasField("default_blueprint_segment") else None
+    if default != dataset.default_blueprint():
+        dataset.set_default_blueprint(default)
+    table = (wanted.default_segment_table_blueprint_segment.id
+             if wanted.HasField("default_segment_table_blueprint_segment") else None)
+    if table != dataset.default_segment_table_blueprint():
+        dataset.set_default_segment_table_blueprint(table)
+    return cloud("UpdateDatasetEntryResponse", dataset=dataset_entry(dataset))
+
+
+def table_entry(table: sdk.TableEntry) -> Message:
+    """Rerun's ``TableEntry`` of a strata table: the system table ``__entries``, or a table with
+    a Lance URL (a registered table's, a created table's copy) or strata's own ``strata://``."""
+    provider = message_class("google.protobuf.Any")()
+    own = cloud("TableDetails")
+    if table.id == views.ENTRIES_TABLE.id:
+        kind = enum_value("rerun.cloud.v1alpha1.SystemTableKind", SYSTEM_TABLE_ENTRIES)
+        provider.Pack(cloud("SystemTable", kind=kind), type_url_prefix="/")
+    else:
+        provider.Pack(cloud("LanceTable", table_url=table.storage_url), type_url_prefix="/")
+        own.blueprint_dataset.CopyFrom(entry_id(table.blueprint_dataset().id))
+    return cloud("TableEntry", details=details(table), provider_details=provider, table_details=own)
+
+
+def read_table_entry(request: Request) -> Message:
+    """The table the headers name: ``NotFoundError`` for an unknown id."""
+    entry = request.entry()
+    if not isinstance(entry, sdk.TableEntry):
+        raise sdk.NotFoundError(f"{entry.name!r} is a dataset, not a table")
+    return cloud("ReadTableEntryResponse", table=table_entry(entry))
+
+
+def delete_entry(request: Request) -> Message:
+    """Deletes the dataset or table the headers name (a dataset with its hidden datasets):
+    ``NotFoundError`` if there is none, or it is deleted already."""
+    request.entry().delete()
+    return cloud("DeleteEntryResponse")
+
+
+def update_entry(request: Request) -> Message:
+    """Renames the dataset or table the headers name: ``AlreadyExistsError`` for a taken name,
+    ``ValueError`` for an invalid one."""
+    if not request.message.HasField("entry_details_update"):
+        raise InvalidRequestError(
+            "missing required field: 'rerun.cloud.v1alpha1.UpdateEntryRequest.entry_details_update'")
+    entry = request.entry()
+    update = request.message.entry_details_update
+    if update.HasField("name") and update.name != entry.name:
+        entry.set_name(update.name)
+    return cloud("UpdateEntryResponse", entry_details=details(entry))
+
+
+HANDLERS: dict[str, Unary] = {
+    "Version": version,
+    "WhoAmI": who_am_i,
+    "FindEntries": find_entries,
+    "CreateDatasetEntry": create_dataset_entry,
+    "ReadDatasetEntry": read_dataset_entry,
+    "UpdateDatasetEntry": update_dataset_entry,
+    "ReadTableEntry": read_table_entry,
+    "DeleteEntry": delete_entry,
+    "UpdateEntry": update_entry,
+}
+"""The entries' RPCs, by name."""

@@ -1,0 +1,56 @@
+"""The protocol room's own errors, under strata's one root, and the gRPC status each error of
+strata's answers with, as Rerun's client maps statuses to its exceptions.
+
+    StrataError
+    ├── DescriptorsUnavailableError (RuntimeError)
+    │                           the installed rerun-sdk carries no protocol definitions strata
+    │                           can read (another version than the pinned one, or a broken install)
+    └── InvalidRequestError (ValueError)
+                                a request the protocol cannot take: a malformed DataframePart, a
+                                missing entry id, a field strata does not support
+"""
+
+from __future__ import annotations
+
+import grpc
+from rerun_bindings import AlreadyExistsError, NotFoundError
+
+from events import StrataError
+from projector import ProjectionTimeoutError, StoreUnavailableError
+
+
+class DescriptorsUnavailableError(StrataError, RuntimeError):
+    """The installed rerun-sdk's protocol definitions could not be found or read; the message
+    names the installed version and the pinned one."""
+
+
+class InvalidRequestError(StrataError, ValueError):
+    """A request the protocol cannot take (``INVALID_ARGUMENT``); the message says what was wrong."""
+
+
+def status_of(error: BaseException) -> grpc.StatusCode:
+    """The gRPC status code ``error`` answers a call with. Rerun's client turns ``NOT_FOUND`` into
+    its ``NotFoundError``, ``ALREADY_EXISTS`` into ``AlreadyExistsError`` and
+    ``INVALID_ARGUMENT`` into ``ValueError``, so strata's errors reach it as the same classes
+    the SDK raises.
+
+    >>> status_of(LookupError("no dataset 'x'"))
+    <StatusCode.NOT_FOUND: (5, 'not found')>
+    """
+    match error:
+        case AlreadyExistsError():
+            return grpc.StatusCode.ALREADY_EXISTS
+        case NotFoundError() | LookupError():  # an unknown id, or an unknown name
+            return grpc.StatusCode.NOT_FOUND
+        case ProjectionTimeoutError():
+            return grpc.StatusCode.DEADLINE_EXCEEDED
+        case StoreUnavailableError() | ConnectionError():
+            return grpc.StatusCode.UNAVAILABLE
+        case PermissionError():
+            return grpc.StatusCode.PERMISSION_DENIED
+        case ValueError() | TypeError():
+            return grpc.StatusCode.INVALID_ARGUMENT
+        case NotImplementedError():
+            return grpc.StatusCode.UNIMPLEMENTED
+        case _:
+            return grpc.StatusCode.INTERNAL

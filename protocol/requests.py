@@ -1,0 +1,100 @@
+"""What every RPC of the service is handed: the catalog it serves (a strata client, used by one
+call at a time), the decoded request message and the call's headers; and the entry a
+dataset- or table-scoped call names in Rerun's headers (``x-rerun-entry-id``, 32 hex digits of
+the entry's Tuid, or ``x-rerun-entry-name-bin``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from google.protobuf.message import Message
+
+import sdk
+from projector import views
+from protocol.errors import InvalidRequestError
+
+ENTRY_ID_HEADER = "x-rerun-entry-id"
+ENTRY_NAME_HEADER = "x-rerun-entry-name-bin"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call: the catalog, the request message, the headers (a binary header's value is
+    ``bytes``)."""
+
+    catalog: sdk.CatalogClient
+    message: Message
+    metadata: Mapping[str, str | bytes]
+
+    def entry_id(self) -> uuid.UUID | None:
+        """The entry id of the ``x-rerun-entry-id`` header, None without one.
+        ``InvalidRequestError`` if it is not 32 hex digits."""
+        value = self.metadata.get(ENTRY_ID_HEADER)
+        if value is None:
+            return None
+        text = value.decode(errors="replace") if isinstance(value, bytes) else value
+        if len(text) != 32:
+            raise InvalidRequestError(f"{text!r} is not a valid value for {ENTRY_ID_HEADER!r}: expected "
+                                      f"exactly 32 hex characters, got {len(text)}")
+        try:
+            return uuid.UUID(hex=text)
+        except ValueError:
+            raise InvalidRequestError(f"{text!r} is not a valid value for {ENTRY_ID_HEADER!r}: expected "
+                                      "exactly 32 hex characters") from None
+
+    def entry_name(self) -> str | None:
+        """The entry name of the ``x-rerun-entry-name-bin`` header, None without one."""
+        value = self.metadata.get(ENTRY_NAME_HEADER)
+        if value is None:
+            return None
+        return value.decode() if isinstance(value, bytes) else value
+
+    def dataset(self) -> sdk.DatasetEntry:
+        """The dataset the headers name (hidden ones too). ``InvalidRequestError`` without either
+        header, ``NotFoundError`` for an unknown id, ``LookupError`` for an unknown name."""
+        entry_id = self.entry_id()
+        if entry_id is not None:
+            return self.catalog.get_dataset(id=entry_id)
+        name = self.entry_name()
+        if name is not None:
+            return self.catalog.get_dataset(name)
+        raise _missing_headers()
+
+    def entry(self) -> sdk.DatasetEntry | sdk.TableEntry:
+        """The dataset or table the headers name, as ``dataset``."""
+        entry_id = self.entry_id()
+        if entry_id is not None:
+            try:
+                return self.catalog.get_dataset(id=entry_id)
+            except sdk.NotFoundError:
+                pass
+            try:
+                if entry_id == views.ENTRIES_TABLE.id:  # the SDK finds the system table by name
+                    return self.catalog.get_table(views.ENTRIES_TABLE.name)
+                return self.catalog.get_table(id=entry_id)
+            except sdk.NotFoundError:
+                raise sdk.NotFoundError(
+                    f"Entry id '{entry_id.hex}' not found: no dataset or table has it") from None
+        name = self.entry_name()
+        if name is not None:
+            try:
+                return self.catalog.get_dataset(name)
+            except LookupError:
+                pass
+            try:
+                return self.catalog.get_table(name)
+            except LookupError:
+                raise LookupError(f"no dataset or table is named {name!r}") from None
+        raise _missing_headers()
+
+
+def _missing_headers() -> InvalidRequestError:
+    return InvalidRequestError(f"missing mandatory [{ENTRY_ID_HEADER!r}, {ENTRY_NAME_HEADER!r}] headers")
+
+
+Unary = Callable[[Request], Message]
+"""An RPC with one response."""
+Streaming = Callable[[Request], Iterable[Message]]
+"""An RPC with a stream of responses."""

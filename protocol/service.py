@@ -1,0 +1,202 @@
+"""The gRPC server of ``RerunCloudService``: every RPC of the installed rerun-sdk's service
+answered, the ones strata serves by their area's module (``entries``, ``datasets``, ``tasks``)
+and the others with ``UNIMPLEMENTED`` and a message naming them; strata's errors as the status
+codes Rerun's client maps to its exceptions, carrying strata's message.
+
+The catalog is one strata client, used by one call at a time: a client's store connection is not
+meant for concurrent use, and each call's own work (a store read, a registration's file reads, a
+write that waits for its outcome) is short next to the round trip of the call. Waiting on tasks
+reads the store on a connection of its own, outside that lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent import futures
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+import sdk
+import settings
+from protocol import datasets, entries, tasks
+from protocol.descriptors import SERVICE, message_class, service
+from protocol.errors import status_of
+from protocol.requests import Request, Streaming, Unary
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = settings.PROTOCOL_PORT
+"""Rerun's own port for its catalog server."""
+MAX_MESSAGE_BYTES = 2**31 - 1
+"""The largest message grpcio takes (its default receive limit is 4 MB; Rerun's client sends and
+accepts up to 4 GiB)."""
+UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY}
+STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING}
+SERVED = frozenset(UNARY) | frozenset(STREAMING)
+"""The RPCs strata serves; every other RPC of the service answers ``UNIMPLEMENTED``."""
+
+log = logging.getLogger("strata.protocol")
+
+
+def _abort(context: grpc.ServicerContext, error: BaseException, method: str) -> None:
+    code = status_of(error)
+    if code is grpc.StatusCode.INTERNAL:
+        log.error("%s failed", method, exc_info=error)
+    context.abort(code, str(error) or type(error).__name__)
+
+
+class Handlers:
+    """Turns a call's bytes into a ``Request``, runs its RPC under the catalog's lock (but those
+    that read the store on a connection of their own, ``tasks.UNLOCKED``), and its errors into
+    statuses."""
+
+    def __init__(self, catalog: sdk.CatalogClient) -> None:
+        self.catalog = catalog
+        self.lock = threading.Lock()
+
+    def _run(self, method: str, run: Callable[[Request], Any], request: Request) -> Any:
+        """``run(request)``. A registration the catalog refused raises at the client's next read
+        (``WriteRefusedError``, once); its task reports it (``QueryTasksOnCompletion``), so the
+        read that met it is run again instead of failing for another caller."""
+        if method in tasks.UNLOCKED:
+            return run(request)
+        with self.lock:
+            try:
+                return run(request)
+            except sdk.WriteRefusedError:
+                return run(request)
+
+    def _request(self, method: str, data: bytes, context: grpc.ServicerContext) -> Request:
+        input_type = service().methods_by_name[method].input_type.full_name
+        try:
+            message = message_class(input_type).FromString(data)
+        except DecodeError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"{method}: the request is not a {input_type} ({exc})")
+        metadata: Mapping[str, str | bytes] = dict(context.invocation_metadata())
+        return Request(self.catalog, message, metadata)
+
+    def unary(self, method: str, run: Unary) -> Callable[[bytes, grpc.ServicerContext], Message]:
+        def handle(data: bytes, context: grpc.ServicerContext) -> Message:
+            request = self._request(method, data, context)
+            try:
+                result: Message = self._run(method, run, request)
+                return result
+            except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
+                _abort(context, exc, method)
+                raise  # not reached: abort raises
+
+        return handle
+
+    def streaming(self, method: str, run: Streaming
+                  ) -> Callable[[bytes, grpc.ServicerContext], Iterable[Message]]:
+        def handle(data: bytes, context: grpc.ServicerContext) -> Iterable[Message]:
+            request = self._request(method, data, context)
+            try:
+                return iter(list(self._run(method, lambda r: list(run(r)), request)))
+            except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
+                _abort(context, exc, method)
+                raise  # not reached: abort raises
+
+        return handle
+
+
+def _unimplemented(method: str) -> Callable[..., Any]:
+    def refuse(request: Any, context: grpc.ServicerContext) -> Any:
+        context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                      f"strata does not serve {method} of Rerun's catalog protocol yet")
+
+    return refuse
+
+
+def generic_handler(catalog: sdk.CatalogClient) -> grpc.GenericRpcHandler:
+    """The service's handler: every method of the installed rerun-sdk's ``RerunCloudService``."""
+    handlers = Handlers(catalog)
+    methods = {}
+    for method in service().methods:
+        name = method.name
+        serialize = message_class(method.output_type.full_name).SerializeToString
+        if name in UNARY and not method.server_streaming:
+            methods[name] = grpc.unary_unary_rpc_method_handler(
+                handlers.unary(name, UNARY[name]), response_serializer=serialize)
+        elif name in STREAMING and method.server_streaming:
+            methods[name] = grpc.unary_stream_rpc_method_handler(
+                handlers.streaming(name, STREAMING[name]), response_serializer=serialize)
+        else:
+            kind = {(False, False): grpc.unary_unary_rpc_method_handler,
+                    (False, True): grpc.unary_stream_rpc_method_handler,
+                    (True, False): grpc.stream_unary_rpc_method_handler,
+                    (True, True): grpc.stream_stream_rpc_method_handler}[
+                        (method.client_streaming, method.server_streaming)]
+            methods[name] = kind(_unimplemented(name))
+    return grpc.method_handlers_generic_handler(SERVICE, methods)
+
+
+class ProtocolServer:
+    """Rerun's catalog protocol served on strata's catalog, at ``url``
+    (``rerun+http://HOST:PORT``); ``stop()`` ends it (also at the end of a ``with`` block)."""
+
+    def __init__(self, server: grpc.Server, host: str, port: int) -> None:
+        self._server = server
+        self.host = host
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        """What ``rr.catalog.CatalogClient(url)`` connects to."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"rerun+http://{host}:{self.port}"
+
+    def __repr__(self) -> str:
+        return f"ProtocolServer({self.url})"
+
+    def stop(self, grace_secs: float | None = 1.0) -> None:
+        """Stop serving: calls in progress get ``grace_secs`` to finish. Safe to call twice."""
+        self._server.stop(grace_secs).wait()
+
+    def wait(self, timeout_secs: float | None = None) -> bool:
+        """Block until the server stops (or ``timeout_secs`` pass: False)."""
+        return bool(self._server.wait_for_termination(timeout_secs))
+
+    def __enter__(self) -> ProtocolServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+          max_workers: int = 8) -> ProtocolServer:
+    """Serve Rerun's catalog protocol on ``catalog`` (a strata client: its reads answer, its
+    writes go through the log) at ``host:port``, in background threads; ``port=0`` picks a free
+    port. Binds this machine only unless ``host`` says otherwise. Raises ``OSError`` if the
+    address cannot be bound, ``DescriptorsUnavailableError`` if the installed rerun-sdk's protocol
+    cannot be read.
+
+    Examples:
+        >>> served = serve(sdk.CatalogClient.from_state_dir(), port=0)  # doctest: +SKIP
+        >>> rr.catalog.CatalogClient(served.url).dataset_names()  # doctest: +SKIP
+    """
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-protocol"),
+        handlers=[generic_handler(catalog)],
+        options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                 ("grpc.so_reuseport", 0)])
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        bound = 0
+        cause: Exception | None = exc
+    else:
+        cause = None
+    if not bound:
+        server.stop(None)
+        raise OSError(f"cannot serve Rerun's catalog protocol on {address}: the address is in use or not "
+                      "this machine's") from cause
+    server.start()
+    return ProtocolServer(server, host, bound)

@@ -1,0 +1,194 @@
+"""Registration and its tasks over the protocol: ``RegisterWithDataset`` registers recordings
+through the public SDK (the files are read on the SDK client's worker pool, the commands go to
+the log), and answers one task per recording whose id names its event: the event's place in the
+log, ``<topic>:<partition>:<offset>``. ``QueryTasks`` and ``QueryTasksOnCompletion`` read the
+outcome the projector recorded at that place (the latter after waiting for the projection to pass
+it), so a task survives a restart of the server and is the same for every server of the catalog:
+no state of the server's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from google.protobuf.message import Message
+
+import sdk
+from projector import (
+    LogPosition,
+    Outcome,
+    PositionLike,
+    ProjectionReader,
+    Status,
+    open_store,
+    wait_for_positions,
+)
+from protocol.dataframes import encode
+from protocol.descriptors import cloud, enum_value
+from protocol.errors import InvalidRequestError
+from protocol.requests import Request, Streaming, Unary
+
+DUPLICATE = "rerun.common.v1alpha1.IfDuplicateBehavior"
+ON_DUPLICATE = {enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_UNSPECIFIED"): sdk.OnDuplicate.ERROR,
+                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_ERROR"): sdk.OnDuplicate.ERROR,
+                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_SKIP"): sdk.OnDuplicate.SKIP,
+                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_OVERWRITE"): sdk.OnDuplicate.REPLACE}
+SOURCE_KINDS = {enum_value("rerun.cloud.v1alpha1.DataSourceKind", name)
+                for name in ("DATA_SOURCE_KIND_UNSPECIFIED", "DATA_SOURCE_KIND_RRD")}
+TEXT = pa.string()
+REGISTERED = pa.schema([pa.field(name, TEXT, nullable=False) for name in (
+    "rerun_segment_id", "rerun_segment_layer", "rerun_segment_type", "rerun_storage_url", "rerun_task_id")])
+"""``RegisterWithDatasetResponse``'s columns, as Rerun's server has them."""
+TASKS = pa.schema([
+    pa.field("task_id", TEXT, nullable=False), pa.field("kind", TEXT), pa.field("data", TEXT),
+    pa.field("exec_status", TEXT, nullable=False), pa.field("msgs", TEXT), pa.field("blob", pa.binary()),
+    pa.field("lease_owner", TEXT), pa.field("lease_expiration", pa.timestamp("ns")),
+    pa.field("attempts", pa.uint8(), nullable=False), pa.field("creation_time", pa.timestamp("ns")),
+    pa.field("last_update_time", pa.timestamp("ns")),
+])
+"""The columns of a task query's answer, as Rerun's server has them."""
+MAX_WAIT_SECS = 600.0
+"""The longest ``QueryTasksOnCompletion`` waits, whatever its request asks."""
+DEFAULT_WAIT_SECS = 60.0
+
+
+def task_id(position: PositionLike) -> str:
+    """The id of the task of the event at ``position``: ``strata.catalog:0:1234``.
+
+    >>> task_position(task_id(LogPosition("strata.catalog", 0, 1234)))
+    LogPosition(topic='strata.catalog', partition=0, offset=1234)
+    """
+    return f"{position.topic}:{position.partition}:{position.offset}"
+
+
+def task_position(task: str) -> LogPosition:
+    """The log position a task id names. ``InvalidRequestError`` if it names none."""
+    topic, _, rest = task.partition(":")
+    partition, _, offset = rest.partition(":")
+    if not (topic and partition.isdigit() and offset.isdigit()):
+        raise InvalidRequestError(f"{task!r} is not a task of this catalog: its tasks are named by their "
+                                  "event's place in the log, <topic>:<partition>:<offset>")
+    return LogPosition(topic, int(partition), int(offset))
+
+
+def _object_store_config(sources: Sequence[Message]) -> str | None:
+    """The one object store configuration the data sources name (None: the client's)."""
+    configs = {source.object_store_config for source in sources if source.HasField("object_store_config")}
+    if len(configs) > 1:
+        raise InvalidRequestError("RegisterWithDataset: the data sources name different object store "
+                                  "configurations; register them in separate calls")
+    config = next(iter(configs), None)
+    if config is not None:
+        try:
+            json.loads(config)
+        except ValueError as exc:
+            raise InvalidRequestError(
+                f"RegisterWithDataset: object_store_config is not JSON ({exc})") from None
+    return config
+
+
+def register_with_dataset(request: Request) -> Message:
+    """Registers the data sources (files, or with ``prefix`` every ``.rrd`` under a prefix) as
+    layers of the dataset the headers name, through the SDK. Raises what the SDK's ``register``
+    raises before sending anything (``NotFoundError`` for a missing file, ``ValueError`` for an
+    unreadable one), ``InvalidRequestError`` for a source of another kind than RRD."""
+    dataset = request.dataset()
+    sources = list(request.message.data_sources)
+    if not sources:
+        raise InvalidRequestError("RegisterWithDataset: no data sources")
+    for source in sources:
+        if not source.storage_url:
+            raise InvalidRequestError("RegisterWithDataset: a data source without a storage_url")
+        if source.typ not in SOURCE_KINDS:
+            raise InvalidRequestError(f"RegisterWithDataset: {source.storage_url} is not an RRD data source")
+    on_duplicate = ON_DUPLICATE.get(request.message.on_duplicate)
+    if on_duplicate is None:
+        raise InvalidRequestError(f"RegisterWithDataset: unknown on_duplicate {request.message.on_duplicate}")
+    config = _object_store_config(sources)
+    files = [source for source in sources if not source.prefix]
+    operations: list[tuple[sdk.RegistrationOperation, list[str]]] = []
+    if files:
+        layers = [source.layer if source.HasField("layer") else "base" for source in files]
+        operation = dataset.register([source.storage_url for source in files], layer_name=layers,
+                                     on_duplicate=on_duplicate, object_store_config=config)
+        operations.append((operation, layers))
+    for source in sources:
+        if source.prefix:
+            layer = source.layer if source.HasField("layer") else "base"
+            operation = dataset.register_prefix(source.storage_url, layer, on_duplicate,
+                                                object_store_config=config)
+            operations.append((operation, [layer] * len(operation.uris)))
+    rows = [{"rerun_segment_id": segment, "rerun_segment_layer": layer, "rerun_segment_type": "rrd",
+             "rerun_storage_url": uri, "rerun_task_id": task_id(position)}
+            for operation, layers in operations
+            for segment, layer, uri, position in zip(operation.segment_ids, layers, operation.uris,
+                                                     operation.positions, strict=True)]
+    return cloud("RegisterWithDatasetResponse", data=encode(pa.Table.from_pylist(rows, schema=REGISTERED)))
+
+
+def _row(task: str, outcome: Outcome | None) -> dict[str, object]:
+    """A task's row: ``success``, ``failed`` with the projector's reason, or ``pending``."""
+    if outcome is None:
+        status, message = "pending", None
+    elif outcome.status is Status.ACCEPTED:
+        status, message = "success", None
+    else:
+        status = "failed"
+        message = f"Registration failed for the segments/layers listed below.\n- {outcome.reason}"
+    return {"task_id": task, "kind": "register", "exec_status": status, "msgs": message, "attempts": 1}
+
+
+def _tasks(store: ProjectionReader, tasks: list[str], positions: list[LogPosition]) -> Message:
+    reached = store.next_offsets()
+    rows = []
+    for task, position in zip(tasks, positions, strict=True):
+        passed = reached.get((position.topic, position.partition), 0) > position.offset
+        outcome = store.outcome_at(position) if passed else None
+        if passed and outcome is None:
+            raise sdk.NotFoundError(
+                f"task {task!r}: the catalog recorded no command at that place of the log")
+        rows.append(_row(task, outcome))
+    return encode(pa.Table.from_pylist(rows, schema=TASKS))
+
+
+def _requested(request: Request) -> tuple[list[str], list[LogPosition]]:
+    tasks = [task.id for task in request.message.ids]
+    if not tasks:
+        raise InvalidRequestError("name the tasks to query: this catalog does not list them all")
+    return tasks, [task_position(task) for task in tasks]
+
+
+def query_tasks(request: Request) -> Message:
+    """The tasks' outcomes as the projection has them now (``pending``: not yet applied)."""
+    tasks, positions = _requested(request)
+    store = open_store(request.catalog.store, read_only=True)
+    try:
+        return cloud("QueryTasksResponse", data=_tasks(store, tasks, positions))
+    finally:
+        store.close()
+
+
+def query_tasks_on_completion(request: Request) -> Iterator[Message]:
+    """The tasks' outcomes once the projection has passed their events, waiting up to the
+    request's timeout (at most ``MAX_WAIT_SECS``; ``DEFAULT_WAIT_SECS`` without one).
+    ``ProjectionTimeoutError`` (``DEADLINE_EXCEEDED``) saying how far the projection got."""
+    tasks, positions = _requested(request)
+    timeout = request.message.timeout
+    wait = timeout.seconds + timeout.nanos / 1e9 if request.message.HasField("timeout") else DEFAULT_WAIT_SECS
+    store = open_store(request.catalog.store, read_only=True)
+    try:
+        wait_for_positions(store, positions, min(max(wait, 0.0), MAX_WAIT_SECS))
+        return iter([cloud("QueryTasksOnCompletionResponse", data=_tasks(store, tasks, positions))])
+    finally:
+        store.close()
+
+
+UNARY: dict[str, Unary] = {"RegisterWithDataset": register_with_dataset, "QueryTasks": query_tasks}
+"""The tasks' RPCs with one response, by name."""
+STREAMING: dict[str, Streaming] = {"QueryTasksOnCompletion": query_tasks_on_completion}
+"""The tasks' RPCs with a stream of responses, by name."""
+UNLOCKED = frozenset({"QueryTasks", "QueryTasksOnCompletion"})
+"""RPCs that read the store through a connection of their own, so they run without the
+catalog's lock: a wait for the projection holds up no other call."""

@@ -1,0 +1,242 @@
+"""rerun-sdk's own, unmodified ``rr.catalog.CatalogClient`` against Rerun's server
+(``rr.server.Server``) and against strata's endpoint of Rerun's catalog protocol (the session's
+stack, served by ``protocol.serve``): the same calls on entries, datasets and registrations, the
+same answers, the same exception classes, and the same schemas with their field metadata. Then
+the two ways strata runs the endpoint: ``strata serve`` beside a running stack, and
+``Server(protocol_port=...)``.
+
+What differs, by design, and is not compared: ids (strata's are random UUIDs, so the time part of
+the Tuid Rerun's client reads is no time), times, and ``rerun_size_bytes``, which strata counts
+as the size of the registered files and Rerun's server as the bytes of their chunks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import rerun as rr
+
+import protocol
+import sdk
+from projector.stores import normalize
+from stack import Server
+
+NOT_COMPARED = ("rerun_last_updated_at", "rerun_size_bytes")
+"""Segment table columns whose values differ by design (see the module's docstring)."""
+
+
+@pytest.fixture(scope="module")
+def strata_endpoint(server: Server) -> Iterator[protocol.ProtocolServer]:
+    with protocol.serve(server.client(), port=0) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def clients(strata_endpoint, rerun_client) -> dict[str, rr.catalog.CatalogClient]:
+    """Rerun's client of each server: strata's endpoint, Rerun's own server."""
+    return {"strata": rr.catalog.CatalogClient(strata_endpoint.url),
+            "rerun": rr.catalog.CatalogClient(rerun_client.url)}
+
+
+def _name(stem: str) -> str:
+    return f"{stem}_{os.urandom(3).hex()}"
+
+
+def test_entries_are_created_listed_found_renamed_and_deleted_alike(clients) -> None:
+    seen = {}
+    for server, client in clients.items():
+        first, second = _name("proto_a"), _name("proto_b")
+        created = [client.create_dataset(first), client.create_dataset(second)]
+        assert [type(d) for d in created] == [rr.catalog.DatasetEntry] * 2
+        assert [d.name for d in created] == [first, second]
+        assert {first, second} <= set(client.dataset_names())
+        assert {first, second} <= {d.name for d in client.datasets()}
+        assert {first, second} <= {e.name for e in client.entries()}
+        found = client.get_dataset(first)
+        assert found.id == created[0].id and str(found.id) == str(created[0].id)
+        assert len(found.id.as_bytes()) == 16 and len(str(found.id)) == 32
+        assert client.get_dataset(id=created[1].id).name == second
+        assert client.get_dataset(id=str(created[1].id)).name == second
+        assert client.create_dataset(first, exist_ok=True).id == created[0].id
+
+        renamed = _name("proto_renamed")
+        found.set_name(renamed)
+        names = client.dataset_names()
+        assert renamed in names and first not in names
+        assert client.get_dataset(renamed).id == created[0].id
+        client.get_dataset(second).delete()
+        assert second not in client.dataset_names()
+        seen[server] = {
+            "kinds": sorted({str(d.kind) for d in client.datasets()}),
+            "hidden kinds": sorted({str(d.kind) for d in client.datasets(include_hidden=True)}),
+            "tables": [t.name for t in client.tables(include_hidden=True) if t.name == "__entries"],
+            "no hidden among the datasets": all(not d.name.startswith("__") for d in client.datasets()),
+            "created_at": type(created[0].created_at),
+        }
+        client.get_dataset(renamed).delete()
+    assert seen["strata"] == seen["rerun"]
+
+
+def _raised(call, *args) -> str:
+    """The name of the class of what ``call(*args)`` raises."""
+    with pytest.raises(Exception) as error:
+        call(*args)
+    return type(error.value).__name__
+
+
+def test_errors_are_the_same_classes(clients) -> None:
+    raised: dict[str, list[str]] = {}
+    for server, client in clients.items():
+        name = _name("proto_err")
+        dataset = client.create_dataset(name)
+        classes = [_raised(client.create_dataset, name), _raised(client.get_dataset, _name("nope")),
+                   _raised(partial(client.get_dataset, id="0" * 31 + "1"))]
+        dataset.delete()
+        classes.append(_raised(dataset.delete))
+        with pytest.raises(LookupError, match="No dataset found with name"):
+            client.get_dataset(name)
+        raised[server] = classes
+    assert raised["strata"] == raised["rerun"] == [
+        "AlreadyExistsError", "LookupError", "NotFoundError", "NotFoundError"]
+    # strata's messages reach Rerun's client.
+    with pytest.raises(rr.catalog.AlreadyExistsError, match="already exists: a dataset named"):
+        name = _name("proto_dup")
+        clients["strata"].create_dataset(name)
+        clients["strata"].create_dataset(name)
+
+
+def _fields(schema: pa.Schema) -> list[tuple[str, str, bool, dict]]:
+    return [(f.name, str(f.type), f.nullable, dict(f.metadata or {})) for f in schema]
+
+
+def test_an_empty_dataset_has_the_same_schema_and_segment_table(clients) -> None:
+    shown = {}
+    for server, client in clients.items():
+        dataset = client.create_dataset(_name("proto_empty"))
+        segments = dataset.segment_table()
+        shown[server] = {
+            "schema": dataset.schema().to_arrow(),
+            "segment table": segments.schema(),
+            "rows": segments.count(),
+            "segment ids": dataset.segment_ids(),
+        }
+        dataset.delete()
+    assert shown["strata"]["schema"].equals(shown["rerun"]["schema"], check_metadata=True)
+    assert _fields(shown["strata"]["segment table"]) == _fields(shown["rerun"]["segment table"])
+    assert shown["strata"]["segment table"].metadata == shown["rerun"]["segment table"].metadata
+    assert shown["strata"]["rows"] == shown["rerun"]["rows"] == 0
+    assert shown["strata"]["segment ids"] == shown["rerun"]["segment ids"] == []
+
+
+def test_recordings_registered_through_strata_s_sdk_read_as_on_rerun_s_server(
+        clients, client: sdk.CatalogClient, make_rrd) -> None:
+    tag = os.urandom(3).hex()
+    uris = [make_rrd(f"proto_{tag}_{i}", properties={"meta": {"score": float(i)}}) for i in range(3)]
+    shown = {}
+    for server, rerun_side in clients.items():
+        name = _name("proto_reg")
+        dataset = rerun_side.create_dataset(name)
+        if server == "strata":  # registered through strata's SDK, read through the protocol
+            client.get_dataset(name).register(uris).wait()
+        else:
+            dataset.register(uris).wait()
+        table = dataset.segment_table()
+        rows = table.drop(*NOT_COMPARED).to_arrow_table().sort_by("rerun_segment_id")
+        shown[server] = {
+            "schema": dataset.schema().to_arrow(),
+            "segment table": table.schema(),
+            "rows": rows.to_pylist(),
+            "segment ids": sorted(dataset.segment_ids()),
+            "projected": dataset.segment_table().select("rerun_segment_id").to_arrow_table().schema.names,
+            "index ranges": sorted(dataset.get_index_ranges().schema().names),
+        }
+    strata, rerun = shown["strata"], shown["rerun"]
+    assert strata["segment ids"] == rerun["segment ids"] == sorted(f"proto_{tag}_{i}" for i in range(3))
+    assert _fields(strata["schema"]) == _fields(rerun["schema"])
+    assert strata["schema"].metadata == rerun["schema"].metadata
+    assert _fields(strata["segment table"]) == _fields(rerun["segment table"])
+    assert strata["rows"] == rerun["rows"]
+    assert strata["projected"] == rerun["projected"] == ["rerun_segment_id"]
+    assert strata["index ranges"] == rerun["index ranges"]
+
+
+def test_rerun_s_client_registers_alike_and_gets_the_same_refusal(clients, make_rrd) -> None:
+    tag = os.urandom(3).hex()
+    uris = [make_rrd(f"proto_rr_{tag}_{i}") for i in range(2)]
+    shown = {}
+    for server, rerun_side in clients.items():
+        dataset = rerun_side.create_dataset(_name("proto_rr_reg"))
+        result = dataset.register(uris).wait()
+        with pytest.raises(ValueError) as refused:
+            dataset.register(uris[:1], layer_name="base").wait()
+        skipped = dataset.register(uris[:1], on_duplicate="skip").wait()
+        shown[server] = {
+            "registered": sorted(result.segment_ids),
+            "refusal": (type(refused.value).__name__, "already exists" in str(refused.value)),
+            "skipped": skipped.segment_ids,
+            "segments": sorted(dataset.segment_ids()),
+            "rows": dataset.segment_table().drop(*NOT_COMPARED).to_arrow_table()
+                           .sort_by("rerun_segment_id").to_pylist(),
+        }
+    assert shown["strata"] == shown["rerun"]
+    assert shown["strata"]["refusal"] == ("ValueError", True)
+
+
+def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, client: sdk.CatalogClient) -> None:
+    name = _name("proto_id")
+    made = clients["strata"].create_dataset(name)
+    ours = client.get_dataset(name).id
+    assert uuid.UUID(hex=str(made.id)) == ours
+    assert bytes(made.id.as_bytes()) == ours.bytes  # Rerun's EntryId has as_bytes(); strata's UUID has .bytes
+    made.delete()
+
+
+# -- how it runs ----------------------------------------------------------------------------------
+
+
+def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(server: Server,
+                                                                       client: sdk.CatalogClient) -> None:
+    command = [sys.executable, "-m", "stack.cli", "serve", "--store", normalize(server.store),
+               "--bootstrap-servers", server.bootstrap_servers, "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = process.stdout.readline()
+        assert banner.startswith("strata serve: rerun+http://127.0.0.1:"), process.stderr.read()
+        url = banner.split()[2]
+        assert f"writes through Kafka at {server.bootstrap_servers}" in banner
+        theirs = rr.catalog.CatalogClient(url)
+        name = _name("proto_served")
+        theirs.create_dataset(name)
+        assert client.get_dataset(name).name == name  # in the stack's log and store
+        assert name in theirs.dataset_names()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(60)
+    assert process.returncode == 0
+    assert process.stdout.read().strip() == "strata serve: stopped"
+    assert process.stderr.read() == ""  # no grpc noise on the terminal
+
+
+@pytest.mark.own_store
+def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: Path, server: Server) -> None:
+    assert server.protocol_url is None  # not asked for
+    with Server(tmp_path / "stack", protocol_port=0) as own:
+        url = own.protocol_url
+        assert url is not None and url.startswith("rerun+http://127.0.0.1:")
+        theirs = rr.catalog.CatalogClient(url)
+        theirs.create_dataset("droid")
+        assert own.client().dataset_names() == theirs.dataset_names() == ["droid"]
+    assert own.protocol_url is None
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as probe:  # stopped with the server
+        assert probe.connect_ex(("127.0.0.1", port)) != 0

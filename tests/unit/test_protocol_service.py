@@ -1,0 +1,266 @@
+"""The protocol server on a store folded in process (no broker, no Spark), driven by rerun-sdk's
+own ``rr.catalog.CatalogClient``: its writes reach the log as the SDK's commands, its reads are
+the store's, its errors are Rerun's exception classes with strata's messages, and malformed or
+unscoped requests are ``INVALID_ARGUMENT``. The same against Rerun's own server is
+``tests/integration/test_protocol_entries_differential.py``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pyarrow as pa
+import pytest
+import rerun as rr
+
+import protocol
+import sdk
+from protocol import descriptors
+from protocol.dataframes import decode, read_schema
+
+from .test_dataset_entry import InProcessStack
+from .test_registration import recording
+
+
+@pytest.fixture
+def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
+    made = InProcessStack(tmp_path, monkeypatch)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def served(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
+    with protocol.serve(stack.client, port=0) as server:
+        yield server
+
+
+def raw(server: protocol.ProtocolServer, name: str, request: object = None,
+        metadata: tuple[tuple[str, str], ...] = ()) -> object:
+    """The answer of ``name`` (a list for a stream); ``request`` may be bytes."""
+    method = descriptors.service().methods_by_name[name]
+    output = descriptors.message_class(method.output_type.full_name)
+    if request is None:
+        request = descriptors.message_class(method.input_type.full_name)()
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        make = channel.unary_stream if method.server_streaming else channel.unary_unary
+        stub = make(f"/{protocol.SERVICE}/{name}",
+                    request_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString(),
+                    response_deserializer=output.FromString)
+        answer = stub(request, metadata=metadata, timeout=30)
+        return list(answer) if method.server_streaming else answer
+
+
+def test_the_url_is_rerun_s_and_binds_this_machine_by_default(served) -> None:
+    assert served.url == f"rerun+http://127.0.0.1:{served.port}" and served.port > 0
+    assert protocol.DEFAULT_PORT == 51234 and protocol.DEFAULT_HOST == "127.0.0.1"
+
+
+def test_a_taken_port_is_an_os_error(served, stack) -> None:
+    with pytest.raises(OSError, match=f"cannot serve Rerun's catalog protocol on 127.0.0.1:{served.port}"):
+        protocol.serve(stack.client, port=served.port)
+
+
+def test_rerun_s_client_creates_lists_renames_and_deletes_through_the_log(served, stack) -> None:
+    client = rr.catalog.CatalogClient(served.url)
+    assert client.dataset_names() == ["droid"]
+    sent = stack.producer.next_offset
+
+    created = client.create_dataset("pick_place")
+    assert stack.producer.next_offset == sent + 1  # one CreateDataset command, folded
+    ours = stack.client.get_dataset("pick_place")
+    assert uuid.UUID(hex=str(created.id)) == ours.id
+    assert bytes(created.id.as_bytes()) == ours.id.bytes
+    assert created.name == "pick_place" and created.kind == rr.catalog.EntryKind.DATASET
+    assert created.created_at == ours.created_at
+
+    assert sorted(client.dataset_names()) == ["droid", "pick_place"]
+    assert sorted(e.name for e in client.entries()) == ["droid", "pick_place"]
+    hidden = {d.name for d in client.datasets(include_hidden=True)}
+    assert hidden == {d.name for d in stack.client.datasets(include_hidden=True)}
+    assert any(name.startswith("__bp_") for name in hidden)
+    assert [t.name for t in client.tables(include_hidden=True)] == ["__entries"]
+    assert client.get_dataset(id=str(created.id)).name == "pick_place"
+
+    client.get_dataset("pick_place").set_name("pick_place_v2")
+    assert stack.client.get_dataset(id=ours.id).name == "pick_place_v2"
+    client.get_dataset("pick_place_v2").delete()
+    assert stack.client.dataset_names() == ["droid"]
+    assert client.dataset_names() == ["droid"]
+
+
+def test_errors_reach_rerun_s_client_as_its_classes_with_strata_s_messages(served) -> None:
+    client = rr.catalog.CatalogClient(served.url)
+    with pytest.raises(rr.catalog.AlreadyExistsError, match="a dataset named 'droid'"):
+        client.create_dataset("droid")
+    with pytest.raises(LookupError, match="No dataset found with name 'nope'"):
+        client.get_dataset("nope")
+    with pytest.raises(rr.catalog.NotFoundError,
+                       match="no dataset with id 00000000-0000-0000-0000-000000000001"):
+        client.get_dataset(id="0" * 31 + "1")
+    droid = client.get_dataset("droid")
+    droid.delete()
+    with pytest.raises(rr.catalog.NotFoundError, match="Entry id .* not found"):
+        droid.delete()
+
+
+def test_who_am_i_says_whether_the_catalog_can_write(served, stack, tmp_path) -> None:
+    answer = raw(served, "WhoAmI")
+    assert (answer.can_read, answer.can_write) == (True, True)
+    assert answer.HasField("capabilities") and list(answer.capabilities.capabilities) == []
+    reader = sdk.CatalogClient(store=tmp_path / "store.db", workers=0)
+    with protocol.serve(reader, port=0) as read_only:
+        answer = raw(read_only, "WhoAmI")
+        assert (answer.can_read, answer.can_write) == (True, False)
+        assert rr.catalog.CatalogClient(read_only.url).dataset_names() == ["droid"]
+    reader.close()
+    assert rr.catalog.CatalogClient(served.url).version_info().version.startswith("strata/")
+
+
+def test_find_entries_filters_by_id_name_and_kind(served, stack) -> None:
+    def find(**fields: object) -> object:
+        return raw(served, "FindEntries", descriptors.cloud(
+            "FindEntriesRequest", filter=descriptors.cloud("EntryFilter", **fields)))
+
+    droid = stack.client.get_dataset("droid")
+    by_name = find(name="droid")
+    assert [e.name for e in by_name.entries] == ["droid"]
+    assert by_name.entries[0].id.id.time_ns == droid.id.int >> 64
+    by_id = find(id=by_name.entries[0].id)
+    assert [e.name for e in by_id.entries] == ["droid"]
+    tables = find(entry_kinds=[3])
+    assert [e.name for e in tables.entries] == ["__entries"]
+    with pytest.raises(grpc.RpcError) as refused:
+        find(entry_kinds=[0])
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "ENTRY_KIND_UNSPECIFIED" in refused.value.details()
+
+
+@pytest.mark.parametrize("metadata, message", [
+    ((), "missing mandatory"),
+    ((("x-rerun-entry-id", "zz"),), "expected exactly 32 hex characters, got 2"),
+    ((("x-rerun-entry-id", "g" * 32),), "expected exactly 32 hex characters"),
+])
+def test_a_dataset_call_without_a_valid_entry_header_is_invalid_argument(served, metadata, message) -> None:
+    with pytest.raises(grpc.RpcError) as refused:
+        raw(served, "ReadDatasetEntry", metadata=metadata)
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert message in refused.value.details()
+
+
+def test_a_request_that_does_not_parse_is_invalid_argument_and_the_server_carries_on(served) -> None:
+    with pytest.raises(grpc.RpcError) as refused:
+        raw(served, "FindEntries", b"\xff\xff\xff\xff not a message")
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "not a rerun.cloud.v1alpha1.FindEntriesRequest" in refused.value.details()
+    assert [e.name for e in raw(served, "FindEntries").entries if e.name == "droid"] == ["droid"]
+
+
+def test_the_segment_table_honours_the_projection(served, stack, tmp_path) -> None:
+    stack.dataset.register([recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]).wait()
+    header = (("x-rerun-entry-id", stack.dataset.id.hex),)
+    full = raw(served, "ScanSegmentTable", metadata=header)
+    table = pa.concat_tables(decode(part.data) for part in full)
+    assert table.column("rerun_segment_id").to_pylist() == ["ep_0", "ep_1"]
+    schema = read_schema(raw(served, "GetSegmentTableSchema", metadata=header).schema)
+    assert table.schema.equals(schema, check_metadata=True)
+    assert full[0].meta.entry_id.id.inc == stack.dataset.id.int & ((1 << 64) - 1)
+
+    columns = ["rerun_size_bytes", "rerun_segment_id"]
+    projected = raw(served, "ScanSegmentTable", descriptors.cloud("ScanSegmentTableRequest", columns=columns),
+                    metadata=header)
+    assert decode(projected[0].data).column_names == columns
+    for wrong, message in ((["nope"], "'nope' not found"), (["rerun_segment_id"] * 2, "requested twice")):
+        with pytest.raises(grpc.RpcError) as refused:
+            raw(served, "ScanSegmentTable", descriptors.cloud("ScanSegmentTableRequest", columns=wrong),
+                metadata=header)
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT and message in refused.value.details()
+
+    client = rr.catalog.CatalogClient(served.url)
+    assert sorted(client.get_dataset("droid").segment_ids()) == ["ep_0", "ep_1"]
+
+
+def test_rerun_s_client_reads_a_dataset_s_overview_manifest_and_index_ranges(served, stack, tmp_path) -> None:
+    stack.dataset.register([recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]).wait()
+    dataset = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+
+    info = dataset.info()
+    assert (info.num_segments, info.dataset_name) == (2, "droid")
+    ranges = dataset.get_index_ranges().to_arrow_table()
+    ours = stack.dataset.get_index_ranges().to_arrow_table()
+    assert sorted(ranges.column("rerun_segment_id").to_pylist()) == ["ep_0", "ep_1"]
+    assert sorted(ranges.column_names) == sorted(ours.column_names)
+    with pytest.warns(DeprecationWarning):
+        manifest = dataset.manifest().to_arrow_table()
+    assert sorted(zip(manifest["rerun_segment_id"].to_pylist(), manifest["rerun_layer_name"].to_pylist(),
+                      strict=True)) == [("ep_0", "base"), ("ep_1", "base")]
+    assert set(manifest["rerun_layer_type"].to_pylist()) == {"rrd"}
+
+    with pytest.warns(DeprecationWarning, match="update"):
+        dataset.update(name="droid_v2")
+    assert stack.client.dataset_names() == ["droid_v2"]
+
+
+def test_rerun_s_client_sets_and_reads_the_default_blueprints(served, stack) -> None:
+    dataset = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    assert dataset.blueprint_dataset().name == stack.dataset.blueprint_dataset().name
+    dataset.set_default_blueprint("layout_1")
+    assert stack.dataset.default_blueprint() == "layout_1"
+    assert dataset.default_blueprint() == "layout_1"
+    dataset.set_default_blueprint(None)
+    assert stack.dataset.default_blueprint() is None
+
+
+def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_events(
+        served, stack, tmp_path) -> None:
+    uris = [recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]
+    dataset = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    sent = stack.producer.next_offset
+
+    result = dataset.register(uris).wait()
+    assert sorted(result.segment_ids) == ["ep_0", "ep_1"]
+    assert stack.client.get_dataset("droid").segment_ids() == ["ep_0", "ep_1"]
+    assert stack.producer.next_offset > sent  # the SDK's commands, in the log
+
+    # A task is named by its event's place in the log, and read from the store by any server.
+    answer = raw(served, "RegisterWithDataset", descriptors.cloud(
+        "RegisterWithDatasetRequest", data_sources=[descriptors.cloud("DataSource", storage_url=uris[0])],
+        on_duplicate=descriptors.enum_value("rerun.common.v1alpha1.IfDuplicateBehavior",
+                                            "IF_DUPLICATE_BEHAVIOR_ERROR")),
+        metadata=(("x-rerun-entry-id", stack.dataset.id.hex),))
+    [row] = decode(answer.data).to_pylist()
+    assert row["rerun_segment_id"] == "ep_0" and row["rerun_segment_layer"] == "base"
+    topic, partition, offset = row["rerun_task_id"].split(":")
+    assert (topic, partition) == ("strata.catalog", "0") and int(offset) >= sent
+    with protocol.serve(stack.client, port=0) as another:
+        [part] = raw(another, "QueryTasksOnCompletion", descriptors.cloud(
+            "QueryTasksOnCompletionRequest", ids=[descriptors.common("TaskId", id=row["rerun_task_id"])]))
+    [task] = decode(part.data).to_pylist()
+    assert task["exec_status"] == "failed"
+    assert task["msgs"].endswith('- Segment "ep_0", layer "base": already exists')  # as Rerun words it
+
+    # The server's client met that refusal at its next read; the task reported it, and the
+    # calls of other callers carry on.
+    assert sorted(dataset.segment_ids()) == ["ep_0", "ep_1"]
+    with pytest.raises(ValueError, match='Segment "ep_1", layer "base": already exists') as refused:
+        dataset.register([uris[1]]).wait()
+    assert '"ep_0"' not in str(refused.value)
+    assert sorted(rr.catalog.CatalogClient(served.url).dataset_names()) == ["droid"]
+
+
+def test_a_task_id_that_names_no_event_is_invalid_argument(served) -> None:
+    with pytest.raises(grpc.RpcError) as refused:
+        raw(served, "QueryTasksOnCompletion", descriptors.cloud(
+            "QueryTasksOnCompletionRequest", ids=[descriptors.common("TaskId", id="task_00000000DEADBEEF")]))
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "<topic>:<partition>:<offset>" in refused.value.details()
+
+
+def test_registering_a_missing_file_is_not_found_and_sends_nothing(served, stack, tmp_path) -> None:
+    dataset = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    sent = stack.producer.next_offset
+    with pytest.raises(rr.catalog.NotFoundError):
+        dataset.register([(tmp_path / "missing.rrd").as_uri()]).wait()
+    assert stack.producer.next_offset == sent
