@@ -52,8 +52,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(marker)
     if STORE_BACKEND != "sqlite":
         # Faults of SQLite's own (a full disk under its file, its write-ahead log), tests whose
-        # stacks choose their own store, and tests of reading recordings (what they read from the
-        # store, the contract tier checks on every backend): not run again on another backend,
+        # stacks choose their own store, and tests whose subject is not the store (what they read
+        # from it, the contract tier checks on every backend): not run again on another backend,
         # and reported as deselected, not as passed.
         def once(item: pytest.Item) -> bool:
             return any(item.get_closest_marker(name) for name in ONCE_MARKERS)

@@ -31,6 +31,8 @@ import sdk
 from projector.stores import normalize
 from stack import Server
 
+pytestmark = pytest.mark.store_agnostic
+
 NOT_COMPARED = ("rerun_last_updated_at", "rerun_size_bytes")
 """Segment table columns whose values differ by design (see the module's docstring)."""
 
