@@ -41,7 +41,7 @@ def assert_interrupt_leaves_no_worker(script: Path, *, after_secs: float = 0.0,
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert "KeyboardInterrupt" in stderr
+    assert "KeyboardInterrupt" in stderr, f"exit code {process.returncode}, stderr: {stderr!r}"
     assert not any(alive(pid) for pid in pids)
     listed = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
     assert not [line for line in listed.splitlines()
