@@ -22,13 +22,20 @@ def alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def _interruptible() -> None:
+    """In the script's process: SIGINT as a program started at a terminal has it. A test run that a
+    shell without job control started in the background (``make test &``) passes SIGINT on
+    ignored, and Python then raises no KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def assert_interrupt_leaves_no_worker(script: Path, *, after_secs: float = 0.0,
                                       timeout_secs: float = 60) -> None:
     """Run ``script``, which prints its workers' pids on one line once they serve, then keeps them
     busy; send it SIGINT ``after_secs`` later; it must stop with a KeyboardInterrupt (a generous deadline),
     its workers gone (neither alive nor listed by ``ps``)."""
     process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
+                               stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert process.stdout is not None
     try:
