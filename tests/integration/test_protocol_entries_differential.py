@@ -1,6 +1,6 @@
 """rerun-sdk's own, unmodified ``rr.catalog.CatalogClient`` against Rerun's server
-(``rr.server.Server``) and against strata's endpoint of Rerun's catalog protocol (the session's
-stack, served by ``protocol.serve``): the same calls on entries, datasets and registrations, the
+(``rr.server.Server``) and against strata's endpoint of Rerun's catalog protocol (a stack of the
+module's own, served by ``protocol.serve``): the same calls on entries, datasets and registrations, the
 same answers, the same exception classes, and the same schemas with their field metadata. Then
 the two ways strata runs the endpoint: ``strata serve`` beside a running stack, and
 ``Server(protocol_port=...)``.
@@ -38,8 +38,22 @@ NOT_COMPARED = ("rerun_last_updated_at", "rerun_size_bytes")
 
 
 @pytest.fixture(scope="module")
-def strata_endpoint(server: Server) -> Iterator[protocol.ProtocolServer]:
-    with protocol.serve(server.client(), port=0) as served:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A stack of the module's own: listings compare catalogs that hold only what these tests
+    made (the shared stack's holds names, such as ``x (renamed)``, that strata accepts and
+    Rerun's client does not parse)."""
+    with Server(tmp_path_factory.mktemp("protocol-stack")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(stack: Server) -> sdk.CatalogClient:
+    return stack.client()
+
+
+@pytest.fixture(scope="module")
+def strata_endpoint(stack: Server) -> Iterator[protocol.ProtocolServer]:
+    with protocol.serve(stack.client(), port=0) as served:
         yield served
 
 
@@ -206,16 +220,16 @@ def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, client: sdk.Catal
 # -- how it runs ----------------------------------------------------------------------------------
 
 
-def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(server: Server,
+def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(stack: Server,
                                                                        client: sdk.CatalogClient) -> None:
-    command = [sys.executable, "-m", "stack.cli", "serve", "--store", normalize(server.store),
-               "--bootstrap-servers", server.bootstrap_servers, "--port", "0"]
+    command = [sys.executable, "-m", "stack.cli", "serve", "--store", normalize(stack.store),
+               "--bootstrap-servers", stack.bootstrap_servers, "--port", "0"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         banner = process.stdout.readline()
         assert banner.startswith("strata serve: rerun+http://127.0.0.1:"), process.stderr.read()
         url = banner.split()[2]
-        assert f"writes through Kafka at {server.bootstrap_servers}" in banner
+        assert f"writes through Kafka at {stack.bootstrap_servers}" in banner
         theirs = rr.catalog.CatalogClient(url)
         name = _name("proto_served")
         theirs.create_dataset(name)
@@ -230,8 +244,8 @@ def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(server: S
 
 
 @pytest.mark.own_store
-def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: Path, server: Server) -> None:
-    assert server.protocol_url is None  # not asked for
+def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: Path, stack: Server) -> None:
+    assert stack.protocol_url is None  # not asked for
     with Server(tmp_path / "stack", protocol_port=0) as own:
         url = own.protocol_url
         assert url is not None and url.startswith("rerun+http://127.0.0.1:")
