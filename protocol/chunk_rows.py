@@ -76,7 +76,7 @@ def _int64(column: pa.ChunkedArray) -> pa.ChunkedArray:
 def selected(chunks: pa.Table, selection: Selection) -> pa.Table:
     """The rows of a layer's chunk index that ``selection`` may need."""
     static = chunks.column("chunk_is_static")
-    none = pc.and_(static, pa.scalar(False))
+    none = pc.and_kleene(static, pa.scalar(False))
     keep_static = static if selection.static else none
     temporal = pc.invert(static)
     if not selection.temporal:
@@ -88,15 +88,15 @@ def selected(chunks: pa.Table, selection: Selection) -> pa.Table:
     else:
         starts = _int64(chunks.column(f"{selection.timeline}:start"))
         ends = _int64(chunks.column(f"{selection.timeline}:end"))
-        keep_temporal = pc.and_(temporal, pc.is_valid(starts))
+        keep_temporal = pc.and_kleene(temporal, pc.is_valid(starts))
         if selection.start is not None:
-            keep_temporal = pc.and_(keep_temporal, pc.greater_equal(ends, selection.start))
+            keep_temporal = pc.and_kleene(keep_temporal, pc.greater_equal(ends, selection.start))
         if selection.end is not None:
-            keep_temporal = pc.and_(keep_temporal, pc.less_equal(starts, selection.end))
-    keep = pc.or_(keep_static, keep_temporal)
+            keep_temporal = pc.and_kleene(keep_temporal, pc.less_equal(starts, selection.end))
+    keep = pc.or_kleene(keep_static, keep_temporal)
     if selection.entities is not None:
         paths = pa.array(sorted(selection.entities), pa.string())
-        keep = pc.and_(keep, pc.is_in(chunks.column("chunk_entity_path"), value_set=paths))
+        keep = pc.and_kleene(keep, pc.is_in(chunks.column("chunk_entity_path"), value_set=paths))
     return chunks.filter(pc.fill_null(keep, False))
 
 
