@@ -36,11 +36,6 @@ DEFAULT_PORT = settings.PROTOCOL_PORT
 MAX_MESSAGE_BYTES = 2**31 - 1
 """The largest message grpcio takes (its default receive limit is 4 MB; Rerun's client sends and
 accepts up to 4 GiB)."""
-KEEPALIVE_OPTIONS = [("grpc.http2.max_ping_strikes", 0),
-                     ("grpc.http2.min_recv_ping_interval_without_data_ms", 1_000),
-                     ("grpc.keepalive_permit_without_calls", 1)]
-"""Rerun's client pings its connections while a long read runs; grpcio would answer a ping more
-often than every 5 minutes with ``GOAWAY`` ("Too many pings") and fail the read."""
 UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY}
 STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING, **chunks.STREAMING}
 UNLOCKED = tasks.UNLOCKED | chunks.UNLOCKED
@@ -219,7 +214,7 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
         handlers=[generic_handler(catalog)],
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                 ("grpc.so_reuseport", 0), *KEEPALIVE_OPTIONS])
+                 ("grpc.so_reuseport", 0)])
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         bound = server.add_insecure_port(address)
