@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from protocol.errors import InvalidRequestError
 
+CHUNK_KEY = "chunk_key"
+"""The column of a chunk's key, in the rows of a query and of a manifest."""
 VERSION = 1
 SIGNATURE_BYTES = 16
 """A truncated HMAC-SHA256: 128 bits, as hard to forge as a chunk id is to guess."""

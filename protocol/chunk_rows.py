@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from protocol.chunk_keys import LayerRef
-from protocol.layer_chunks import CHUNK_KEY
+from protocol.chunk_keys import CHUNK_KEY, LayerRef
 
 CONTROL = {"rerun:kind": "control"}
 CANDIDATE_FIELDS = [
@@ -100,35 +99,50 @@ def selected(chunks: pa.Table, selection: Selection) -> pa.Table:
     return chunks.filter(pc.fill_null(keep, False))
 
 
-def candidates(layers: Sequence[tuple[LayerRef, pa.Table]], selection: Selection,
-               timeline_field: pa.Field | None) -> pa.Table:
-    """The candidate chunks of ``layers`` (each with its chunk index), in Rerun's columns; with
-    ``timeline_field``, last, each chunk's first value on the selection's timeline (null for a
-    static chunk)."""
-    fields = [*CANDIDATE_FIELDS, *DIRECT_URL_FIELDS] + ([timeline_field] if timeline_field else [])
-    schema = pa.schema(fields)
+def layer_rows(layer: LayerRef, chunks: pa.Table) -> pa.Table:
+    """A layer's chunks as candidate rows (``CANDIDATE_FIELDS``), followed by each timeline's
+    first and last values (``<timeline>:start``, ``<timeline>:end``, int64): what a query of the
+    layer selects from, made once per layer."""
+    count = chunks.num_rows
+    columns: list[pa.Array | pa.ChunkedArray] = []
+    for field in CANDIDATE_FIELDS:
+        if field.name == "chunk_segment_id":
+            columns.append(pa.array([layer.segment_id] * count, pa.string()))
+        elif field.name == "rerun_segment_layer":
+            columns.append(pa.array([layer.layer_name] * count, pa.string()))
+        else:
+            columns.append(chunks.column(_SOURCE_COLUMNS[field.name]).cast(field.type))
+    fields = list(CANDIDATE_FIELDS)
+    for field in chunks.schema:
+        metadata = field.metadata or {}
+        timeline = metadata.get(b"rerun:index", b"").decode()
+        if field.name in (f"{timeline}:start", f"{timeline}:end") and b"rerun:component" not in metadata:
+            fields.append(pa.field(field.name, pa.int64()))
+            columns.append(_int64(chunks.column(field.name)))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def candidates(layers: Sequence[pa.Table], selection: Selection, timeline_field: pa.Field | None) -> pa.Table:
+    """The candidate chunks of ``layers`` (each layer's ``layer_rows``), in Rerun's columns;
+    with ``timeline_field``, last, each chunk's first value on the selection's timeline (null for
+    a static chunk). The layers are put together first and selected from at once."""
+    bounds = [f"{selection.timeline}:start", f"{selection.timeline}:end"] if selection.timeline else []
+    work = pa.schema([*CANDIDATE_FIELDS, *(pa.field(name, pa.int64()) for name in bounds)])
     tables = []
-    for layer, chunks in layers:
-        rows = selected(chunks, selection)
-        count = rows.num_rows
-        if not count:
-            continue
-        columns: list[pa.Array | pa.ChunkedArray] = []
-        for field in fields:
-            if field.name in _SOURCE_COLUMNS:
-                columns.append(rows.column(_SOURCE_COLUMNS[field.name]).cast(field.type))
-            elif field.name == "chunk_segment_id":
-                columns.append(pa.array([layer.segment_id] * count, pa.string()))
-            elif field.name == "rerun_segment_layer":
-                columns.append(pa.array([layer.layer_name] * count, pa.string()))
-            elif field is timeline_field and f"{selection.timeline}:start" in rows.column_names:
-                starts = _int64(rows.column(f"{selection.timeline}:start"))
-                columns.append(pc.if_else(rows.column("chunk_is_static"), pa.scalar(None, pa.int64()),
-                                          starts))
-            else:
-                columns.append(pa.nulls(count, field.type))
-        tables.append(pa.Table.from_arrays(columns, schema=schema))
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+    for rows in layers:
+        columns = [rows.column(number) for number in range(len(CANDIDATE_FIELDS))]
+        columns += [rows.column(name) if name in rows.column_names else pa.nulls(rows.num_rows, pa.int64())
+                    for name in bounds]
+        tables.append(pa.Table.from_arrays(columns, schema=work))
+    chosen = selected(pa.concat_tables(tables), selection) if tables else work.empty_table()
+    count = chosen.num_rows
+    fields = [*CANDIDATE_FIELDS, *DIRECT_URL_FIELDS] + ([timeline_field] if timeline_field else [])
+    columns = [chosen.column(number) for number in range(len(CANDIDATE_FIELDS))]
+    columns += [pa.nulls(count, field.type) for field in DIRECT_URL_FIELDS]
+    if timeline_field is not None:
+        starts = chosen.column(bounds[0]) if bounds else pa.nulls(count, pa.int64())
+        columns.append(pc.if_else(chosen.column("chunk_is_static"), pa.scalar(None, pa.int64()), starts))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
 STATIC_FLAG = ":has_static_data"

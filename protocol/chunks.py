@@ -24,7 +24,7 @@ from google.protobuf.message import Message
 import recordings
 import sdk
 from protocol import chunk_rows
-from protocol.chunk_keys import ChunkLocation, LayerRef
+from protocol.chunk_keys import CHUNK_KEY, ChunkLocation, LayerRef
 from protocol.chunk_rows import FIND_CHUNKS_TIMELINE, Selection, query_dataset_timeline
 from protocol.dataframes import decode, encode, ipc_stream, schema_message
 from protocol.datasets import parts
@@ -32,7 +32,7 @@ from protocol.descriptors import cloud, common, enum_value, message_class
 from protocol.entries import DATASET_KINDS, ENTRY_DATASET_KINDS
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_id
-from protocol.layer_chunks import CHUNK_KEY, Layer, layers, layers_by_schema
+from protocol.layer_chunks import Layer, layers, layers_by_schema
 from protocol.requests import Request, Streaming
 
 RESPONSE_BYTES = 4 << 20
@@ -123,8 +123,8 @@ def _candidates(request: Request, response: str, selection: Selection, segment_i
     cache = request.layer_chunks
 
     def respond() -> Iterator[Message]:
-        indexed = [(layer.ref, cache.chunks(layer, objects)) for layer in found]
-        yield from parts(chunk_rows.candidates(indexed, selection, timeline), response, meta)
+        rows = [cache.rows(layer, objects) for layer in found]
+        yield from parts(chunk_rows.candidates(rows, selection, timeline), response, meta)
 
     return respond()
 

@@ -24,9 +24,9 @@ import pyarrow as pa
 
 import recordings
 import sdk
-from protocol.chunk_keys import ChunkKeys, LayerRef
+from protocol.chunk_keys import CHUNK_KEY, ChunkKeys, LayerRef
+from protocol.chunk_rows import layer_rows
 
-CHUNK_KEY = "chunk_key"
 MANIFEST_COLUMNS = ("rerun_segment_id", "rerun_layer_name", "rerun_storage_url", "rerun_size_bytes",
                     "rerun_registration_time")
 """The columns of the dataset's manifest a read needs."""
@@ -81,6 +81,7 @@ class LayerChunks:
         self._lock = threading.Lock()
         self._chunks: collections.OrderedDict[tuple[object, ...], pa.Table] = collections.OrderedDict()
         self._schemas: collections.OrderedDict[tuple[object, ...], pa.Schema] = collections.OrderedDict()
+        self._rows: collections.OrderedDict[tuple[object, ...], pa.Table] = collections.OrderedDict()
         self.reads = 0
         """Files whose footer was read (for tests and measurements)."""
 
@@ -92,7 +93,6 @@ class LayerChunks:
                 return cache[key]
         value = read()  # outside the lock: another layer's reads go on meanwhile
         with self._lock:
-            self.reads += 1
             cache[key] = value
             while len(cache) > self._max_layers:
                 cache.popitem(last=False)
@@ -104,6 +104,8 @@ class LayerChunks:
 
         def read() -> pa.Table:
             index = recordings.chunk_index(layer.ref.storage_url, _store(layer.ref, objects))
+            with self._lock:
+                self.reads += 1
             if isinstance(index, pa.RecordBatch):  # what rerun-sdk gives, whatever the annotation says
                 index = pa.Table.from_batches([index])
             keys = self.keys.keys(layer.ref, index.column("chunk_byte_offset").to_pylist(),
@@ -111,6 +113,13 @@ class LayerChunks:
             return index.append_column(pa.field(CHUNK_KEY, pa.binary()), pa.array(keys, pa.binary()))
 
         table = self._cached(self._chunks, (layer.ref, layer.registered_at), read)
+        assert isinstance(table, pa.Table)
+        return table
+
+    def rows(self, layer: Layer, objects: recordings.ObjectStoreConfig) -> pa.Table:
+        """``layer``'s chunks as candidate rows (``chunk_rows.layer_rows``), made once."""
+        table = self._cached(self._rows, (layer.ref, layer.registered_at),
+                             lambda: layer_rows(layer.ref, self.chunks(layer, objects)))
         assert isinstance(table, pa.Table)
         return table
 

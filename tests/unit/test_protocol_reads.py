@@ -135,6 +135,7 @@ def test_fetch_chunks_refuses_a_forged_key_before_sending_anything(served, stack
 
 def index_of(rows: list[dict[str, Any]]) -> pa.Table:
     """A chunk index as rerun-sdk's, of the columns candidate rows read, one timeline ``t``."""
+    timeline = {"rerun:index": "t"}
     return pa.table({
         "chunk_entity_path": pa.array([r["path"] for r in rows], pa.string()),
         "chunk_id": pa.array([bytes([n]) * 16 for n in range(len(rows))], pa.binary(16)),
@@ -145,7 +146,13 @@ def index_of(rows: list[dict[str, Any]]) -> pa.Table:
         "t:start": pa.array([r.get("t") and r["t"][0] for r in rows], pa.timestamp("ns")),
         "t:end": pa.array([r.get("t") and r["t"][1] for r in rows], pa.timestamp("ns")),
         "chunk_key": pa.array([b"key%d" % n for n in range(len(rows))], pa.binary()),
-    })
+    }).cast(pa.schema([pa.field(name, kind, metadata=timeline if name.startswith("t:") else None)
+                       for name, kind in (("chunk_entity_path", pa.string()), ("chunk_id", pa.binary(16)),
+                                          ("chunk_is_static", pa.bool_()), ("chunk_byte_offset", pa.uint64()),
+                                          ("chunk_byte_size", pa.uint64()),
+                                          ("chunk_byte_size_uncompressed", pa.uint64()),
+                                          ("t:start", pa.timestamp("ns")), ("t:end", pa.timestamp("ns")),
+                                          ("chunk_key", pa.binary()))]))
 
 
 INDEX = index_of([
@@ -172,8 +179,8 @@ def test_candidate_chunks_are_pruned_by_entity_kind_and_timeline(selection, kept
 
 def test_candidate_rows_are_in_rerun_s_columns() -> None:
     other = LayerRef("file:///data/ep_2.rrd", "ep_2", "extra", 10)
-    table = chunk_rows.candidates([(LAYER, INDEX), (other, INDEX.slice(0, 2))], Selection(timeline="t"),
-                                  chunk_rows.FIND_CHUNKS_TIMELINE)
+    layers = [chunk_rows.layer_rows(LAYER, INDEX), chunk_rows.layer_rows(other, INDEX.slice(0, 2))]
+    table = chunk_rows.candidates(layers, Selection(timeline="t"), chunk_rows.FIND_CHUNKS_TIMELINE)
     assert table.schema.names == [
         "chunk_id", "chunk_segment_id", "rerun_segment_layer", "chunk_key", "chunk_entity_path",
         "chunk_is_static", "chunk_byte_len", "chunk_byte_size_uncompressed", "rerun_layer_direct_url",
@@ -187,8 +194,7 @@ def test_candidate_rows_are_in_rerun_s_columns() -> None:
     assert {r["chunk_byte_len"] for r in rows} == {90}  # the bytes FetchChunks sends
     assert {r["rerun_layer_direct_url"] for r in rows} == {None}  # FetchChunks, not direct URLs
 
-    named = chunk_rows.candidates([(LAYER, INDEX)], Selection(timeline="t"),
-                                  chunk_rows.query_dataset_timeline("t"))
+    named = chunk_rows.candidates(layers[:1], Selection(timeline="t"), chunk_rows.query_dataset_timeline("t"))
     assert named.schema.field("t:start").metadata == {
         b"rerun:index": b"t", b"rerun:index_marker": b"start", b"rerun:kind": b"index"}
     empty = chunk_rows.candidates([], Selection(), chunk_rows.FIND_CHUNKS_TIMELINE)
