@@ -27,8 +27,9 @@ from protocol.dataframes import decode, encode
 from protocol.layer_chunks import LayerChunks
 from recordings import chunk_index
 
-from .test_dataset_entry import InProcessStack
+from .test_dataset_entry import InProcessStack, static_recording
 from .test_protocol_service import raw
+from .test_registration import recording
 
 T0 = 1_700_000_000_000_000_000
 LAYER = LayerRef("file:///data/ep_1.rrd", "ep_1", "base", 4096)
@@ -369,3 +370,18 @@ def test_without_find_chunks_rerun_s_client_queries_the_dataset_and_reads_the_sa
         raw(served, "QueryDataset", descriptors.cloud("QueryDatasetRequest", chunk_ids=[
             descriptors.common("Tuid", time_ns=1, inc=2)]), metadata=header(stack))
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_rerun_s_client_streams_a_segment_with_the_assets_that_apply_to_it(served, stack, tmp_path) -> None:
+    dataset = stack.dataset
+    dataset.register([recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]).wait()
+    dataset.register_asset(static_recording(tmp_path / "mesh.rrd", "gripper_mesh"), mode="opt_in",
+                           segments=["ep_1"])
+    theirs = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    for segment in ("ep_0", "ep_1"):
+        streamed, ours = theirs.segment_store(segment), dataset.segment_store(segment)
+        assert sorted(c.entity_path for c in streamed.stream()) == sorted(
+            c.entity_path for c in ours.stream())
+        assert streamed.schema().to_arrow().equals(ours.schema().to_arrow(), check_metadata=True)
+    assert "/mesh" in {c.entity_path for c in theirs.segment_store("ep_1").stream()}
+    assert "/mesh" not in {c.entity_path for c in theirs.segment_store("ep_1", include_assets=False).stream()}
