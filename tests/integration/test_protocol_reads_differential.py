@@ -15,6 +15,7 @@ never answer.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -53,19 +54,27 @@ with protocol.serve(sdk.CatalogClient(store=sys.argv[1], workers=0), port=0) as 
 ``query_dataset``, one that does not advertise ``dataset:find_chunks``."""
 
 
-@pytest.fixture(scope="module", params=["find_chunks", "query_dataset"])
-def strata_url(request: pytest.FixtureRequest, server: Server) -> Iterator[str]:
-    process = subprocess.Popen([sys.executable, "-c", SERVE, normalize(server.store), request.param],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+@contextlib.contextmanager
+def _endpoint(server: Server, path: str, environment: dict[str, str] | None = None) -> Iterator[str]:
+    """strata's endpoint on ``server``'s store in a process of its own, for the query ``path``."""
+    process = subprocess.Popen([sys.executable, "-c", SERVE, normalize(server.store), path],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, **(environment or {})})
     try:
         url = process.stdout.readline().strip()  # type: ignore[union-attr]
         assert url.startswith("rerun+http://127.0.0.1:")
-        advertised = {"find_chunks": ["dataset:find_chunks"], "query_dataset": []}[request.param]
+        advertised = {"find_chunks": ["dataset:find_chunks"], "query_dataset": []}[path]
         assert _capabilities(url) == advertised
         yield url
     finally:
         process.stdin.close()  # type: ignore[union-attr]
         process.wait(60)
+
+
+@pytest.fixture(scope="module", params=["find_chunks", "query_dataset"])
+def strata_url(request: pytest.FixtureRequest, server: Server) -> Iterator[str]:
+    with _endpoint(server, request.param) as url:
+        yield url
 
 
 def _capabilities(url: str) -> list[str]:
@@ -212,3 +221,24 @@ def test_an_unknown_segment_is_not_found_alike(datasets) -> None:
     for dataset in datasets.values():
         with pytest.raises(rr.catalog.NotFoundError):
             dataset.segment_store("does-not-exist")
+
+
+def test_a_recording_in_an_object_store_reads_as_the_same_file_on_rerun_s_server(
+        server: Server, client: sdk.CatalogClient, rerun_client, s3, tmp_path: Path) -> None:
+    tag = os.urandom(3).hex()
+    path = tmp_path / "remote.rrd"
+    write_episode(path, f"remote_{tag}", 7, steps=30)
+    url = s3.put(f"protocol-reads-{tag}", "droid/remote.rrd", path)
+    name = f"protocol-reads-s3-{tag}"
+    client.create_dataset(name).register([url], object_store_config=s3.config()).wait()
+    rerun_client.create_dataset(name).register([path.as_uri()]).wait()
+    with _endpoint(server, "find_chunks", s3.environment()) as strata_url:
+        datasets = {"strata": rr.catalog.CatalogClient(strata_url).get_dataset(name),
+                    "rerun": rerun_client.get_dataset(name)}
+        read = {side: _sorted(dataset.reader(index="real_time").to_arrow_table())
+                for side, dataset in datasets.items()}
+        streamed = {side: sorted((c.id, c.num_rows) for c in dataset.segment_store(f"remote_{tag}").stream())
+                    for side, dataset in datasets.items()}
+    assert read["strata"].num_rows == read["rerun"].num_rows == 30
+    assert read["strata"].equals(read["rerun"])
+    assert streamed["strata"] == streamed["rerun"]
