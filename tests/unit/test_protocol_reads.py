@@ -107,10 +107,9 @@ def test_a_chunk_key_names_its_layer_s_range_and_only_this_server_s_keys_are_tak
         "empty": b"",
         "another version": b"\x02" + key[1:],
     }
-    for what, forged in refused.items():
+    for forged in refused.values():
         with pytest.raises(InvalidChunkKeyError, match="not one this server handed out"):
             keys.location(forged)
-        assert what  # each case is one of the above
 
 
 def test_fetch_chunks_refuses_a_forged_key_before_sending_anything(served, stack, registered) -> None:
