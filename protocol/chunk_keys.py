@@ -6,7 +6,7 @@ size as registered) and the segment it belongs to, signed with the server's secr
 or another size than the one the server handed out fails its signature and is refused
 (``InvalidChunkKeyError``), so a client can never read a file or a range that is not a
 registered layer's chunk. Keys are good for as long as the server's secret: a new server
-refuses the keys of the last one, and its client asks for them again.
+refuses the keys of the last one, and a read started before it must be run again.
 
     key = version (1 byte) | signature (16 bytes) | body
     body = offset, length, file size (3 x u64 little-endian) | storage URL | segment id | layer
