@@ -125,7 +125,7 @@ def _segments_wanted(table: pa.Table, message: Message) -> pa.Table:
     return table.filter(kept if strategy == "scan_only" else pc.invert(kept))
 
 
-def _parts(table: pa.Table, response: str, meta: Message) -> Iterator[Message]:
+def parts(table: pa.Table, response: str, meta: Message) -> Iterator[Message]:
     """``table`` in ``DataframePart``s of at least one batch (an empty table is one empty part),
     the first response carrying ``meta``."""
     batches = table.combine_chunks().to_batches(max_chunksize=ROWS_PER_PART) or [
@@ -154,7 +154,7 @@ def scan_segment_table(request: Request) -> Iterator[Message]:
     """The segment table, only the ``columns`` asked for, in their order."""
     dataset = request.dataset()
     table = _segments_wanted(segment_table(dataset), request.message)
-    return _parts(project(table, list(request.message.columns)), "ScanSegmentTableResponse", _meta(dataset))
+    return parts(project(table, list(request.message.columns)), "ScanSegmentTableResponse", _meta(dataset))
 
 
 def get_dataset_manifest_schema(request: Request) -> Message:
@@ -174,7 +174,7 @@ def scan_dataset_manifest(request: Request) -> Iterator[Message]:
             kept = pc.is_in(table.column("rerun_layer_name"),
                             value_set=pa.array(list(getattr(hint, strategy).layer_names), pa.string()))
             table = table.filter(kept if strategy == "scan_only" else pc.invert(kept))
-    return _parts(project(table, list(request.message.columns)), "ScanDatasetManifestResponse",
+    return parts(project(table, list(request.message.columns)), "ScanDatasetManifestResponse",
                   _meta(dataset))
 
 

@@ -29,6 +29,9 @@ ENTRY_DATASET_KINDS = {EntryKind.DATASET: DatasetKind.DATASET,
                        EntryKind.BLUEPRINT_DATASET: DatasetKind.BLUEPRINT,
                        EntryKind.ASSET_DATASET: DatasetKind.ASSET}
 SYSTEM_TABLE_ENTRIES = "SYSTEM_TABLE_KIND_ENTRIES"
+CAPABILITIES = ["dataset:find_chunks"]
+"""What ``WhoAmI`` advertises: ``FindChunks`` is served (``protocol.chunks``), so Rerun's client
+asks it rather than ``QueryDataset``."""
 
 Entry = sdk.DatasetEntry | sdk.TableEntry
 
@@ -47,10 +50,10 @@ def version(request: Request) -> Message:
 
 
 def who_am_i(request: Request) -> Message:
-    """Anyone may read; writing needs a catalog with a Kafka cluster. No capability is
-    advertised (``dataset:find_chunks`` comes with ``FindChunks``)."""
+    """Anyone may read; writing needs a catalog with a Kafka cluster. ``CAPABILITIES`` are
+    advertised."""
     return cloud("WhoAmIResponse", can_read=True, can_write=request.catalog.bootstrap_servers is not None,
-                 capabilities=cloud("ServerCapabilities"))
+                 capabilities=cloud("ServerCapabilities", capabilities=CAPABILITIES))
 
 
 def details(entry: Entry) -> Message:

@@ -14,6 +14,7 @@ from google.protobuf.message import Message
 import sdk
 from projector import views
 from protocol.errors import InvalidRequestError
+from protocol.layer_chunks import LayerChunks
 
 ENTRY_ID_HEADER = "x-rerun-entry-id"
 ENTRY_NAME_HEADER = "x-rerun-entry-name-bin"
@@ -22,11 +23,12 @@ ENTRY_NAME_HEADER = "x-rerun-entry-name-bin"
 @dataclass(frozen=True)
 class Request:
     """One call: the catalog, the request message, the headers (a binary header's value is
-    ``bytes``)."""
+    ``bytes``), and the server's layers' chunk indexes and chunk keys."""
 
     catalog: sdk.CatalogClient
     message: Message
     metadata: Mapping[str, str | bytes]
+    layer_chunks: LayerChunks
 
     def entry_id(self) -> uuid.UUID | None:
         """The entry id of the ``x-rerun-entry-id`` header, None without one.

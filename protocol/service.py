@@ -1,19 +1,21 @@
 """The gRPC server of ``RerunCloudService``: every RPC of the installed rerun-sdk's service
-answered, the ones strata serves by their area's module (``entries``, ``datasets``, ``tasks``)
-and the others with ``UNIMPLEMENTED`` and a message naming them; strata's errors as the status
-codes Rerun's client maps to its exceptions, carrying strata's message.
+answered, the ones strata serves by their area's module (``entries``, ``datasets``, ``tasks``,
+``chunks``) and the others with ``UNIMPLEMENTED`` and a message naming them; strata's errors as
+the status codes Rerun's client maps to its exceptions, carrying strata's message.
 
 The catalog is one strata client, used by one call at a time: a client's store connection is not
 meant for concurrent use, and each call's own work (a store read, a registration's file reads, a
 write that waits for its outcome) is short next to the round trip of the call. Waiting on tasks
-reads the store on a connection of its own, outside that lock.
+reads the store on a connection of its own, outside that lock. Reads of recordings' data hold it
+only while they read the store: what they read of files (the streams of ``chunks.STREAMING``)
+is read after it is released, and ``FetchChunks`` never takes it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent import futures
 from typing import Any
 
@@ -22,9 +24,10 @@ from google.protobuf.message import DecodeError, Message
 
 import sdk
 import settings
-from protocol import datasets, entries, tasks
+from protocol import chunks, datasets, entries, tasks
 from protocol.descriptors import SERVICE, message_class, service
 from protocol.errors import status_of
+from protocol.layer_chunks import LayerChunks
 from protocol.requests import Request, Streaming, Unary
 
 DEFAULT_HOST = "127.0.0.1"
@@ -34,7 +37,10 @@ MAX_MESSAGE_BYTES = 2**31 - 1
 """The largest message grpcio takes (its default receive limit is 4 MB; Rerun's client sends and
 accepts up to 4 GiB)."""
 UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY}
-STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING}
+STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING, **chunks.STREAMING}
+UNLOCKED = tasks.UNLOCKED | chunks.UNLOCKED
+"""RPCs run without the catalog's lock: they read the store on a connection of their own, or not
+at all."""
 SERVED = frozenset(UNARY) | frozenset(STREAMING)
 """The RPCs strata serves; every other RPC of the service answers ``UNIMPLEMENTED``."""
 
@@ -53,15 +59,16 @@ class Handlers:
     that read the store on a connection of their own, ``tasks.UNLOCKED``), and its errors into
     statuses."""
 
-    def __init__(self, catalog: sdk.CatalogClient) -> None:
+    def __init__(self, catalog: sdk.CatalogClient, layer_chunks: LayerChunks | None = None) -> None:
         self.catalog = catalog
         self.lock = threading.Lock()
+        self.layer_chunks = layer_chunks or LayerChunks()
 
     def _run(self, method: str, run: Callable[[Request], Any], request: Request) -> Any:
         """``run(request)``. A registration the catalog refused raises at the client's next read
         (``WriteRefusedError``, once); its task reports it (``QueryTasksOnCompletion``), so the
         read that met it is run again instead of failing for another caller."""
-        if method in tasks.UNLOCKED:
+        if method in UNLOCKED:
             return run(request)
         with self.lock:
             try:
@@ -77,7 +84,7 @@ class Handlers:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"{method}: the request is not a {input_type} ({exc})")
         metadata: Mapping[str, str | bytes] = dict(context.invocation_metadata())
-        return Request(self.catalog, message, metadata)
+        return Request(self.catalog, message, metadata, self.layer_chunks)
 
     def unary(self, method: str, run: Unary) -> Callable[[bytes, grpc.ServicerContext], Message]:
         def handle(data: bytes, context: grpc.ServicerContext) -> Message:
@@ -95,13 +102,35 @@ class Handlers:
                   ) -> Callable[[bytes, grpc.ServicerContext], Iterable[Message]]:
         def handle(data: bytes, context: grpc.ServicerContext) -> Iterable[Message]:
             request = self._request(method, data, context)
+            lazy = method in chunks.STREAMING
             try:
-                return iter(list(self._run(method, lambda r: list(run(r)), request)))
+                responses = self._run(method, run if lazy else lambda r: list(run(r)), request)
             except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
                 _abort(context, exc, method)
                 raise  # not reached: abort raises
+            return _streamed(iter(responses), context, method)
 
         return handle
+
+
+def _streamed(responses: Iterator[Any], context: grpc.ServicerContext, method: str) -> Iterator[Any]:
+    """``responses``, an error met while making them ending the call with its status."""
+    try:
+        yield from responses
+    except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
+        _abort(context, exc, method)
+        raise  # not reached: abort raises
+
+
+def _serializer(output_type: str) -> Callable[[Any], bytes]:
+    """The encoder of a method's responses; a response already encoded (``FetchChunks``'s
+    hand-framed messages) is sent as it is."""
+    encode = message_class(output_type).SerializeToString
+
+    def serialize(response: Any) -> bytes:
+        return response if isinstance(response, bytes) else bytes(encode(response))
+
+    return serialize
 
 
 def _unimplemented(method: str) -> Callable[..., Any]:
@@ -118,7 +147,7 @@ def generic_handler(catalog: sdk.CatalogClient) -> grpc.GenericRpcHandler:
     methods = {}
     for method in service().methods:
         name = method.name
-        serialize = message_class(method.output_type.full_name).SerializeToString
+        serialize = _serializer(method.output_type.full_name)
         if name in UNARY and not method.server_streaming:
             methods[name] = grpc.unary_unary_rpc_method_handler(
                 handlers.unary(name, UNARY[name]), response_serializer=serialize)

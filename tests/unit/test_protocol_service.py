@@ -109,7 +109,8 @@ def test_errors_reach_rerun_s_client_as_its_classes_with_strata_s_messages(serve
 def test_who_am_i_says_whether_the_catalog_can_write(served, stack, tmp_path) -> None:
     answer = raw(served, "WhoAmI")
     assert (answer.can_read, answer.can_write) == (True, True)
-    assert answer.HasField("capabilities") and list(answer.capabilities.capabilities) == []
+    assert answer.HasField("capabilities")
+    assert list(answer.capabilities.capabilities) == ["dataset:find_chunks"]
     reader = sdk.CatalogClient(store=tmp_path / "store.db", workers=0)
     with protocol.serve(reader, port=0) as read_only:
         answer = raw(read_only, "WhoAmI")

@@ -1,0 +1,140 @@
+"""A dataset's registered layers, as its manifest lists them through the public SDK, and each
+layer's chunks: the chunk index of its ``.rrd`` (``recordings.chunk_index``: byte offsets and
+sizes from the file's footer, no chunk read) with each chunk's signed ``chunk_key``, and the
+layer's Arrow schema.
+
+Both are read once per layer and kept (``LayerChunks``, bounded): a layer is immutable, so what
+its file held when it was registered is what it holds; the cache is keyed by the layer's file,
+its registered size and its registration time, so a layer registered again (``replace``) is read
+again. The catalog's state is never kept here: which layers exist is asked of the store on each
+call.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import datafusion
+import datafusion.functions
+import pyarrow as pa
+
+import recordings
+import sdk
+from protocol.chunk_keys import CHUNK_KEY, ChunkKeys, LayerRef
+from protocol.chunk_rows import layer_rows
+
+MANIFEST_COLUMNS = ("rerun_segment_id", "rerun_layer_name", "rerun_storage_url", "rerun_size_bytes",
+                    "rerun_registration_time")
+"""The columns of the dataset's manifest a read needs."""
+MAX_LAYERS = 16_384
+"""Layers whose chunk index is kept (a DROID-like episode's is about 25 rows)."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A registered layer: its file (``ref``) and when it was registered."""
+
+    ref: LayerRef
+    registered_at: datetime | None
+
+
+def layers(dataset: sdk.DatasetEntry, segment_ids: Sequence[str] | None = None) -> list[Layer]:
+    """The dataset's layers (of ``segment_ids`` only, if given), by segment id, each segment's in
+    the manifest's order (sorting is stable)."""
+    frame = dataset.manifest().select(*MANIFEST_COLUMNS)
+    if segment_ids is not None:
+        wanted = [datafusion.lit(segment_id) for segment_id in dict.fromkeys(segment_ids)]
+        if not wanted:
+            return []
+        frame = frame.filter(datafusion.functions.in_list(datafusion.col("rerun_segment_id"), wanted))
+    rows = frame.to_arrow_table().to_pydict()
+    found = [Layer(LayerRef(url, segment, layer, int(size or 0)), registered)
+             for segment, layer, url, size, registered in zip(*(rows[name] for name in MANIFEST_COLUMNS),
+                                                              strict=True)]
+    return sorted(found, key=lambda layer: layer.ref.segment_id)
+
+
+def layers_by_schema(dataset: sdk.DatasetEntry, digests: Sequence[bytes]) -> dict[bytes, Layer]:
+    """A layer of the dataset whose schema has each digest (the manifest's
+    ``rerun_schema_sha256``), the first registered; a digest no layer has is left out."""
+    wanted = set(digests)
+    rows = dataset.manifest().select("rerun_schema_sha256", *MANIFEST_COLUMNS).to_arrow_table().to_pydict()
+    found: dict[bytes, Layer] = {}
+    for digest, segment, layer, url, size, registered in zip(
+            rows["rerun_schema_sha256"], *(rows[name] for name in MANIFEST_COLUMNS), strict=True):
+        if digest in wanted and digest not in found:
+            found[digest] = Layer(LayerRef(url, segment, layer, int(size or 0)), registered)
+    return found
+
+
+class LayerChunks:
+    """Each layer's chunk index with its chunk keys, and its schema, read once and kept (the
+    ``MAX_LAYERS`` last used)."""
+
+    def __init__(self, keys: ChunkKeys | None = None, *, max_layers: int = MAX_LAYERS) -> None:
+        self.keys = keys or ChunkKeys()
+        self._max_layers = max_layers
+        self._lock = threading.Lock()
+        self._chunks: collections.OrderedDict[tuple[object, ...], pa.Table] = collections.OrderedDict()
+        self._schemas: collections.OrderedDict[tuple[object, ...], pa.Schema] = collections.OrderedDict()
+        self._rows: collections.OrderedDict[tuple[object, ...], pa.Table] = collections.OrderedDict()
+        self.reads = 0
+        """Files whose footer was read (for tests and measurements)."""
+
+    def _cached(self, cache: collections.OrderedDict[tuple[object, ...], object], key: tuple[object, ...],
+                read: Callable[[], object]) -> object:
+        with self._lock:
+            if key in cache:
+                cache.move_to_end(key)
+                return cache[key]
+        value = read()  # outside the lock: another layer's reads go on meanwhile
+        with self._lock:
+            cache[key] = value
+            while len(cache) > self._max_layers:
+                cache.popitem(last=False)
+        return value
+
+    def chunks(self, layer: Layer, objects: recordings.ObjectStoreConfig) -> pa.Table:
+        """``layer``'s chunk index (``recordings.chunk_index``) with a ``chunk_key`` column.
+        Raises what ``recordings.chunk_index`` raises."""
+
+        def read() -> pa.Table:
+            index = recordings.chunk_index(layer.ref.storage_url, _store(layer.ref, objects))
+            with self._lock:
+                self.reads += 1
+            if isinstance(index, pa.RecordBatch):  # what rerun-sdk gives, whatever the annotation says
+                index = pa.Table.from_batches([index])
+            keys = self.keys.keys(layer.ref, index.column("chunk_byte_offset").to_pylist(),
+                                  index.column("chunk_byte_size").to_pylist())
+            return index.append_column(pa.field(CHUNK_KEY, pa.binary()), pa.array(keys, pa.binary()))
+
+        table = self._cached(self._chunks, (layer.ref, layer.registered_at), read)
+        assert isinstance(table, pa.Table)
+        return table
+
+    def rows(self, layer: Layer, objects: recordings.ObjectStoreConfig) -> pa.Table:
+        """``layer``'s chunks as candidate rows (``chunk_rows.layer_rows``), made once."""
+        table = self._cached(self._rows, (layer.ref, layer.registered_at),
+                             lambda: layer_rows(layer.ref, self.chunks(layer, objects)))
+        assert isinstance(table, pa.Table)
+        return table
+
+    def schema(self, layer: Layer, objects: recordings.ObjectStoreConfig) -> pa.Schema:
+        """``layer``'s Arrow schema as its file has it. Raises what ``recordings.read_recording``
+        raises."""
+
+        def read() -> pa.Schema:
+            return recordings.read_recording(layer.ref.storage_url, _store(layer.ref, objects)).arrow_schema
+
+        schema = self._cached(self._schemas, (layer.ref, layer.registered_at), read)
+        assert isinstance(schema, pa.Schema)
+        return schema
+
+
+def _store(layer: LayerRef, objects: recordings.ObjectStoreConfig) -> recordings.ObjectStore | None:
+    """The object store of an ``s3://`` layer, None for a local one."""
+    return recordings.object_store(objects) if recordings.is_object_url(layer.storage_url) else None
