@@ -16,14 +16,13 @@ import pytest
 
 import profiles
 import sdk
-import shared_stack
 from postgres import EmbeddedPostgres
 from producers import ensure_topics
 from s3 import EmbeddedS3
 from stack import Server
 from stack.broker import EmbeddedBroker
 
-pytest_plugins = ["shared_stack"]  # the shared stack stops after its last test
+pytest_plugins = ["shared_stack"]  # the shared stack (fixture ``server``), stopped after its last test
 
 profiles.load()  # before the test modules, whose @settings read the profile when imported
 
@@ -102,15 +101,6 @@ def new_store(request: pytest.FixtureRequest) -> Callable[[], str | None]:
     if STORE_BACKEND != "postgresql":
         raise ValueError(f"STRATA_TEST_STORE={STORE_BACKEND!r}: use sqlite or postgresql")
     return request.getfixturevalue("postgres").create_database
-
-
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str | None,
-           new_store: Callable[[], str | None]) -> Iterator[Server]:
-    with Server(tmp_path_factory.mktemp("stack"), bootstrap_servers=kafka_bootstrap,
-                store=new_store()) as running:
-        shared_stack.STACKS.append(running)
-        yield running
 
 
 @pytest.fixture(scope="session")

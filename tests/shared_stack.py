@@ -1,11 +1,12 @@
-"""The shared stack's lifetime (the ``server`` fixture of ``tests/conftest.py``): the test modules
+"""The stack the integration and reliability tiers share (fixture ``server``, started on first
+use on the store backend of ``tests/conftest.py``'s ``new_store``) and its lifetime: the test modules
 that use it run first, in their order, and it stops after the last test that uses it, so that it
 does not idle beside the stacks of their own that the later tests start. An idle stack costs
 about a third of a core (its projector asks the broker for the log's end every 25 ms)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -13,8 +14,17 @@ from stack import Server
 
 SHARED_FIXTURE = "server"
 STACKS: list[Server] = []
-"""The running shared stack, registered by its fixture."""
+"""The running shared stack."""
 LAST_USER = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str | None,
+           new_store: Callable[[], str | None]) -> Iterator[Server]:
+    with Server(tmp_path_factory.mktemp("stack"), bootstrap_servers=kafka_bootstrap,
+                store=new_store()) as running:
+        STACKS.append(running)
+        yield running
 
 
 def uses_shared_stack(item: pytest.Item) -> bool:
