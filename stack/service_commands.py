@@ -23,6 +23,7 @@ from stack.cli_options import cluster, data_dir, kafka_config, known_cluster, st
 if TYPE_CHECKING:
     from dashboard import Dashboard
     from projector.stores.snapshots import Location
+    from protocol import ProtocolServer
     from stack.server import Server
 
 
@@ -136,39 +137,23 @@ def dashboard(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """``strata serve``: serves Rerun's catalog protocol on the catalog until SIGINT or SIGTERM.
-    Exits with one line if the store cannot be read or the address cannot be bound; a catalog
-    without a Kafka cluster known is served read-only."""
+    """``strata serve``: serves Rerun's catalog protocol on the catalog until SIGINT or SIGTERM
+    (``protocol.endpoint.run``, as ``python -m protocol``). Exits with one line if the store
+    cannot be read or the address cannot be bound; a catalog without a Kafka cluster known is
+    served read-only."""
     import_extra("grpc", "protocol", "serving Rerun's catalog protocol")
-    import protocol
-    from sdk import CatalogClient
+    from projector import StoreUnavailableError
+    from protocol.endpoint import run
 
-    location = store_location(args)
-    _check_store(location)
-    bootstrap = known_cluster(args)
-    client = CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
+    def announce(served: ProtocolServer, bootstrap: str | None) -> None:
+        writes = f"writes through Kafka at {bootstrap}" if bootstrap else "read-only: no Kafka cluster known"
+        output.say(f"strata serve: {served.url}  ({writes}); connect with "
+                   f"rr.catalog.CatalogClient({served.url!r}); Ctrl-C to stop")
+
     try:
-        served = protocol.serve(client, host=args.host, port=args.port)
-    except OSError as exc:
-        client.close(flush=False)
+        run(args, announce)
+    except (StoreUnavailableError, ValueError, OSError) as exc:
         raise SystemExit(f"strata: {exc}") from None
-    writes = f"writes through Kafka at {bootstrap}" if bootstrap else "read-only: no Kafka cluster known"
-    output.say(f"strata serve: {served.url}  ({writes}); connect with "
-               f"rr.catalog.CatalogClient({served.url!r}); Ctrl-C to stop")
-    stop = False
-
-    def request_stop(signum: int, frame: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
-        while not stop:
-            time.sleep(0.2)
-    finally:
-        served.stop()
-        client.close(flush=False)  # its writes are entry commands, each waited for when made
     output.say("strata serve: stopped")
     return 0
 
