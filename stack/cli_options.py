@@ -29,7 +29,7 @@ from spark_streaming.options import add_arguments, add_max_offsets_option
 
 __all__ = [
     "DASHBOARD", "KAFKA", "LOCATION", "PROGRESS", "PROJECTOR", "PROTOCOL", "REPLAY_SPARK", "SPARK",
-    "STACK_KAFKA", "OptionGroup", "cluster", "data_dir", "kafka_config", "known_cluster",
+    "STACK_KAFKA", "STACK_PROTOCOL", "OptionGroup", "cluster", "data_dir", "kafka_config", "known_cluster",
     "store_location",
 ]
 
@@ -82,6 +82,16 @@ def _dashboard(options: Options) -> None:
                         help="serve no web viewer: segment pages offer their segment as an .rrd download")
 
 
+def _stack_protocol(options: Options) -> None:
+    served = options.add_mutually_exclusive_group()
+    served.add_argument("--protocol-port", type=int, default=settings.PROTOCOL_PORT, metavar="PORT",
+                        help="port Rerun's catalog protocol (rerun+http://) is served on, on this machine "
+                             f"only, for rerun-sdk's own rr.catalog.CatalogClient (default "
+                             f"{settings.PROTOCOL_PORT}, Rerun's; 0: any free port)")
+    served.add_argument("--no-protocol", dest="protocol_port", action="store_const", const=None,
+                        help="do not serve Rerun's catalog protocol ('strata serve' serves it later)")
+
+
 def _quiet(options: Options) -> None:
     options.add_argument("-q", "--quiet", action="store_true",
                          help="draw no progress bars (they are drawn only when stderr is a terminal)")
@@ -98,6 +108,8 @@ REPLAY_SPARK = OptionGroup("Spark", (_spark_master, add_max_offsets_option))
 DASHBOARD = OptionGroup("dashboard", (_dashboard,))
 PROGRESS = OptionGroup("progress", (_quiet,))
 PROTOCOL = OptionGroup("Rerun's catalog protocol", (add_protocol_address,))
+STACK_PROTOCOL = OptionGroup("Rerun's catalog protocol", (_stack_protocol,))
+"""For ``strata up``: the endpoint it starts beside the projector."""
 PROJECTOR = OptionGroup(None, (add_arguments,))
 """``python -m spark_streaming``'s options, which ``strata projector`` takes as they are."""
 

@@ -33,7 +33,8 @@ def _server(args: argparse.Namespace) -> Server:
 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers, spark_master=args.spark_master,
                   store=args.store, allow_finite_retention=args.allow_finite_retention,
-                  kafka_options=kafka_config(args), snapshot_every=getattr(args, "snapshot_every", 0))
+                  kafka_options=kafka_config(args), snapshot_every=getattr(args, "snapshot_every", 0),
+                  protocol_port=getattr(args, "protocol_port", None))
 
 
 def _dashboard_class() -> type[Dashboard]:
@@ -63,12 +64,16 @@ def _describe(server: Server, dashboard: Dashboard) -> None:
     output.say(f"  store      {describe(server.store)}")
     output.say(f"  connect    sdk.CatalogClient.from_state_dir({str(server.data_dir)!r})")
     output.say(f"  dashboard  {dashboard.url}")
+    if server.protocol_url is not None:
+        output.say(f"  protocol   {server.protocol_url}  (rr.catalog.CatalogClient({server.protocol_url!r}), "
+                   f"log {server.protocol_log})")
     if dashboard.viewer_port is not None:
         output.say(f"  viewer     Rerun's web viewer on port {dashboard.viewer_port} (segment pages open it)")
 
 
 def up(args: argparse.Namespace) -> int:
-    """``strata up``: runs the stack and its dashboard until SIGINT or SIGTERM."""
+    """``strata up``: runs the stack, its dashboard and (unless ``--no-protocol``) Rerun's catalog
+    protocol until SIGINT or SIGTERM."""
     output.say(f"strata: starting in {data_dir(args).absolute()} ...")
     started = time.monotonic()
     server = _server(args)
