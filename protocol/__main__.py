@@ -21,6 +21,8 @@ from settings.options import (
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options of ``argv`` (default: the command line); exits with argparse's usage line if
+    they are malformed."""
     parser = argparse.ArgumentParser(
         prog="python -m protocol",
         description="Serve Rerun's catalog protocol (rerun+http://) on the catalog until SIGTERM or "

@@ -29,6 +29,7 @@ def parse_key_values(pairs: list[str], *, option: str = "--kafka-option") -> dic
 
 
 def add_kafka_option(parser: Options) -> None:
+    """``--kafka-option KEY=VALUE``, repeatable (``kafka_config`` resolves it)."""
     parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                         help="Kafka client setting in librdkafka's names, e.g. "
                              "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
@@ -38,12 +39,14 @@ def add_kafka_option(parser: Options) -> None:
 
 
 def add_data_dir(options: Options) -> None:
+    """``--data-dir`` (``data_dir`` resolves it)."""
     options.add_argument("--data-dir", type=Path, default=None,
                          help="state directory: broker log, checkpoint, store, and the running "
                               "stack's record of where they are (default $STRATA_HOME or ./.strata)")
 
 
 def add_store(options: Options) -> None:
+    """``--store`` (``store_location`` resolves it)."""
     options.add_argument("--store", default=None, metavar="PATH|URL",
                          help="the projection store: a SQLite file, or a postgresql://user@host/db "
                               "URL (default: the running stack's, else $STRATA_STORE, else "
@@ -51,12 +54,14 @@ def add_store(options: Options) -> None:
 
 
 def add_known_cluster(options: Options) -> None:
+    """``--bootstrap-servers`` of a cluster that runs (``known_cluster`` resolves it)."""
     options.add_argument("--bootstrap-servers", default=None, metavar="HOST:PORT,...",
                          help="the Kafka cluster (default: the running stack's, else "
                               "$STRATA_BOOTSTRAP_SERVERS)")
 
 
 def add_protocol_address(options: Options) -> None:
+    """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint."""
     options.add_argument("--host", default="127.0.0.1",
                          help="address Rerun's catalog protocol listens on (default 127.0.0.1: this "
                               "machine only; 0.0.0.0: every interface)")

@@ -66,8 +66,8 @@ class Server:
     reaches the catalog: in a process of its own beside the projector (``python -m protocol``, on
     the server's store and Kafka cluster, its log in ``data_dir/protocol.log``), because Rerun's
     client holds Python's global lock while it waits on some calls (``reader(using_index_values=
-    ...)``), which an endpoint in the client's own process would then never answer. It takes
-    about 2 s more to start, while datasets are registered. It needs ``strata[protocol]``.
+    ...)``), which an endpoint in the client's own process would then never answer. It starts
+    in about 1 s, while datasets are registered. It needs ``strata[protocol]``.
 
     Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
     ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark) or, with
@@ -159,6 +159,8 @@ class Server:
             return self
         import_extra("pyspark", "projector", "running the projector")
         import_extra("sqlite_utils", "projector", "running the projector")
+        if self.protocol_port is not None:
+            import_extra("grpc", "protocol", "serving Rerun's catalog protocol")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if scheme(self.store) == "postgresql":  # an unreachable server fails here, in one line
             open_store(self.store).close()
@@ -187,12 +189,13 @@ class Server:
 
     @property
     def protocol_log(self) -> Path:
+        """Where the endpoint's process writes what it says (its errors; nothing when all goes
+        well)."""
         return self.data_dir / "protocol.log"
 
     def _launch_protocol(self) -> None:
         if self.protocol_port is None:
             return
-        import_extra("grpc", "protocol", "serving Rerun's catalog protocol")
         args = [sys.executable, "-m", "protocol", "--data-dir", str(self.data_dir), "--store", self.store,
                 "--bootstrap-servers", self.bootstrap_servers, "--host", self._bind_host,
                 "--port", str(self.protocol_port)]

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +115,40 @@ def test_the_endpoint_takes_strata_serve_s_options(tmp_path: Path) -> None:
              "--kafka-option", "security.protocol=SSL", "--host", "::1", "--port", "7"]
     served = vars(build_parser().parse_args(["serve", *given]))
     assert {key: served[key] for key in vars(parse_args(given))} == vars(parse_args(given))
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie left for its new parent to reap does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_an_endpoint_the_stack_started_stops_when_its_starter_is_killed(stack: InProcessStack,
+                                                                        tmp_path: Path) -> None:
+    starter = f"""
+import os, sys
+from pathlib import Path
+from stack import processes
+child = processes.start([sys.executable, "-m", "protocol", "--store", {str(tmp_path / "store.db")!r},
+                         "--port", "0"], Path({str(tmp_path / "protocol.log")!r}), stdout_pipe=True)
+print(child.pid, processes.read_line(child, 60), flush=True)
+os.kill(os.getpid(), 9)
+"""
+    process = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True,
+                               env=_environment())
+    out, _ = process.communicate(timeout=120)
+    assert process.returncode == -signal.SIGKILL
+    pid, line = out.split(" ", 1)
+    url = url_of(line)
+    assert url is not None, out
+    deadline = time.monotonic() + 60
+    while _alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(int(pid))
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", _port(url))) != 0
+    assert (tmp_path / "protocol.log").read_text() == ""  # a clean stop: SIGTERM, as the Server's
