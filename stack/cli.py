@@ -228,7 +228,7 @@ COMMANDS = (
                     "rr.catalog.CatalogClient('rerun+http://HOST:PORT') reaches it. Reads the store as a "
                     "client does; writes (creating, renaming, deleting datasets) go through the Kafka "
                     "cluster as the SDK's do, and without one the catalog is served read-only. Prints "
-                    "the URL to connect to.",
+                    "the URL to connect to. 'python -m protocol' runs the same with the same options.",
         groups=(LOCATION, KAFKA, PROTOCOL)),
     Command(
         "dashboard", service_commands.dashboard,
