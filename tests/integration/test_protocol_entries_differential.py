@@ -264,7 +264,7 @@ def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: P
         assert pid is not None and pid != os.getpid()  # a process of its own
         theirs = rr.catalog.CatalogClient(url)
         theirs.create_dataset("droid")
-        assert own.client().dataset_names() == theirs.dataset_names() == ["droid", "frames"]
+        assert own.client().dataset_names() == theirs.dataset_names() == ["frames", "droid"]
         # Rerun's client waits on this read holding Python's global lock: an endpoint in this
         # process would never answer it.
         rows = theirs.get_dataset("frames").reader(
