@@ -65,6 +65,7 @@ def episode(path: Path, recording_id: str, *, steps: int = 6, extra: bool = Fals
         rec.log("notes", rr.TextDocument(f"{recording_id} extra" if extra else recording_id), static=True)
         if not extra:
             rec.send_property("episode", rr.AnyValues(success=True))
+        rec.reset_time()  # rerun-sdk keeps a thread's times by recording id, for the next stream of that id
     return path.as_uri()
 
 

@@ -78,6 +78,7 @@ def recording(path: Path, recording_id: str) -> str:
     import rerun as rr
 
     rec = rr.RecordingStream("app", recording_id=recording_id)
+    rec.reset_time()  # rerun-sdk keeps a thread's times by recording id: another test's may linger
     rec.save(path)
     rec.log("points", rr.Points3D([[1, 2, 3]]))
     rec.send_property("quality", rr.AnyValues(tracking_good=True))
