@@ -24,6 +24,10 @@ MAX_PENDING_PAGES = 1000
 """Pages a stream may fall behind before it is closed; its page reconnects with Last-Event-ID
 and catches up from the store."""
 
+STOP_CHECK_SECS = 0.2
+"""How long the feed's thread waits for a commit before it looks whether it is asked to stop: at
+most this long a stop waits (the store's reads in between are two small queries)."""
+
 REGISTRATIONS = frozenset({ChangeKind.LAYER_ADDED, ChangeKind.LAYER_REPLACED})
 
 Pages = asyncio.Queue[list[Change] | None]
@@ -80,7 +84,7 @@ class FeedHub:
         try:
             after = (max(0, store.next_offsets().get((CATALOG_TOPIC, 0), 0) - BACKFILL_RECORDS), -1)
             while not self._stop.is_set():
-                for page in follow_pages(store, after, timeout_secs=1.0):
+                for page in follow_pages(store, after, timeout_secs=STOP_CHECK_SECS):
                     after = page[-1].cursor
                     self._count(page)
                     loop.call_soon_threadsafe(self._deliver, page)

@@ -41,6 +41,9 @@ embedded default) or ``postgresql`` (a database of the session's PostgreSQL serv
 
 ONCE_MARKERS = ("sqlite_only", "own_store", "store_agnostic")
 """Markers of tests run on the embedded store only (see ``pytest_collection_modifyitems``)."""
+STORE_FIXTURES = ("new_store", "postgres")
+"""The fixtures through which a test's stacks get this run's backend: a test using neither (its
+``Server`` on its own default store, or no store at all) would run the same again."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -51,11 +54,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(marker)
     if STORE_BACKEND != "sqlite":
         # Faults of SQLite's own (a full disk under its file, its write-ahead log), tests whose
-        # stacks choose their own store, and tests whose subject is not the store (what they read
-        # from it, the contract tier checks on every backend): not run again on another backend,
-        # and reported as deselected, not as passed.
+        # stacks choose their own store or none, and tests whose subject is not the store (what
+        # they read from it, the contract tier checks on every backend): not run again on another
+        # backend, and reported as deselected, not as passed.
         def once(item: pytest.Item) -> bool:
-            return any(item.get_closest_marker(name) for name in ONCE_MARKERS)
+            if any(item.get_closest_marker(name) for name in ONCE_MARKERS):
+                return True
+            return not any(name in getattr(item, "fixturenames", ()) for name in STORE_FIXTURES)
 
         deselected = [item for item in items if once(item)]
         if deselected:

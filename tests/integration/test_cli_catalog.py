@@ -21,6 +21,8 @@ from projector.stores import normalize
 from stack import Server
 from terminal import strata as run_strata
 
+pytestmark = pytest.mark.store_agnostic  # the commands' output: what they read is the SDK's
+
 
 def strata(server: Server, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "stack.cli", *args, "--store", normalize(server.store)],

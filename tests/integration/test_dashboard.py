@@ -144,6 +144,7 @@ return Array.from(context.getImageData(0, 0, canvas.width, canvas.height).data);
 """The decoded RGBA pixels of the frame the segment page shows, at the image's own size."""
 
 
+@pytest.mark.store_agnostic  # what is plotted is read from the recording's file
 def test_a_segment_page_plots_the_reader_s_values_and_shows_the_recorded_frames(
         dashboard: Dashboard, browser, dataset, tmp_path) -> None:
     import io
@@ -228,6 +229,7 @@ return coloured;
 labels and the grid are grey)."""
 
 
+@pytest.mark.store_agnostic  # what is plotted is read from the recording's file
 def test_a_segment_page_plots_a_series_that_is_not_on_the_segment_s_first_timeline(
         dashboard: Dashboard, browser, dataset, tmp_path) -> None:
     values = write_joints_recording(tmp_path / "joints.rrd", "joints_0")
@@ -253,6 +255,7 @@ def test_a_segment_page_plots_a_series_that_is_not_on_the_segment_s_first_timeli
     assert not browser.find_element(By.ID, "series-note").is_displayed()
 
 
+@pytest.mark.store_agnostic  # the viewer reads the recording's files
 def test_a_segment_opens_in_rerun_s_web_viewer_from_its_page(dashboard: Dashboard, browser, dataset,
                                                              make_rrd) -> None:
     dataset.register(make_rrd("viewed")).wait()
@@ -269,6 +272,7 @@ def test_a_segment_opens_in_rerun_s_web_viewer_from_its_page(dashboard: Dashboar
     assert fetched == [200]  # the viewer, at the .rrd version of the recordings, read the merged layers
 
 
+@pytest.mark.store_agnostic  # the browser's connections, not the store
 def test_a_page_left_closes_its_event_stream(dashboard: Dashboard, browser, dataset, make_rrd) -> None:
     """A browser holds six connections per host: a stream kept open by a page left behind (in the
     back-forward cache) would make the seventh page opened wait for a free connection."""
@@ -452,6 +456,7 @@ def reader_frames(dataset, segment: str, entity: str) -> list[bytes]:
     return [bytes(blob[0]) for blob in blobs if blob]
 
 
+@pytest.mark.store_agnostic  # read from the recording's files
 def test_a_segment_s_series_frames_and_recording_are_read_as_the_reader_reads_them(
         dashboard: Dashboard, dataset, tmp_path, make_rrd) -> None:
     from rerun.chunk import RrdReader
@@ -496,6 +501,7 @@ def test_a_segment_s_series_frames_and_recording_are_read_as_the_reader_reads_th
     assert {"/points", camera, "/action/joint_positions"} <= entities  # both layers, one recording
 
 
+@pytest.mark.store_agnostic  # read from the recording's file
 def test_asking_a_segment_for_what_it_does_not_have_is_a_400_saying_why(dashboard: Dashboard, dataset,
                                                                         tmp_path) -> None:
     from stack.droid import write_episode
@@ -538,6 +544,7 @@ def segments_query(**params: str | list[str]) -> str:
     return f"/api/datasets/{{episodes}}/segments?{urllib.parse.urlencode(params, doseq=True)}"
 
 
+@pytest.mark.store_agnostic  # the routes' argument checks
 @pytest.mark.parametrize(("path", "headers", "status", "message"), [
     ("/api/datasets/no-such-dataset/segments", {}, 404, "no dataset named 'no-such-dataset'"),
     (segments_query(where="nope = 1"), {}, 400,
@@ -596,6 +603,7 @@ def test_bad_requests_get_a_status_and_a_message(dashboard: Dashboard, path: str
     assert message in body.decode()
 
 
+@pytest.mark.store_agnostic  # the event streams' bookkeeping
 def test_closed_event_streams_cost_nothing(dashboard: Dashboard) -> None:
     streams = [urllib.request.urlopen(f"{dashboard.url}/events", timeout=10) for _ in range(50)]
     for stream in streams:

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 import rerun as rr
 from datafusion import col
 
@@ -29,6 +30,7 @@ def how_to(dataset, directory: Path) -> tuple[pa.Table, pa.Table, pa.Table]:
     return before, stats, after
 
 
+@pytest.mark.store_agnostic  # the SDK's tables against Rerun's
 def test_the_how_to_gives_rerun_s_tables(tmp_path: Path, new_store) -> None:
     base = tmp_path / "sample_5"
     demo.write_base(base)

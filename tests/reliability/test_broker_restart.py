@@ -34,6 +34,7 @@ def start_broker_again(server: Server) -> None:
     assert server.broker.port == port, "the broker came back at another address"
 
 
+@pytest.mark.store_agnostic  # the broker's restarts (the store's offsets: test_projector_crash)
 def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd, new_store) -> None:
     with Server(tmp_path / "stack", store=new_store()) as stack:
         client = stack.client(delivery_timeout_secs=120)

@@ -96,6 +96,7 @@ def test_writes_return_while_nothing_projects_and_the_next_read_waits_for_them(
     assert client.flush() == []
 
 
+@pytest.mark.store_agnostic  # the client's ledger of writes
 @pytest.mark.parametrize("settled_by", ["read", "flush", "close"])
 def test_a_write_refused_after_its_ack_raises_once_from_the_next_read_flush_or_close(
         server: Server, settled_by: str) -> None:
@@ -181,6 +182,7 @@ def test_a_client_killed_after_its_acks_loses_nothing(server: Server, client: sd
     assert sorted(table.reader().to_arrow_table().column("id").to_pylist()) == list(range(500))
 
 
+@pytest.mark.store_agnostic  # the client's ledger of writes
 def test_a_server_whose_projector_died_closes_its_clients_without_waiting(tmp_path: Path, new_store) -> None:
     stack = Server(tmp_path / "stack", store=new_store())
     try:
