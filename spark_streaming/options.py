@@ -1,5 +1,6 @@
 """The projector's command-line options, shared by ``python -m spark_streaming`` and
-``strata projector``. Imports no Spark, so ``strata --help`` stays fast."""
+``strata projector`` (the Kafka client settings, ``--kafka-option``, are every command's, in
+``settings.options``). Imports no Spark, so ``strata --help`` stays fast."""
 
 from __future__ import annotations
 
@@ -8,17 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-
-def parse_key_values(pairs: list[str], *, option: str = "--kafka-option") -> dict[str, str]:
-    """``["k=v", ...]`` as a dict; raises ``ValueError`` naming the malformed pair."""
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"{option} expects KEY=VALUE, got {pair!r}")
-        options[key] = value
-    return options
-
+from settings.options import Options as Options
+from settings.options import add_kafka_option as add_kafka_option
+from settings.options import parse_key_values as parse_key_values
 
 SPARK_ONLY_PREFIX = "kafka."
 """A Kafka setting named ``kafka.KEY`` goes to Spark's Kafka source only, verbatim."""
@@ -72,19 +65,6 @@ def java_config(config: Mapping[str, Any] | None) -> dict[str, str]:
     options.update({key[len(SPARK_ONLY_PREFIX):]: str(value) for key, value in config.items()
                     if key.startswith(SPARK_ONLY_PREFIX)})
     return options
-
-
-Options = argparse.ArgumentParser | argparse._ArgumentGroup
-"""What an option is added to: a parser, or one of its titled groups of options."""
-
-
-def add_kafka_option(parser: Options) -> None:
-    parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="Kafka client setting in librdkafka's names, e.g. "
-                             "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
-                             "sasl.username=..., ssl.ca.location=ca.pem (repeatable). Spark's "
-                             "Kafka source gets it in the Java client's names; kafka.KEY=VALUE "
-                             "is for Spark only. Passwords are better in $STRATA_KAFKA_OPTIONS")
 
 
 MAX_OFFSETS_PER_TRIGGER = 20_000

@@ -27,6 +27,7 @@ from stack.cli_options import (
     REPLAY_SPARK,
     SPARK,
     STACK_KAFKA,
+    STACK_PROTOCOL,
     OptionGroup,
 )
 
@@ -79,9 +80,10 @@ COMMANDS = (
         help="run the stack (Kafka broker, Spark projector, store, dashboard) until Ctrl-C",
         description="Start a single-node KRaft Kafka broker (unless --bootstrap-servers), create the "
                     "topics, and run the Spark projector into the SQLite store, all under the state "
-                    "directory, and serve the dashboard (see 'strata dashboard --help'). Running it "
-                    "again on the same directory resumes.",
-        groups=(LOCATION, STACK_KAFKA, SPARK, DASHBOARD),
+                    "directory, and serve the dashboard (see 'strata dashboard --help') and Rerun's "
+                    "catalog protocol (see 'strata serve --help'). Running it again on the same "
+                    "directory resumes.",
+        groups=(LOCATION, STACK_KAFKA, SPARK, DASHBOARD, STACK_PROTOCOL),
         arguments=(argument("--snapshot-every", type=int, default=0, metavar="N",
                             help="have the projector write a snapshot into DATA_DIR/snapshots each time "
                                  "N more records are folded (default 0: never)"),)),
@@ -226,7 +228,7 @@ COMMANDS = (
                     "rr.catalog.CatalogClient('rerun+http://HOST:PORT') reaches it. Reads the store as a "
                     "client does; writes (creating, renaming, deleting datasets) go through the Kafka "
                     "cluster as the SDK's do, and without one the catalog is served read-only. Prints "
-                    "the URL to connect to.",
+                    "the URL to connect to. 'python -m protocol' runs the same with the same options.",
         groups=(LOCATION, KAFKA, PROTOCOL)),
     Command(
         "dashboard", service_commands.dashboard,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -20,26 +21,46 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start(args: list[str], log_path: Path, *, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start(args: list[str], log_path: Path, *, env: dict[str, str] | None = None,
+          stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
+    """Start ``args`` with its output appended to ``log_path``; with ``stdout_pipe``, only its
+    stderr: its stdout is a pipe to read it from (``read_line``)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         # A session of its own: a terminal's Ctrl-C reaches only the parent, which then stops its
         # children in order (projector before broker) instead of all dying at once.
         return subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            args, stdout=subprocess.PIPE if stdout_pipe else log,
+            stderr=log if stdout_pipe else subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent,
             start_new_session=True)
 
 
+def read_line(process: subprocess.Popen[bytes], timeout_secs: float) -> str | None:
+    """The next line ``process`` writes to its stdout pipe, without its end of line; None if it
+    closes its stdout (it exits, say) or writes no whole line within ``timeout_secs``."""
+    assert process.stdout is not None  # started with stdout_pipe
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout_secs):
+            return None
+    line = process.stdout.readline()
+    return line.decode(errors="replace").rstrip("\r\n") if line.endswith(b"\n") else None
+
+
 def stop(process: subprocess.Popen[bytes] | None, *, timeout_secs: float = 30.0) -> None:
-    if process is None or process.poll() is not None:
+    """SIGTERM, then SIGKILL after ``timeout_secs``; closes its stdout pipe, if any."""
+    if process is None:
         return
-    process.terminate()
-    try:
-        process.wait(timeout_secs)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout_secs)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 def tail(path: Path, lines: int = 25) -> str:

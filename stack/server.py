@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import settings
 from events import import_extra
@@ -23,9 +23,6 @@ from projector.stores import normalize, scheme
 from sdk import CatalogClient
 from stack import processes
 from stack.broker import EmbeddedBroker
-
-if TYPE_CHECKING:
-    from protocol import ProtocolServer
 
 
 class Server:
@@ -66,15 +63,17 @@ class Server:
 
     With ``protocol_port``, the server also serves Rerun's catalog protocol on ``host`` at that
     port (0: a free one), so that rerun-sdk's own ``rr.catalog.CatalogClient(server.protocol_url)``
-    reaches the catalog: in this process, on a client of the server's own (about 0.3 s to start,
-    where a child process would take 2 s to import the SDK and would need a store connection of
-    its own; its calls are short store reads and entry commands that wait on the projector's
-    process, which runs apart anyway). It needs ``strata[protocol]``.
+    reaches the catalog: in a process of its own beside the projector (``python -m protocol``, on
+    the server's store and Kafka cluster, its log in ``data_dir/protocol.log``), because Rerun's
+    client holds Python's global lock while it waits on some calls (``reader(using_index_values=
+    ...)``), which an endpoint in the client's own process would then never answer. It starts
+    in about 1 s, while datasets are registered. It needs ``strata[protocol]``.
 
     Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
     ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark) or, with
     ``protocol_port``, without ``strata[protocol]``, ``ValueError`` for a ``datasets`` path that
-    is neither a directory nor a recording, ``OSError`` if ``protocol_port`` cannot be bound.
+    is neither a directory nor a recording (``RuntimeError`` too if ``protocol_port`` cannot be
+    bound: the endpoint's process says so at the end of its log).
     """
 
     def __init__(
@@ -118,7 +117,8 @@ class Server:
         self._projector: subprocess.Popen[bytes] | None = None
         self._bind_host = host
         self.protocol_port = protocol_port
-        self._protocol: ProtocolServer | None = None
+        self._protocol: subprocess.Popen[bytes] | None = None
+        self._protocol_url: str | None = None
         self._clients: list[CatalogClient] = []
         self._running = False
         self.start()
@@ -159,6 +159,8 @@ class Server:
             return self
         import_extra("pyspark", "projector", "running the projector")
         import_extra("sqlite_utils", "projector", "running the projector")
+        if self.protocol_port is not None:
+            import_extra("grpc", "protocol", "serving Rerun's catalog protocol")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if scheme(self.store) == "postgresql":  # an unreachable server fails here, in one line
             open_store(self.store).close()
@@ -175,28 +177,70 @@ class Server:
             self._wait_for_projector()
             self._running = True
             _RUNNING.add(self)
+            self._launch_protocol()
             self._register_datasets()
             self._register_tables()
-            self._serve_protocol()
+            self._wait_for_protocol()
         except BaseException:
             self.close()
             raise
         settings.write_running_stack(self.data_dir, self.bootstrap_servers, self.store, self.spark_master)
         return self
 
-    def _serve_protocol(self) -> None:
+    @property
+    def protocol_log(self) -> Path:
+        """Where the endpoint's process writes what it says (its errors; nothing when all goes
+        well)."""
+        return self.data_dir / "protocol.log"
+
+    def _launch_protocol(self) -> None:
         if self.protocol_port is None:
             return
-        import_extra("grpc", "protocol", "serving Rerun's catalog protocol")
-        import protocol
+        args = [sys.executable, "-m", "protocol", "--data-dir", str(self.data_dir), "--store", self.store,
+                "--bootstrap-servers", self.bootstrap_servers, "--host", self._bind_host,
+                "--port", str(self.protocol_port)]
+        # Kafka settings in the environment, not on the command line, as the projector's.
+        env = {"STRATA_KAFKA_OPTIONS": json.dumps(self.kafka_options)}
+        self._protocol = processes.start(args, self.protocol_log, env=env, stdout_pipe=True)
 
-        self._protocol = protocol.serve(self.client(), host=self._bind_host, port=self.protocol_port)
+    def _wait_for_protocol(self) -> None:
+        """Read the endpoint's ready line; ``RuntimeError`` with the end of its log if it exits
+        or does not serve in time."""
+        if self._protocol is None:
+            return
+        from protocol.endpoint import url_of
+
+        deadline = time.monotonic() + self.startup_timeout_secs
+        while self._protocol_url is None:
+            line = processes.read_line(self._protocol, timeout_secs=0.2)
+            self._protocol_url = None if line is None else url_of(line)
+            if self._protocol_url is not None:
+                break
+            if line is None and self._protocol.poll() is not None:
+                failure = f"exited with code {self._protocol.returncode}"
+            elif time.monotonic() > deadline:
+                failure = f"did not serve within {self.startup_timeout_secs:g} s"
+            else:
+                continue
+            raise RuntimeError(f"Rerun's catalog protocol endpoint {failure}; end of {self.protocol_log}:\n"
+                               f"{processes.tail(self.protocol_log)}")
+
+    def _stop_protocol(self) -> None:
+        processes.stop(self._protocol, timeout_secs=30)
+        self._protocol = None
+        self._protocol_url = None
 
     @property
     def protocol_url(self) -> str | None:
         """Where rerun-sdk's own ``rr.catalog.CatalogClient`` reaches this server,
-        ``rerun+http://HOST:PORT``; None unless it was started with ``protocol_port``."""
-        return None if self._protocol is None else self._protocol.url
+        ``rerun+http://HOST:PORT``; None unless it was started with ``protocol_port``, and once
+        it is closed."""
+        return self._protocol_url
+
+    @property
+    def protocol_pid(self) -> int | None:
+        """The process id of the endpoint's process; None if none runs."""
+        return None if self._protocol is None else self._protocol.pid
 
     def _register_datasets(self) -> None:
         if not self._datasets:
@@ -290,9 +334,7 @@ class Server:
         ``WriteRefusedError``, say). Safe to call twice."""
         self._running = False
         _RUNNING.discard(self)
-        if self._protocol is not None:
-            self._protocol.stop()
-            self._protocol = None
+        self._stop_protocol()
         projecting = self._projector is not None and self._projector.poll() is None
         failures: list[Exception] = []
         for client in self._clients:

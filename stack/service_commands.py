@@ -23,6 +23,7 @@ from stack.cli_options import cluster, data_dir, kafka_config, known_cluster, st
 if TYPE_CHECKING:
     from dashboard import Dashboard
     from projector.stores.snapshots import Location
+    from protocol import ProtocolServer
     from stack.server import Server
 
 
@@ -32,7 +33,8 @@ def _server(args: argparse.Namespace) -> Server:
 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers, spark_master=args.spark_master,
                   store=args.store, allow_finite_retention=args.allow_finite_retention,
-                  kafka_options=kafka_config(args), snapshot_every=getattr(args, "snapshot_every", 0))
+                  kafka_options=kafka_config(args), snapshot_every=getattr(args, "snapshot_every", 0),
+                  protocol_port=getattr(args, "protocol_port", None))
 
 
 def _dashboard_class() -> type[Dashboard]:
@@ -62,12 +64,16 @@ def _describe(server: Server, dashboard: Dashboard) -> None:
     output.say(f"  store      {describe(server.store)}")
     output.say(f"  connect    sdk.CatalogClient.from_state_dir({str(server.data_dir)!r})")
     output.say(f"  dashboard  {dashboard.url}")
+    if server.protocol_url is not None:
+        output.say(f"  protocol   {server.protocol_url}  (rr.catalog.CatalogClient({server.protocol_url!r}), "
+                   f"log {server.protocol_log})")
     if dashboard.viewer_port is not None:
         output.say(f"  viewer     Rerun's web viewer on port {dashboard.viewer_port} (segment pages open it)")
 
 
 def up(args: argparse.Namespace) -> int:
-    """``strata up``: runs the stack and its dashboard until SIGINT or SIGTERM."""
+    """``strata up``: runs the stack, its dashboard and (unless ``--no-protocol``) Rerun's catalog
+    protocol until SIGINT or SIGTERM."""
     output.say(f"strata: starting in {data_dir(args).absolute()} ...")
     started = time.monotonic()
     server = _server(args)
@@ -136,39 +142,23 @@ def dashboard(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """``strata serve``: serves Rerun's catalog protocol on the catalog until SIGINT or SIGTERM.
-    Exits with one line if the store cannot be read or the address cannot be bound; a catalog
-    without a Kafka cluster known is served read-only."""
+    """``strata serve``: serves Rerun's catalog protocol on the catalog until SIGINT or SIGTERM
+    (``protocol.endpoint.run``, as ``python -m protocol``). Exits with one line if the store
+    cannot be read or the address cannot be bound; a catalog without a Kafka cluster known is
+    served read-only."""
     import_extra("grpc", "protocol", "serving Rerun's catalog protocol")
-    import protocol
-    from sdk import CatalogClient
+    from projector import StoreUnavailableError
+    from protocol.endpoint import run
 
-    location = store_location(args)
-    _check_store(location)
-    bootstrap = known_cluster(args)
-    client = CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
+    def announce(served: ProtocolServer, bootstrap: str | None) -> None:
+        writes = f"writes through Kafka at {bootstrap}" if bootstrap else "read-only: no Kafka cluster known"
+        output.say(f"strata serve: {served.url}  ({writes}); connect with "
+                   f"rr.catalog.CatalogClient({served.url!r}); Ctrl-C to stop")
+
     try:
-        served = protocol.serve(client, host=args.host, port=args.port)
-    except OSError as exc:
-        client.close(flush=False)
+        run(args, announce)
+    except (StoreUnavailableError, ValueError, OSError) as exc:
         raise SystemExit(f"strata: {exc}") from None
-    writes = f"writes through Kafka at {bootstrap}" if bootstrap else "read-only: no Kafka cluster known"
-    output.say(f"strata serve: {served.url}  ({writes}); connect with "
-               f"rr.catalog.CatalogClient({served.url!r}); Ctrl-C to stop")
-    stop = False
-
-    def request_stop(signum: int, frame: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
-        while not stop:
-            time.sleep(0.2)
-    finally:
-        served.stop()
-        client.close(flush=False)  # its writes are entry commands, each waited for when made
     output.say("strata serve: stopped")
     return 0
 

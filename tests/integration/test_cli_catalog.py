@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import rerun as rr
 
 import sdk
 from projector.stores import normalize
@@ -147,23 +149,34 @@ def test_watch_prints_changes_as_they_happen(server: Server, client: sdk.Catalog
 
 
 @pytest.mark.own_store
-def test_up_serves_the_dashboard_and_prints_its_url(tmp_path: Path) -> None:
+def test_up_serves_the_dashboard_and_rerun_s_protocol_and_prints_their_urls(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "stack.cli", "up", "--data-dir", str(tmp_path), "--port", "0",
-               "--viewer-port", "0"]
+               "--viewer-port", "0", "--protocol-port", "0"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         printed = []
         for line in process.stdout:  # ends if up exits
             printed.append(line)
-            if line.split()[:1] == ["dashboard"]:
+            if line.split()[:1] == ["protocol"]:
                 break
-        assert printed[-1].split()[:1] == ["dashboard"], "".join(printed)
-        url = printed[-1].split()[1]
+        [shown] = [line for line in printed if line.split()[:1] == ["dashboard"]]
+        url = shown.split()[1]
         with urllib.request.urlopen(f"{url}/api/stats", timeout=30) as response:
             stats = json.load(response)
         assert stats["kafka_error"] is None and stats["lag_records"] == 0
         assert stats["store"] == str(tmp_path / "store.db")
+
+        assert printed[-1].split()[:1] == ["protocol"], "".join(printed)
+        protocol_url = printed[-1].split()[1]
+        assert protocol_url.startswith("rerun+http://127.0.0.1:")
+        theirs = rr.catalog.CatalogClient(protocol_url)
+        assert theirs.dataset_names() == []
+        with sdk.CatalogClient.from_state_dir(tmp_path) as ours:
+            ours.create_dataset("droid")
+        assert theirs.dataset_names() == ["droid"]
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(120)
     assert process.returncode == 0
+    with socket.socket() as probe:  # stopped with the stack
+        assert probe.connect_ex(("127.0.0.1", int(protocol_url.rsplit(":", 1)[1]))) != 0

@@ -3,7 +3,7 @@
 module's own, served by ``protocol.serve``): the same calls on entries, datasets and registrations, the
 same answers, the same exception classes, and the same schemas with their field metadata. Then
 the two ways strata runs the endpoint: ``strata serve`` beside a running stack, and
-``Server(protocol_port=...)``.
+``Server(protocol_port=...)``, in a process of its own that stops with the server.
 
 What differs, by design, and is not compared: ids (strata's are random UUIDs, so the time part of
 the Tuid Rerun's client reads is no time), times, and ``rerun_size_bytes``, which strata counts
@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 import rerun as rr
@@ -243,16 +244,49 @@ def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(stack: Se
     assert process.stderr.read() == ""  # no grpc noise on the terminal
 
 
+def _frames(path: Path) -> Path:
+    """A recording with a sequence timeline ``frame`` (0 to 5) and a value per frame."""
+    with rr.RecordingStream("strata-test", recording_id=path.stem) as rec:
+        rec.save(path)
+        for frame in range(6):
+            rec.set_time("frame", sequence=frame)
+            rec.log("arm/joint", rr.Scalars([frame * 10.0]))
+    return path
+
+
 @pytest.mark.own_store
 def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: Path, stack: Server) -> None:
     assert stack.protocol_url is None  # not asked for
-    with Server(tmp_path / "stack", protocol_port=0) as own:
-        url = own.protocol_url
+    recording = _frames(tmp_path / "ep_0.rrd")
+    with Server(tmp_path / "stack", protocol_port=0, datasets={"frames": [recording]}) as own:
+        url, pid = own.protocol_url, own.protocol_pid
         assert url is not None and url.startswith("rerun+http://127.0.0.1:")
+        assert pid is not None and pid != os.getpid()  # a process of its own
         theirs = rr.catalog.CatalogClient(url)
         theirs.create_dataset("droid")
-        assert own.client().dataset_names() == theirs.dataset_names() == ["droid"]
-    assert own.protocol_url is None
+        assert own.client().dataset_names() == theirs.dataset_names() == ["frames", "droid"]
+        # Rerun's client waits on this read holding Python's global lock: an endpoint in this
+        # process would never answer it.
+        rows = theirs.get_dataset("frames").reader(
+            index="frame", using_index_values=np.array([2, 4], dtype=np.int64)).to_arrow_table()
+        assert rows["frame"].to_pylist() == [2, 4]
+        assert rows["/arm/joint:Scalars:scalars"].to_pylist() == [[20.0], [40.0]]
+    assert own.protocol_url is None and own.protocol_pid is None
     port = int(url.rsplit(":", 1)[1])
     with socket.socket() as probe:  # stopped with the server
         assert probe.connect_ex(("127.0.0.1", port)) != 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+@pytest.mark.own_store
+def test_a_server_whose_protocol_port_is_taken_says_why_and_stops(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        said = (r"(?s)endpoint exited with code 1; end of .*protocol\.log:\n"
+                rf".*cannot serve Rerun's catalog protocol on 127\.0\.0\.1:{port}")
+        with pytest.raises(RuntimeError, match=said):
+            Server(tmp_path / "stack", protocol_port=port)
+    assert not (tmp_path / "stack" / "server.json").exists()  # the stack it started is stopped

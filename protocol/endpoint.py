@@ -1,0 +1,67 @@
+"""The endpoint as a service of its own: Rerun's catalog protocol served on the catalog that the
+shared options of ``settings.options`` name (store, Kafka cluster and its settings, address) until
+SIGINT or SIGTERM. ``python -m protocol`` and ``strata serve`` run it; a process that starts
+``python -m protocol`` learns its URL from the one line it prints when it serves
+(``ready_line``, read back with ``url_of``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from collections.abc import Callable
+
+import sdk
+from projector import open_store
+from protocol.service import ProtocolServer, serve
+from settings.options import kafka_config, known_cluster, store_location
+
+READY = "strata protocol: serving "
+"""What the line ``python -m protocol`` prints once it serves starts with, before the URL."""
+
+
+def ready_line(url: str) -> str:
+    """The line that says the endpoint serves at ``url``."""
+    return f"{READY}{url}"
+
+
+def url_of(line: str) -> str | None:
+    """The URL a ``ready_line`` names; None for any other line."""
+    line = line.strip()
+    return line[len(READY):] if line.startswith(READY) else None
+
+
+def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None], None]) -> None:
+    """Serve Rerun's catalog protocol on the catalog ``args`` names (``settings.options``'s
+    location, Kafka and protocol address options) until SIGINT or SIGTERM, then stop it and its
+    client. ``announce(served, bootstrap_servers)`` is called once it serves; without a Kafka
+    cluster known the catalog is served read-only. Installs its signal handlers, so it runs in
+    the main thread.
+
+    Raises ``StoreUnavailableError`` if the store cannot be read, ``ValueError`` for a malformed
+    store URL or Kafka setting, ``OSError`` if the address cannot be bound.
+    """
+    location = store_location(args)
+    open_store(location, read_only=True).close()  # a store that cannot be read fails here
+    bootstrap = known_cluster(args)
+    client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
+    try:
+        served = serve(client, host=args.host, port=args.port)
+    except BaseException:
+        client.close(flush=False)
+        raise
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        announce(served, bootstrap)
+        while not stop.wait(0.2):
+            pass
+    finally:
+        served.stop()
+        client.close(flush=False)  # its writes are entry commands, each waited for when made

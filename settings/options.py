@@ -1,0 +1,98 @@
+"""The command-line options that say where a catalog is and how its services listen, shared by
+the ``strata`` commands and the services' own entry points (``python -m protocol``), each defined
+once, and what they resolve to: the state directory, the store, the Kafka cluster and its client
+settings. Explicit options win over the ``STRATA_*`` variables and the running stack's record.
+
+Imports nothing of strata but ``settings``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import settings
+
+Options = argparse.ArgumentParser | argparse._ArgumentGroup
+"""What an option is added to: a parser, or one of its titled groups of options."""
+
+
+def parse_key_values(pairs: list[str], *, option: str = "--kafka-option") -> dict[str, str]:
+    """``["k=v", ...]`` as a dict; raises ``ValueError`` naming the malformed pair."""
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{option} expects KEY=VALUE, got {pair!r}")
+        options[key] = value
+    return options
+
+
+def add_kafka_option(parser: Options) -> None:
+    """``--kafka-option KEY=VALUE``, repeatable (``kafka_config`` resolves it)."""
+    parser.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="Kafka client setting in librdkafka's names, e.g. "
+                             "security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, "
+                             "sasl.username=..., ssl.ca.location=ca.pem (repeatable). Spark's "
+                             "Kafka source gets it in the Java client's names; kafka.KEY=VALUE "
+                             "is for Spark only. Passwords are better in $STRATA_KAFKA_OPTIONS")
+
+
+def add_data_dir(options: Options) -> None:
+    """``--data-dir`` (``data_dir`` resolves it)."""
+    options.add_argument("--data-dir", type=Path, default=None,
+                         help="state directory: broker log, checkpoint, store, and the running "
+                              "stack's record of where they are (default $STRATA_HOME or ./.strata)")
+
+
+def add_store(options: Options) -> None:
+    """``--store`` (``store_location`` resolves it)."""
+    options.add_argument("--store", default=None, metavar="PATH|URL",
+                         help="the projection store: a SQLite file, or a postgresql://user@host/db "
+                              "URL (default: the running stack's, else $STRATA_STORE, else "
+                              "DATA_DIR/store.db)")
+
+
+def add_known_cluster(options: Options) -> None:
+    """``--bootstrap-servers`` of a cluster that runs (``known_cluster`` resolves it)."""
+    options.add_argument("--bootstrap-servers", default=None, metavar="HOST:PORT,...",
+                         help="the Kafka cluster (default: the running stack's, else "
+                              "$STRATA_BOOTSTRAP_SERVERS)")
+
+
+def add_protocol_address(options: Options) -> None:
+    """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint."""
+    options.add_argument("--host", default="127.0.0.1",
+                         help="address Rerun's catalog protocol listens on (default 127.0.0.1: this "
+                              "machine only; 0.0.0.0: every interface)")
+    options.add_argument("--port", type=int, default=settings.PROTOCOL_PORT,
+                         help=f"port it listens on (default {settings.PROTOCOL_PORT}, Rerun's; 0: any free "
+                              "port)")
+
+
+def data_dir(args: argparse.Namespace) -> Path:
+    """``--data-dir``, else ``$STRATA_HOME``, else ``./.strata``."""
+    directory: Path = args.data_dir or settings.home()
+    return directory
+
+
+def store_location(args: argparse.Namespace) -> str:
+    """The store a command works on: ``--store``, the running stack's, ``$STRATA_STORE``,
+    ``DATA_DIR/store.db``."""
+    if args.store is not None:
+        return str(args.store)
+    return settings.running_stack(data_dir(args)).get("store") or settings.store(data_dir(args))
+
+
+def known_cluster(args: argparse.Namespace) -> str | None:
+    """The Kafka cluster a command works on: ``--bootstrap-servers``, the running stack's,
+    ``$STRATA_BOOTSTRAP_SERVERS``; None if none."""
+    known: str | None = args.bootstrap_servers or settings.running_stack(data_dir(args)).get(
+        "bootstrap_servers") or settings.bootstrap_servers()
+    return known
+
+
+def kafka_config(args: argparse.Namespace) -> dict[str, str]:
+    """``$STRATA_KAFKA_OPTIONS`` with the ``--kafka-option`` settings over it. ``ValueError`` for
+    a malformed one."""
+    return {**settings.kafka_options(), **parse_key_values(args.kafka_option)}
