@@ -27,12 +27,13 @@ check: lint test-deps
 
 # Every tier: the unit and contract tests in two processes with the property tests' full runs,
 # then the integration and reliability tiers on the embedded SQLite store, then those two again
-# with every stack on PostgreSQL. The first step takes about 50 s (80 s in one process); the
-# integration and reliability tiers take the rest (tests/README.md).
+# with every stack on PostgreSQL, each in two processes given whole files (a module's stacks and
+# browser are made once). The first step takes about 50 s; the integration and reliability
+# tiers take the rest (tests/README.md).
 test: setup lint test-deps
 	$(VENV)/python -m pytest -n 2 tests/unit tests/contract
-	$(VENV)/python -m pytest tests/integration tests/reliability
-	STRATA_TEST_STORE=postgresql $(VENV)/python -m pytest tests/integration tests/reliability
+	$(VENV)/python -m pytest -n 2 --dist loadfile tests/integration tests/reliability
+	STRATA_TEST_STORE=postgresql $(VENV)/python -m pytest -n 2 --dist loadfile tests/integration tests/reliability
 
 test-deps:
 	bash scripts/test-deps.sh
