@@ -304,7 +304,7 @@ def _chunk_index(store: Any) -> pa.Table:
     way to it); tests/unit/test_recordings.py pins what it returns, so an upgrade that changes it
     fails there. Raises ``ValueError`` if it lacks a column of ``CHUNK_INDEX_COLUMNS``.
     """
-    index: pa.Table = store._chunk_index().to_arrow()
+    index = pa.Table.from_batches([store._chunk_index().to_arrow()])  # rerun-sdk gives one batch
     missing = [name for name in CHUNK_INDEX_COLUMNS if name not in index.column_names]
     if missing:
         raise ValueError(f"rerun-sdk's chunk index has no column {', '.join(missing)}: this version "
