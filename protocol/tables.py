@@ -19,18 +19,19 @@ from google.protobuf.message import Message
 import sdk
 from projector import Status, views
 from protocol.dataframes import decode, encode, read_schema, schema_message
-from protocol.descriptors import cloud, enum_value
+from protocol.descriptors import cloud, enum_value, pool
 from protocol.entries import table_entry
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_uuid
 from protocol.requests import Gathering, Request, Streaming, Unary
 
 INSERT_MODE = "rerun.cloud.v1alpha1.TableInsertMode"
-WRITES = {enum_value(INSERT_MODE, "TABLE_INSERT_MODE_APPEND"): "append",
+WRITES = {enum_value(INSERT_MODE, "TABLE_INSERT_MODE_UNSPECIFIED"): "append",
+          enum_value(INSERT_MODE, "TABLE_INSERT_MODE_APPEND"): "append",
           enum_value(INSERT_MODE, "TABLE_INSERT_MODE_OVERWRITE"): "overwrite",
           enum_value(INSERT_MODE, "TABLE_INSERT_MODE_REPLACE"): "upsert"}
 """The insert modes strata takes, and the ``TableEntry`` method each one is: Rerun's ``REPLACE``
-is its client's ``upsert``."""
+is its client's ``upsert``; no mode appends, as on Rerun's server."""
 LANCE_TABLE = "rerun.cloud.v1alpha1.LanceTable"
 ROWS_PER_PART = 16_384
 """Rows per ``DataframePart`` of a scan."""
@@ -146,16 +147,16 @@ def _rows(messages: Sequence[Message]) -> tuple[str, list[pa.RecordBatch]]:
     """The write a stream asks for: the ``TableEntry`` method of its one insert mode and the rows
     of every part, all read before anything is written. ``InvalidRequestError`` for a mode strata
     does not take, parts of different modes, or a part that cannot be read."""
-    modes = {message.insert_mode for message in messages}
-    if len(modes) > 1:
-        raise InvalidRequestError("WriteTable: the parts of one write name different insert modes; send "
-                                  "each mode's rows in a call of its own")
-    mode = modes.pop()
-    if mode not in WRITES:
-        name = next((v.name for v in cloud("WriteTableRequest").DESCRIPTOR.fields_by_name[
-            "insert_mode"].enum_type.values if v.number == mode), str(mode))
+    unknown = sorted({message.insert_mode for message in messages} - set(WRITES))
+    if unknown:
+        known = pool().FindEnumTypeByName(INSERT_MODE).values_by_number.get(unknown[0])
+        name = str(unknown[0]) if known is None else known.name
         raise InvalidRequestError(f"WriteTable: insert mode {name} is not one strata takes: it takes "
                                   "APPEND, OVERWRITE and REPLACE (append, overwrite, upsert)")
+    methods = {WRITES[message.insert_mode] for message in messages}
+    if len(methods) > 1:
+        raise InvalidRequestError("WriteTable: the parts of one write name different insert modes; send "
+                                  "each mode's rows in a call of its own")
     tables = []
     for message in messages:
         if not message.HasField("dataframe_part"):
@@ -163,7 +164,7 @@ def _rows(messages: Sequence[Message]) -> tuple[str, list[pa.RecordBatch]]:
         tables.append(decode(message.dataframe_part))
     batches = [batch for table in tables for batch in table.to_batches()]
     # Rows of none still overwrite: an empty batch, as Rerun's client sends one.
-    return WRITES[mode], batches or [pa.RecordBatch.from_pylist([], schema=tables[0].schema)]
+    return methods.pop(), batches or [pa.RecordBatch.from_pylist([], schema=tables[0].schema)]
 
 
 def write_table(request: Request, messages: Sequence[Message]) -> Message:
@@ -173,23 +174,18 @@ def write_table(request: Request, messages: Sequence[Message]) -> Message:
     table's schema, an upsert without an index column, a registered or system table), and the
     catalog's refusal of the write after Kafka had it as the SDK's error of its kind
     (``NotFoundError`` for a table deleted meanwhile). A stream of no parts writes nothing."""
-    try:  # settle the catalog's earlier writes: their refusals are their tasks' to report
-        request.catalog.flush()
-    except sdk.WriteRefusedError:
-        pass
-    table = _table(request, None)
+    table = _table(request, None)  # a read: it settles the catalog's earlier writes (see ``service``)
     if not messages:
         return cloud("WriteTableResponse")
     method, batches = _rows(messages)
     getattr(table, method)(batches)
     try:
         request.catalog.flush()
-    except sdk.WriteRefusedError as refused:  # this write, the only one since the flush above
-        outcome = refused.refused[-1]
-        message = f"{outcome.what}: {outcome.reason}"
-        if outcome.status is Status.NOT_FOUND:
-            raise sdk.NotFoundError(message) from None
-        raise InvalidRequestError(message) from None
+    except sdk.WriteRefusedError as refused:
+        outcome = refused.outcomes[-1]  # this write: the last the catalog's client sent
+        if not outcome.accepted:
+            error = sdk.NotFoundError if outcome.status is Status.NOT_FOUND else InvalidRequestError
+            raise error(f"{outcome.what}: {outcome.reason}") from None
     return cloud("WriteTableResponse")
 
 

@@ -24,6 +24,7 @@ from protocol.dataframes import decode, encode, read_schema
 from protocol.ids import entry_id
 
 from .test_dataset_entry import InProcessStack
+from .test_registration import recording
 
 INDEX = {b"rerun:is_table_index": b"true"}
 LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata=INDEX),
@@ -225,6 +226,8 @@ def test_a_malformed_part_or_an_unknown_mode_is_invalid_argument_and_writes_noth
     assert rows(table) == []
     call(served, "WriteTable", [write_request(batch([1], ["a"]), "APPEND")] * 2, header)
     assert rows(table) == [(1, "a", 1.0), (1, "a", 1.0)]  # the parts of one stream, one write
+    call(served, "WriteTable", [write_request(batch([2], ["b"]), "UNSPECIFIED")], header)
+    assert rows(table) == [(1, "a", 1.0), (1, "a", 1.0), (2, "b", 2.0)]  # no mode appends, as in Rerun
 
 
 def test_a_write_the_catalog_refuses_after_the_log_has_it_is_the_call_s_error(
@@ -242,6 +245,20 @@ def test_a_write_the_catalog_refuses_after_the_log_has_it_is_the_call_s_error(
     with pytest.raises(rr.catalog.NotFoundError, match="append of 1 row to table 'labels'"):
         table.append(batch([1], ["a"]))
     assert stack.client.table_names() == []
+
+
+def test_a_registration_refused_earlier_is_its_task_s_to_report_not_a_later_write_s(
+        client, served, stack, tmp_path) -> None:
+    uri = recording(tmp_path / "ep_0.rrd", "ep_0")
+    stack.dataset.register([uri]).wait()
+    table = client.create_table("labels", LABELS)
+    header = (("x-rerun-entry-id", stack.client.get_table("labels").id.hex),)
+    again = descriptors.cloud("RegisterWithDatasetRequest",
+                              data_sources=[descriptors.cloud("DataSource", storage_url=uri)])
+    # The fold refuses it (a duplicate): the server's client meets the refusal at its next read.
+    call(served, "RegisterWithDataset", again, (("x-rerun-entry-id", stack.droid.hex),))
+    call(served, "WriteTable", [write_request(batch([1], ["a"]), "APPEND")], header)
+    assert rows(table) == [(1, "a", 1.0)]
 
 
 def test_rerun_s_client_sets_a_table_s_default_blueprint(client, stack) -> None:
