@@ -8,6 +8,7 @@ leaves the rows as they were. The same against Rerun's own server is
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,6 +147,17 @@ def test_a_scan_holds_every_row_in_parts(client, served, stack, monkeypatch) -> 
         "ScanTableRequest", table_id=entry_id(stack.client.get_table("labels").id)))
     assert [decode(part.dataframe_part).num_rows for part in answer] == [4, 4, 2]
     assert rows(table) == [(i, str(i), float(i)) for i in range(10)]
+
+
+def test_a_write_larger_than_grpc_s_default_message_limit_is_taken_in_one_call(client, stack) -> None:
+    schema = pa.schema([("id", pa.int64()), ("blob", pa.binary())])
+    table = client.create_table("blobs", schema)
+    noise = [os.urandom(100_000) for _ in range(50)]  # 5 MB that no compression makes smaller
+    big = pa.RecordBatch.from_pydict({"id": list(range(50)), "blob": noise}, schema=schema)
+    sent = stack.producer.next_offset
+    table.append(big)
+    assert stack.producer.next_offset - sent > 1  # one write, in the log's parts
+    assert table.to_arrow_reader().read_all().column("blob").to_pylist() == noise
 
 
 def test_errors_reach_rerun_s_client_as_its_classes_with_strata_s_messages(client, served, stack) -> None:
