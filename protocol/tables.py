@@ -113,10 +113,14 @@ def _field(message: Message, name: str) -> Message | None:
 
 
 def update_table_entry(request: Request) -> Message:
-    """Sets the default blueprint of the table named by ``id`` (or the headers). Its blueprint
-    dataset is its own for life: a request naming another is an ``InvalidRequestError``;
-    ``NotFoundError`` for a segment its blueprint dataset lacks."""
+    """Sets the default blueprint of the table named by ``id`` (or the headers); as in Rerun, the
+    name is not checked against its blueprints. Its blueprint dataset is its own for life: a
+    request naming another is an ``InvalidRequestError``, as is one on the system table, which
+    has none; ``NotFoundError`` if the blueprint dataset was deleted."""
     table = _table(request, _field(request.message, "id"))
+    if table.id == views.ENTRIES_TABLE.id:
+        raise InvalidRequestError(f"UpdateTableEntry: {table.name!r} is the catalog's system table, "
+                                  "listing its entries: it has no blueprints")
     wanted = request.message.table_details
     own = table.blueprint_dataset().id
     if wanted.HasField("blueprint_dataset") and entry_uuid(wanted.blueprint_dataset) != own:

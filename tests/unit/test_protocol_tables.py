@@ -282,6 +282,8 @@ def test_rerun_s_client_sets_a_table_s_default_blueprint(client, stack) -> None:
     assert client.get_table("labels").default_blueprint() == "layout_1"
     table.set_default_blueprint(None)
     assert ours.default_blueprint() is None
+    with pytest.raises(ValueError, match="system table"):
+        client.get_table("__entries").set_default_blueprint("layout_1")
 
 
 def test_rerun_s_client_registers_a_lance_table_strata_reads(client, stack, tmp_path) -> None:
