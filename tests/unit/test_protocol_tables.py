@@ -21,7 +21,7 @@ import rerun as rr
 import protocol
 from events import DeleteTable, Event, WriteTable
 from protocol import descriptors
-from protocol.dataframes import decode, encode, read_schema
+from protocol.dataframes import decode, encode, read_schema, schema_message
 from protocol.ids import entry_id
 
 from .test_dataset_entry import InProcessStack
@@ -321,3 +321,23 @@ def test_a_table_schema_answer_is_the_table_s_arrow_schema(served, stack) -> Non
     answer = call(served, "GetTableSchema", descriptors.cloud("GetTableSchemaRequest"),
                   (("x-rerun-entry-id", table_id.hex),))
     assert fields(read_schema(answer.schema)) == fields(LABELS)
+
+
+def test_a_table_request_strata_cannot_take_is_invalid_argument_and_sends_nothing(served, stack) -> None:
+    system = descriptors.message_class("google.protobuf.Any")()
+    system.Pack(descriptors.cloud("SystemTable", kind=1), type_url_prefix="/")
+    schema = schema_message(LABELS)
+    other_kind = "not rerun.cloud.v1alpha1.SystemTable"
+    sent = stack.producer.next_offset
+    for name, request, message in (
+            ("CreateTableEntry", descriptors.cloud("CreateTableEntryRequest", name="labels"), "schema"),
+            ("CreateTableEntry", descriptors.cloud("CreateTableEntryRequest", name="labels", schema=schema,
+                                                   provider_details=system), other_kind),
+            ("RegisterTable", descriptors.cloud("RegisterTableRequest", name="labels"), "name no table"),
+            ("RegisterTable", descriptors.cloud("RegisterTableRequest", name="labels",
+                                                provider_details=system), "LanceTable only")):
+        with pytest.raises(grpc.RpcError) as refused:
+            call(served, name, request)
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert message in refused.value.details()
+    assert stack.producer.next_offset == sent and stack.client.table_names() == []
