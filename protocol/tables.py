@@ -31,7 +31,7 @@ WRITES = {enum_value(INSERT_MODE, "TABLE_INSERT_MODE_UNSPECIFIED"): "append",
           enum_value(INSERT_MODE, "TABLE_INSERT_MODE_OVERWRITE"): "overwrite",
           enum_value(INSERT_MODE, "TABLE_INSERT_MODE_REPLACE"): "upsert"}
 """The insert modes strata takes, and the ``TableEntry`` method each one is: Rerun's ``REPLACE``
-is its client's ``upsert``; no mode appends, as on Rerun's server."""
+is its client's ``upsert``; a write that names no mode appends, as on Rerun's server."""
 LANCE_TABLE = "rerun.cloud.v1alpha1.LanceTable"
 ROWS_PER_PART = 16_384
 """Rows per ``DataframePart`` of a scan."""
@@ -76,17 +76,18 @@ def create_table_entry(request: Request) -> Message:
 
 def register_table(request: Request) -> Message:
     """``register_table(name, url)`` of the ``LanceTable`` the provider details name, read at its
-    current version. ``NotFoundError`` if there is nothing at the URL, ``ValueError`` if it is not
-    a Lance table on this machine (strata registers ``file://`` Lance tables), ``AlreadyExistsError``
-    for a taken name, ``InvalidRequestError`` for provider details of another kind."""
+    current version. ``NotFoundError`` if there is nothing at the URL, ``ValueError`` if what is
+    there is not a Lance table, ``AlreadyExistsError`` for a taken name, ``InvalidRequestError``
+    for provider details of another kind or a URL elsewhere than on this machine (strata registers
+    ``file://`` Lance tables)."""
     message = request.message
     name = _name(message, "RegisterTable")
     if not message.HasField("provider_details"):
         raise InvalidRequestError("RegisterTable: the provider details name no table")
     url = _lance_url(message.provider_details, "RegisterTable")
     if not url.startswith("file:"):
-        raise ValueError(f"RegisterTable: strata registers Lance tables at file:// URLs on its own "
-                         f"machine, not {url}")
+        raise InvalidRequestError(f"RegisterTable: strata registers Lance tables at file:// URLs on its "
+                                  f"own machine, not {url}")
     registered = request.catalog.register_table(name, url)
     return cloud("RegisterTableResponse", table_entry=table_entry(registered))
 
