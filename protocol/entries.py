@@ -167,7 +167,8 @@ def update_dataset_entry(request: Request) -> Message:
 
 def table_entry(table: sdk.TableEntry) -> Message:
     """Rerun's ``TableEntry`` of a strata table: the system table ``__entries``, or a table with
-    a Lance URL (a registered table's, a created table's copy) or strata's own ``strata://``."""
+    a Lance URL (a registered table's, a created table's copy) or strata's own ``strata://``, its
+    blueprint dataset and default blueprint."""
     provider = message_class("google.protobuf.Any")()
     own = cloud("TableDetails")
     if table.id == views.ENTRIES_TABLE.id:
@@ -176,6 +177,9 @@ def table_entry(table: sdk.TableEntry) -> Message:
     else:
         provider.Pack(cloud("LanceTable", table_url=table.storage_url), type_url_prefix="/")
         own.blueprint_dataset.CopyFrom(entry_id(table.blueprint_dataset().id))
+        default = table.default_blueprint()
+        if default is not None:
+            own.default_blueprint_segment.CopyFrom(common("SegmentId", id=default))
     return cloud("TableEntry", details=details(table), provider_details=provider, table_details=own)
 
 

@@ -6,7 +6,7 @@ the entry's Tuid, or ``x-rerun-entry-name-bin``)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
@@ -100,3 +100,6 @@ Unary = Callable[[Request], Message]
 """An RPC with one response."""
 Streaming = Callable[[Request], Iterable[Message]]
 """An RPC with a stream of responses."""
+Gathering = Callable[[Request, Sequence[Message]], Message]
+"""An RPC with a stream of requests and one response, handed every request of the stream (the
+``Request``'s own message is an empty one of their type)."""

@@ -1,6 +1,6 @@
 """The gRPC server of ``RerunCloudService``: every RPC of the installed rerun-sdk's service
 answered, the ones strata serves by their area's module (``entries``, ``datasets``, ``tasks``,
-``chunks``) and the others with ``UNIMPLEMENTED`` and a message naming them; strata's errors as
+``chunks``, ``tables``) and the others with ``UNIMPLEMENTED`` and a message naming them; strata's errors as
 the status codes Rerun's client maps to its exceptions, carrying strata's message.
 
 The catalog is one strata client, used by one call at a time: a client's store connection is not
@@ -24,11 +24,11 @@ from google.protobuf.message import DecodeError, Message
 
 import sdk
 import settings
-from protocol import chunks, datasets, entries, tasks
+from protocol import chunks, datasets, entries, tables, tasks
 from protocol.descriptors import SERVICE, message_class, service
 from protocol.errors import status_of
 from protocol.layer_chunks import LayerChunks
-from protocol.requests import Request, Streaming, Unary
+from protocol.requests import Gathering, Request, Streaming, Unary
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = settings.PROTOCOL_PORT
@@ -36,12 +36,16 @@ DEFAULT_PORT = settings.PROTOCOL_PORT
 MAX_MESSAGE_BYTES = 2**31 - 1
 """The largest message grpcio takes (its default receive limit is 4 MB; Rerun's client sends and
 accepts up to 4 GiB)."""
-UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY}
-STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING, **chunks.STREAMING}
+UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY, **tables.UNARY}
+STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING, **chunks.STREAMING,
+                                   **tables.STREAMING}
+GATHERING: dict[str, Gathering] = dict(tables.GATHERING)
+"""RPCs of a stream of requests and one response: the stream is read whole, each request
+decoded, before the RPC runs."""
 UNLOCKED = tasks.UNLOCKED | chunks.UNLOCKED
 """RPCs run without the catalog's lock: they read the store on a connection of their own, or not
 at all."""
-SERVED = frozenset(UNARY) | frozenset(STREAMING)
+SERVED = frozenset(UNARY) | frozenset(STREAMING) | frozenset(GATHERING)
 """The RPCs strata serves; every other RPC of the service answers ``UNIMPLEMENTED``."""
 
 log = logging.getLogger("strata.protocol")
@@ -76,15 +80,18 @@ class Handlers:
             except sdk.WriteRefusedError:
                 return run(request)
 
-    def _request(self, method: str, data: bytes, context: grpc.ServicerContext) -> Request:
+    def _message(self, method: str, data: bytes, context: grpc.ServicerContext) -> Message:
         input_type = service().methods_by_name[method].input_type.full_name
         try:
-            message = message_class(input_type).FromString(data)
+            return message_class(input_type).FromString(data)
         except DecodeError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"{method}: the request is not a {input_type} ({exc})")
+            raise  # not reached: abort raises
+
+    def _request(self, method: str, data: bytes, context: grpc.ServicerContext) -> Request:
         metadata: Mapping[str, str | bytes] = dict(context.invocation_metadata())
-        return Request(self.catalog, message, metadata, self.layer_chunks)
+        return Request(self.catalog, self._message(method, data, context), metadata, self.layer_chunks)
 
     def unary(self, method: str, run: Unary) -> Callable[[bytes, grpc.ServicerContext], Message]:
         def handle(data: bytes, context: grpc.ServicerContext) -> Message:
@@ -109,6 +116,20 @@ class Handlers:
                 _abort(context, exc, method)
                 raise  # not reached: abort raises
             return _streamed(iter(responses), context, method)
+
+        return handle
+
+    def gathering(self, method: str, run: Gathering
+                  ) -> Callable[[Iterator[bytes], grpc.ServicerContext], Message]:
+        def handle(stream: Iterator[bytes], context: grpc.ServicerContext) -> Message:
+            messages = [self._message(method, data, context) for data in stream]
+            request = self._request(method, b"", context)
+            try:
+                result: Message = self._run(method, lambda r: run(r, messages), request)
+                return result
+            except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
+                _abort(context, exc, method)
+                raise  # not reached: abort raises
 
         return handle
 
@@ -154,6 +175,9 @@ def generic_handler(catalog: sdk.CatalogClient) -> grpc.GenericRpcHandler:
         elif name in STREAMING and method.server_streaming:
             methods[name] = grpc.unary_stream_rpc_method_handler(
                 handlers.streaming(name, STREAMING[name]), response_serializer=serialize)
+        elif name in GATHERING and method.client_streaming and not method.server_streaming:
+            methods[name] = grpc.stream_unary_rpc_method_handler(
+                handlers.gathering(name, GATHERING[name]), response_serializer=serialize)
         else:
             kind = {(False, False): grpc.unary_unary_rpc_method_handler,
                     (False, True): grpc.unary_stream_rpc_method_handler,

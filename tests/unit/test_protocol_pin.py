@@ -39,7 +39,8 @@ SERVED = {
     "ReadTableEntry", "DeleteEntry", "UpdateEntry", "GetDatasetSchema", "GetSegmentTableSchema",
     "ScanSegmentTable", "GetDatasetManifestSchema", "ScanDatasetManifest", "RegisterWithDataset",
     "QueryTasks", "QueryTasksOnCompletion", "FindChunks", "QueryDataset", "FetchChunks", "GetRrdManifest",
-    "GetAssetsForSegment", "GetSchemas",
+    "GetAssetsForSegment", "GetSchemas", "CreateTableEntry", "RegisterTable", "UpdateTableEntry",
+    "GetTableSchema", "ScanTable", "WriteTable",
 }
 """The RPCs strata serves."""
 UNIMPLEMENTED = RPCS - SERVED
@@ -59,7 +60,7 @@ def test_the_service_has_exactly_the_listed_rpcs() -> None:
 
 def test_strata_serves_the_listed_rpcs_and_no_other() -> None:
     assert protocol.SERVED == SERVED
-    assert len(UNIMPLEMENTED) == 19
+    assert len(UNIMPLEMENTED) == 13
 
 
 def test_no_proto_file_is_in_the_tree() -> None:
@@ -129,3 +130,6 @@ def test_every_rpc_strata_serves_answers_something_else(served) -> None:
     assert statuses["WhoAmI"] == statuses["Version"] == statuses["FindEntries"] == grpc.StatusCode.OK
     assert statuses["ReadDatasetEntry"] == grpc.StatusCode.INVALID_ARGUMENT  # no entry header
     assert statuses["QueryTasks"] == grpc.StatusCode.INVALID_ARGUMENT  # no task named
+    for tables in ("GetTableSchema", "ScanTable", "WriteTable", "UpdateTableEntry"):
+        assert statuses[tables] == grpc.StatusCode.INVALID_ARGUMENT  # no table named
+    assert statuses["CreateTableEntry"] == statuses["RegisterTable"] == grpc.StatusCode.INVALID_ARGUMENT
