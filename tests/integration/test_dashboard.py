@@ -346,9 +346,7 @@ def test_a_dataset_page_at_a_tag_shows_the_segments_of_then(dashboard: Dashboard
     open_live(browser, f"{page}?as_of=v1")
     title = wait_for_text(browser, "#segments-title")  # the page's style shows it in capitals
     assert title.lower() == f"segments of {dataset.name} as of v1".lower()
-    WebDriverWait(browser, 30).until(lambda b: [row.get_attribute("data-segment") for row in
-                                                b.find_elements(By.CSS_SELECTOR, "#segments tbody tr")]
-                                     == ["kept", "dropped"])
+    wait_for_page(browser, ["kept", "dropped"])  # read in one step: the table may re-render meanwhile
 
 
 QUERIES = {"series": "?entity=/action/joint_positions", "frames": "?entity=/cameras/wrist_left/image",
