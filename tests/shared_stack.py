@@ -35,7 +35,10 @@ def uses_shared_stack(item: pytest.Item) -> bool:
 @pytest.hookimpl(trylast=True)  # after selection (-m, -k) and pytest's own reordering
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     modules = {module(item) for item in items if uses_shared_stack(item)}
-    items.sort(key=lambda item: module(item) not in modules)  # stable
+    # Then the reliability tier's modules, the longest (crashes under load, several hosts): two
+    # processes given whole files in order would otherwise end with one of them running alone.
+    items.sort(key=lambda item: (module(item) not in modules,
+                                 not module(item).startswith("tests/reliability/")))  # stable
     config.stash[USER_MODULES] = modules
 
 
