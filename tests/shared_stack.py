@@ -1,8 +1,9 @@
 """The stack the integration and reliability tiers share (fixture ``server``, started on first
 use on the store backend of ``tests/conftest.py``'s ``new_store``) and its lifetime: the test modules
-that use it run first, in their order, and it stops after the last test that uses it, so that it
-does not idle beside the stacks of their own that the later tests start. An idle stack costs
-about a third of a core (its projector asks the broker for the log's end every 25 ms)."""
+that use it run first, in their order, and (in one process) it stops after the last test that
+uses it, so that it does not idle beside the stacks of their own that the later tests start. An
+idle stack costs about a third of a core (its projector asks the broker for the log's end every
+25 ms)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     yield
+    # A process of pytest-xdist gets whole files in an order of xdist's own (by their number of
+    # tests), so a module using the stack may come after the last one collected: there it stops
+    # with the process.
+    if hasattr(item.config, "workerinput"):
+        return
     if item.nodeid == item.config.stash.get(LAST_USER, None):
         while STACKS:
             STACKS.pop().close()
