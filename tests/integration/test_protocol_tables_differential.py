@@ -1,6 +1,6 @@
 """Tables through rerun-sdk's own, unmodified ``rr.catalog.CatalogClient``, against Rerun's server
-(``rr.server.Server``) and against strata's endpoint of Rerun's catalog protocol (the shared
-stack, served by ``protocol.serve``): the same calls, the same tables (rows compared sorted, as
+(``rr.server.Server``) and against strata's endpoint of Rerun's catalog protocol (a stack of
+the module's own, served by ``protocol.serve``): the same calls, the same tables (rows compared sorted, as
 Rerun's reader promises no order; schemas with their field metadata), the same error classes.
 Where strata answers otherwise on purpose, the last test says how.
 
@@ -31,8 +31,22 @@ LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata=INDEX),
 
 
 @pytest.fixture(scope="module")
-def strata_endpoint(server: Server) -> Iterator[protocol.ProtocolServer]:
-    with protocol.serve(server.client(), port=0) as served:
+def stack(tmp_path_factory: pytest.TempPathFactory, new_store: Callable[[], str | None]) -> Iterator[Server]:
+    """A stack of the module's own: Rerun's client lists every entry of a catalog, and the shared
+    stack's holds names, such as ``x (renamed)``, that strata accepts and Rerun's client does not
+    parse."""
+    with Server(tmp_path_factory.mktemp("tables-protocol-stack"), store=new_store()) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(stack: Server) -> sdk.CatalogClient:
+    return stack.client()
+
+
+@pytest.fixture(scope="module")
+def strata_endpoint(stack: Server) -> Iterator[protocol.ProtocolServer]:
+    with protocol.serve(stack.client(), port=0) as served:
         yield served
 
 

@@ -205,6 +205,8 @@ def test_upsert_race_between_two_clients_ends_with_the_last_in_log_order(
             thread.start()
         for thread in threads:
             thread.join()
+        for client in (first, second):  # each reads its own writes: now both read all 30
+            client.flush()
         writes = [c for c in commands_since(server, start) if isinstance(c, WriteTable)]
         assert len(writes) == 30
         last = pa.ipc.open_stream(writes[-1].rows).read_all()
