@@ -39,8 +39,13 @@ def assert_interrupt_leaves_no_worker(script: Path, *, after_secs: float = 0.0,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert process.stdout is not None
     try:
-        pids = [int(p) for p in process.stdout.readline().split()]
-        assert len(pids) == 2 and all(alive(pid) for pid in pids)
+        line = process.stdout.readline()
+        pids = [int(p) for p in line.split()]
+        if len(pids) != 2 or not all(alive(pid) for pid in pids):
+            exited = process.poll() is not None
+            said = process.communicate(timeout=5)[1] if exited else "(still running)"
+            raise AssertionError(f"expected the pids of 2 live workers, got {line!r} (alive: "
+                                 f"{[alive(pid) for pid in pids]}); the script's stderr: {said}")
         time.sleep(after_secs)
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=timeout_secs)
