@@ -32,8 +32,8 @@ check: lint test-deps
 # tiers take the rest (tests/README.md).
 test: setup lint test-deps
 	$(VENV)/python -m pytest -n 2 tests/unit tests/contract
-	$(VENV)/python -m pytest -n 2 --dist loadfile tests/integration tests/reliability
-	STRATA_TEST_STORE=postgresql $(VENV)/python -m pytest -n 2 --dist loadfile tests/integration tests/reliability
+	$(VENV)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests/integration tests/reliability
+	STRATA_TEST_STORE=postgresql $(VENV)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests/integration tests/reliability
 
 test-deps:
 	bash scripts/test-deps.sh
