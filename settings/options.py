@@ -60,14 +60,18 @@ def add_known_cluster(options: Options) -> None:
                               "$STRATA_BOOTSTRAP_SERVERS)")
 
 
-def add_protocol_address(options: Options) -> None:
-    """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint."""
+def add_listen_address(options: Options, *, service: str, port: int) -> None:
+    """``--host`` and ``--port`` a service listens on (``service`` names it in the help)."""
     options.add_argument("--host", default="127.0.0.1",
-                         help="address Rerun's catalog protocol listens on (default 127.0.0.1: this "
-                              "machine only; 0.0.0.0: every interface)")
-    options.add_argument("--port", type=int, default=settings.PROTOCOL_PORT,
-                         help=f"port it listens on (default {settings.PROTOCOL_PORT}, Rerun's; 0: any free "
-                              "port)")
+                         help=f"address {service} listens on (default 127.0.0.1: this machine "
+                              "only; 0.0.0.0: every interface)")
+    options.add_argument("--port", type=int, default=port,
+                         help=f"port {service} listens on (default {port}; 0: any free port)")
+
+
+def add_protocol_address(options: Options) -> None:
+    """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234)."""
+    add_listen_address(options, service="Rerun's catalog protocol", port=settings.PROTOCOL_PORT)
 
 
 def data_dir(args: argparse.Namespace) -> Path:

@@ -18,6 +18,7 @@ from settings.options import (
     add_data_dir,
     add_kafka_option,
     add_known_cluster,
+    add_listen_address,
     add_protocol_address,
     add_store,
     data_dir,
@@ -67,12 +68,7 @@ def _spark_master(options: Options) -> None:
 
 
 def _dashboard(options: Options) -> None:
-    options.add_argument("--host", default="127.0.0.1",
-                         help="address the dashboard listens on (default 127.0.0.1: this machine only; "
-                              "0.0.0.0: every interface)")
-    options.add_argument("--port", type=int, default=settings.DASHBOARD_PORT,
-                         help=f"port the dashboard listens on (default {settings.DASHBOARD_PORT}; 0: any "
-                              "free port)")
+    add_listen_address(options, service="the dashboard", port=settings.DASHBOARD_PORT)
     viewer = options.add_mutually_exclusive_group()
     viewer.add_argument("--viewer-port", type=int, default=settings.VIEWER_PORT, metavar="PORT",
                         help="port of Rerun's web viewer, served beside the dashboard on every interface, "

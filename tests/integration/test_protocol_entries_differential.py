@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -27,7 +26,6 @@ import pyarrow as pa
 import pytest
 import rerun as rr
 
-import protocol
 import sdk
 from projector.stores import normalize
 from stack import Server
@@ -36,33 +34,6 @@ pytestmark = pytest.mark.store_agnostic
 
 NOT_COMPARED = ("rerun_last_updated_at", "rerun_size_bytes")
 """Segment table columns whose values differ by design (see the module's docstring)."""
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A stack of the module's own: listings compare catalogs that hold only what these tests
-    made (the shared stack's holds names, such as ``x (renamed)``, that strata accepts and
-    Rerun's client does not parse)."""
-    with Server(tmp_path_factory.mktemp("protocol-stack")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(stack: Server) -> sdk.CatalogClient:
-    return stack.client()
-
-
-@pytest.fixture(scope="module")
-def strata_endpoint(stack: Server) -> Iterator[protocol.ProtocolServer]:
-    with protocol.serve(stack.client(), port=0) as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
-def clients(strata_endpoint, rerun_client) -> dict[str, rr.catalog.CatalogClient]:
-    """Rerun's client of each server: strata's endpoint, Rerun's own server."""
-    return {"strata": rr.catalog.CatalogClient(strata_endpoint.url),
-            "rerun": rr.catalog.CatalogClient(rerun_client.url)}
 
 
 def _name(stem: str) -> str:
@@ -156,7 +127,7 @@ def test_an_empty_dataset_has_the_same_schema_and_segment_table(clients) -> None
 
 
 def test_recordings_registered_through_strata_s_sdk_read_as_on_rerun_s_server(
-        clients, client: sdk.CatalogClient, make_rrd) -> None:
+        clients, own_client: sdk.CatalogClient, make_rrd) -> None:
     tag = os.urandom(3).hex()
     uris = [make_rrd(f"proto_{tag}_{i}", properties={"meta": {"score": float(i)}}) for i in range(3)]
     shown = {}
@@ -164,7 +135,7 @@ def test_recordings_registered_through_strata_s_sdk_read_as_on_rerun_s_server(
         name = _name("proto_reg")
         dataset = rerun_side.create_dataset(name)
         if server == "strata":  # registered through strata's SDK, read through the protocol
-            client.get_dataset(name).register(uris).wait()
+            own_client.get_dataset(name).register(uris).wait()
         else:
             dataset.register(uris).wait()
         table = dataset.segment_table()
@@ -209,10 +180,10 @@ def test_rerun_s_client_registers_alike_and_gets_the_same_refusal(clients, make_
     assert shown["strata"]["refusal"] == ("ValueError", True)
 
 
-def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, client: sdk.CatalogClient) -> None:
+def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, own_client: sdk.CatalogClient) -> None:
     name = _name("proto_id")
     made = clients["strata"].create_dataset(name)
-    ours = client.get_dataset(name).id
+    ours = own_client.get_dataset(name).id
     assert uuid.UUID(hex=str(made.id)) == ours
     assert bytes(made.id.as_bytes()) == ours.bytes  # Rerun's EntryId has as_bytes(); strata's UUID has .bytes
     made.delete()
@@ -221,20 +192,20 @@ def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, client: sdk.Catal
 # -- how it runs ----------------------------------------------------------------------------------
 
 
-def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(stack: Server,
-                                                                       client: sdk.CatalogClient) -> None:
-    command = [sys.executable, "-m", "stack.cli", "serve", "--store", normalize(stack.store),
-               "--bootstrap-servers", stack.bootstrap_servers, "--port", "0"]
+def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(own_stack: Server,
+                                                                       own_client: sdk.CatalogClient) -> None:
+    command = [sys.executable, "-m", "stack.cli", "serve", "--store", normalize(own_stack.store),
+               "--bootstrap-servers", own_stack.bootstrap_servers, "--port", "0"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         banner = process.stdout.readline()
         assert banner.startswith("strata serve: rerun+http://127.0.0.1:"), process.stderr.read()
         url = banner.split()[2]
-        assert f"writes through Kafka at {stack.bootstrap_servers}" in banner
+        assert f"writes through Kafka at {own_stack.bootstrap_servers}" in banner
         theirs = rr.catalog.CatalogClient(url)
         name = _name("proto_served")
         theirs.create_dataset(name)
-        assert client.get_dataset(name).name == name  # in the stack's log and store
+        assert own_client.get_dataset(name).name == name  # in the stack's log and store
         assert name in theirs.dataset_names()
     finally:
         process.send_signal(signal.SIGINT)
@@ -255,8 +226,9 @@ def _frames(path: Path) -> Path:
 
 
 @pytest.mark.own_store
-def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: Path, stack: Server) -> None:
-    assert stack.protocol_url is None  # not asked for
+def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: Path,
+                                                                     own_stack: Server) -> None:
+    assert own_stack.protocol_url is None  # not asked for
     recording = _frames(tmp_path / "ep_0.rrd")
     with Server(tmp_path / "stack", protocol_port=0, datasets={"frames": [recording]}) as own:
         url, pid = own.protocol_url, own.protocol_pid

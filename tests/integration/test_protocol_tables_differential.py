@@ -10,8 +10,7 @@ its rows (Rerun's server in a Lance directory of its own, strata in its log and 
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import lance
@@ -19,59 +18,9 @@ import pyarrow as pa
 import pytest
 import rerun as rr
 
-import protocol
 import sdk
-from stack import Server
 from stack_tools import wait_until
-
-INDEX = {b"rerun:is_table_index": b"true"}
-LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata=INDEX),
-                    pa.field("label", pa.string(), metadata={b"unit": b"text"}),
-                    pa.field("score", pa.float64())])
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, new_store: Callable[[], str | None]) -> Iterator[Server]:
-    """A stack of the module's own: Rerun's client lists every entry of a catalog, and the shared
-    stack's holds names, such as ``x (renamed)``, that strata accepts and Rerun's client does not
-    parse."""
-    with Server(tmp_path_factory.mktemp("tables-protocol-stack"), store=new_store()) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(stack: Server) -> sdk.CatalogClient:
-    return stack.client()
-
-
-@pytest.fixture(scope="module")
-def strata_endpoint(stack: Server) -> Iterator[protocol.ProtocolServer]:
-    with protocol.serve(stack.client(), port=0) as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
-def clients(strata_endpoint, rerun_client) -> dict[str, rr.catalog.CatalogClient]:
-    """Rerun's client of each server: strata's endpoint, Rerun's own server."""
-    return {"strata": rr.catalog.CatalogClient(strata_endpoint.url),
-            "rerun": rr.catalog.CatalogClient(rerun_client.url)}
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
-
-
-def batch(ids: list[int], labels: list[str], scores: list[float] | None = None) -> pa.RecordBatch:
-    scores = [float(i) for i in ids] if scores is None else scores
-    return pa.RecordBatch.from_pydict({"id": ids, "label": labels, "score": scores}, schema=LABELS)
-
-
-def rows(table) -> list[tuple]:
-    return sorted(tuple(row.values()) for row in table.reader().to_arrow_table().to_pylist())
-
-
-def fields(schema: pa.Schema) -> list[tuple[str, pa.DataType, bool, dict]]:
-    return [(f.name, f.type, f.nullable, dict(f.metadata or {})) for f in schema]
+from table_tools import INDEX, LABELS, batch, fields, rows, unique
 
 
 def error_class(call: Callable[[], object]) -> str:
@@ -119,14 +68,14 @@ WRITES: list[tuple[str, Callable]] = [
 ]
 
 
-def test_every_write_reads_back_the_same_rows(clients, client: sdk.CatalogClient) -> None:
+def test_every_write_reads_back_the_same_rows(clients, own_client: sdk.CatalogClient) -> None:
     name = unique("labels")
     tables = {server: c.create_table(name, LABELS) for server, c in clients.items()}
     for what, write in WRITES:
         for table in tables.values():
             write(table)
         assert rows(tables["strata"]) == rows(tables["rerun"]), f"after {what}"
-    assert rows(client.get_table(name)) == rows(tables["strata"])  # strata's own client reads the same
+    assert rows(own_client.get_table(name)) == rows(tables["strata"])  # strata's own client reads the same
     query = f"SELECT label, count(*) AS n, sum(score) AS total FROM {name} GROUP BY label ORDER BY label"
     answers = [c.ctx.sql(query).to_arrow_table() for c in clients.values()]
     assert answers[0] == answers[1]

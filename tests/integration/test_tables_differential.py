@@ -18,29 +18,7 @@ import pytest
 
 import sdk
 from stack_tools import wait_until
-
-INDEX = {b"rerun:is_table_index": b"true"}
-LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata=INDEX),
-                    pa.field("label", pa.string()), pa.field("score", pa.float64())])
-
-
-def batch(ids: list[int], labels: list[str], scores: list[float] | None = None) -> pa.RecordBatch:
-    scores = scores or [float(i) for i in ids]
-    return pa.RecordBatch.from_pydict({"id": ids, "label": labels, "score": scores}, schema=LABELS)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
-
-
-def rows(table) -> list[tuple]:
-    data = table.reader().to_arrow_table()
-    return sorted(tuple(row.values()) for row in data.to_pylist())
-
-
-def fields(schema: pa.Schema) -> list[tuple[str, pa.DataType, bool, dict]]:
-    # Rerun adds its own schema-level metadata (sorbet:version); fields are what a user declares.
-    return [(f.name, f.type, f.nullable, dict(f.metadata or {})) for f in schema]
+from table_tools import INDEX, LABELS, batch, fields, rows, unique
 
 
 class Pair:

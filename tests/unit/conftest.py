@@ -1,5 +1,6 @@
 """Shared helpers for the unit tier: an in-memory ``FoldReader``, builders of events and log
-records, and Arrow schemas for layers.
+records, Arrow schemas for layers, and the fixtures ``stack`` (a catalog without a broker or
+Spark, ``in_process.InProcessStack``) and ``served`` (Rerun's catalog protocol served on it).
 
 Everything here is plain Python: no Kafka, no Spark.
 """
@@ -8,14 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+import grpc
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import events
+import protocol
 from events import (
     CreateDataset,
     CreateTable,
@@ -49,6 +55,10 @@ from projector import (
     layer_table,
     table_rows,
 )
+from protocol import descriptors
+
+if TYPE_CHECKING:
+    from .in_process import InProcessStack
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 """A fixed clock for events, with microseconds so exact round trips are tested."""
@@ -391,3 +401,40 @@ def table_of(layers: list[Layer], positions: dict[str, int] | None = None) -> pa
                                    layer_table.ranges_text(x.index_ranges), x.properties_schema_sha256,
                                    x.properties_batch, x.registered_by.offset, positions[x.segment_id])
                                   for x in layers])
+
+
+@pytest.fixture
+def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
+    from .in_process import InProcessStack  # it builds its events with this module's helpers
+
+    made = InProcessStack(tmp_path, monkeypatch)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def served(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
+    """Rerun's catalog protocol on ``stack``'s client, on a free port."""
+    with protocol.serve(stack.client, port=0) as server:
+        yield server
+
+
+def rpc(server: protocol.ProtocolServer, name: str, request: object = None,
+        metadata: tuple[tuple[str, str], ...] = ()) -> object:
+    """The answer of the RPC ``name`` (a list for a server stream). ``request`` is a message, its
+    bytes, or a list of them for a client stream; None is the empty request (no request, for a
+    client stream)."""
+    method = descriptors.service().methods_by_name[name]
+    output = descriptors.message_class(method.output_type.full_name)
+    if request is None:
+        request = [] if method.client_streaming else descriptors.message_class(method.input_type.full_name)()
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        kind = {(False, False): channel.unary_unary, (False, True): channel.unary_stream,
+                (True, False): channel.stream_unary, (True, True): channel.stream_stream}[
+                    (method.client_streaming, method.server_streaming)]
+        stub = kind(f"/{protocol.SERVICE}/{name}",
+                    request_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString(),
+                    response_deserializer=output.FromString)
+        answer = stub(iter(request) if method.client_streaming else request,  # type: ignore[call-overload]
+                      metadata=metadata, timeout=30)
+        return list(answer) if method.server_streaming else answer

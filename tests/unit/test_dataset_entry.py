@@ -5,68 +5,17 @@ apply to it, and the dataset's history through its tags."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import sdk
-from events import CATALOG_TOPIC, Event
-from producers import Position
-from projector import apply_batch
-from projector.stores.sqlite import SqliteStore
 from recordings import read_recording
 from sdk._file_schemas import FILE_SCHEMAS
 
-from .conftest import create, log_record, register
+from .conftest import register
 from .test_registration import recording
-
-
-class FoldingProducer:
-    """Appends events to a log of its own and folds each batch into the store at once."""
-
-    def __init__(self, store: SqliteStore, first_offset: int) -> None:
-        self.store = store
-        self.next_offset = first_offset
-
-    def send(self, events: Sequence[Event]) -> list[Position]:
-        records = [log_record(event, offset=self.next_offset + n) for n, event in enumerate(events)]
-        self.next_offset += len(events)
-        apply_batch(self.store, records)
-        return [Position(CATALOG_TOPIC, 0, r.position.offset) for r in records]
-
-    def close(self) -> None:
-        pass
-
-
-class InProcessStack:
-    """A store with the dataset ``droid``, and a client writing through a folding producer."""
-
-    def __init__(self, directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.projector = SqliteStore(directory / "store.db")
-        self.producer = FoldingProducer(self.projector, 0)
-        self.droid = uuid.uuid4()
-        self.apply([create(self.droid, "droid")])
-        self.client = sdk.CatalogClient("127.0.0.1:1", directory / "store.db", workers=0)
-        monkeypatch.setattr(self.client._internal, "_producer", self.producer)
-        self.dataset = self.client.get_dataset("droid")
-
-    def apply(self, events: list[Event]) -> None:
-        """Events another producer (a pipeline) wrote, folded."""
-        self.producer.send(events)
-
-    def close(self) -> None:
-        self.client.close()
-        self.projector.close()
-
-
-@pytest.fixture
-def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
-    made = InProcessStack(tmp_path, monkeypatch)
-    yield made
-    made.close()
 
 
 def static_recording(path: Path, recording_id: str) -> str:

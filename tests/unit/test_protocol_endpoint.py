@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +21,10 @@ import rerun as rr
 from protocol.endpoint import READY, ready_line, url_of
 from settings.options import store_location
 
-from .test_dataset_entry import InProcessStack
+from .in_process import InProcessStack
 from .test_protocol_reads import T0, episode
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
-    made = InProcessStack(tmp_path, monkeypatch)
-    yield made
-    made.close()
 
 
 def _environment() -> dict[str, str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.metadata
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -18,7 +17,7 @@ import protocol
 from protocol import descriptors
 from protocol.descriptors import embedded_files
 
-from .test_dataset_entry import InProcessStack
+from .conftest import rpc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,33 +86,13 @@ def test_the_embedded_set_holds_rerun_s_five_files() -> None:
                                        ("common", "log_msg", "cloud", "sdk_comms", "viewer_control")]
 
 
-@pytest.fixture
-def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[protocol.ProtocolServer]:
-    stack = InProcessStack(tmp_path, monkeypatch)
-    with protocol.serve(stack.client, port=0) as server:
-        yield server
-    stack.close()
-
-
 def call(server: protocol.ProtocolServer, name: str) -> grpc.StatusCode:
     """The status of ``name`` called with an empty request (a stream of none, for a client stream)."""
-    method = descriptors.service().methods_by_name[name]
-    output = descriptors.message_class(method.output_type.full_name)
-    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        path = f"/{protocol.SERVICE}/{name}"
-        kind = {(False, False): channel.unary_unary, (False, True): channel.unary_stream,
-                (True, False): channel.stream_unary, (True, True): channel.stream_stream}[
-                    (method.client_streaming, method.server_streaming)]
-        stub = kind(path, request_serializer=lambda m: m.SerializeToString(),
-                    response_deserializer=output.FromString)
-        request = descriptors.message_class(method.input_type.full_name)()
-        try:
-            answer = stub(iter([]) if method.client_streaming else request, timeout=30)
-            if method.server_streaming:
-                list(answer)
-        except grpc.RpcError as exc:
-            assert name in exc.details() or exc.code() is not grpc.StatusCode.UNIMPLEMENTED
-            return exc.code()
+    try:
+        rpc(server, name)
+    except grpc.RpcError as exc:
+        assert name in exc.details() or exc.code() is not grpc.StatusCode.UNIMPLEMENTED
+        return exc.code()
     return grpc.StatusCode.OK
 
 

@@ -9,7 +9,6 @@ files are read, and Rerun's own client reading through both query paths (``FindC
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import pyarrow as pa
 import pytest
 import rerun as rr
 
-import protocol
 from protocol import chunk_rows, chunks, descriptors, entries, service
 from protocol.chunk_keys import ChunkKeys, ChunkLocation, InvalidChunkKeyError, LayerRef
 from protocol.chunk_rows import Selection
@@ -27,25 +25,13 @@ from protocol.dataframes import decode, encode
 from protocol.layer_chunks import LayerChunks
 from recordings import chunk_index
 
-from .test_dataset_entry import InProcessStack, static_recording
-from .test_protocol_service import raw
+from .conftest import rpc
+from .in_process import InProcessStack
+from .test_dataset_entry import static_recording
 from .test_registration import recording
 
 T0 = 1_700_000_000_000_000_000
 LAYER = LayerRef("file:///data/ep_1.rrd", "ep_1", "base", 4096)
-
-
-@pytest.fixture
-def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
-    made = InProcessStack(tmp_path, monkeypatch)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def served(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
-    with protocol.serve(stack.client, port=0) as server:
-        yield server
 
 
 def episode(path: Path, recording_id: str, *, steps: int = 6, extra: bool = False) -> str:
@@ -120,13 +106,13 @@ def test_fetch_chunks_refuses_a_forged_key_before_sending_anything(served, stack
     forged = ChunkKeys(b"guessed").keys(ref, [offset], [size])[0]
     request = fetch([forged])
     with pytest.raises(grpc.RpcError) as refused:
-        raw(served, "FetchChunks", request)
+        rpc(served, "FetchChunks", request)
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "not one this server handed out" in refused.value.details()
 
     no_keys = descriptors.cloud("FetchChunksRequest", chunk_infos=[encode(pa.table({"chunk_id": [1]}))])
     with pytest.raises(grpc.RpcError) as refused:
-        raw(served, "FetchChunks", no_keys)
+        rpc(served, "FetchChunks", no_keys)
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "'chunk_key'" in refused.value.details()
 
@@ -235,12 +221,12 @@ def test_an_arrow_msg_is_sent_as_read_with_the_segment_id_as_its_recording_id(tm
 
 def test_fetch_chunks_sends_many_chunks_per_message_in_the_order_asked(served, stack, registered,
                                                                         monkeypatch) -> None:
-    found = raw(served, "FindChunks", descriptors.cloud("FindChunksRequest"), metadata=header(stack))
+    found = rpc(served, "FindChunks", descriptors.cloud("FindChunksRequest"), metadata=header(stack))
     table = pa.concat_tables(decode(part.data) for part in found)
     assert table.num_rows == sum(chunk_index(uri).num_rows for uri in registered.values())
     reversed_keys = pa.table({"chunk_key": table.column("chunk_key").to_pylist()[::-1]})
     request = fetch(reversed_keys.column("chunk_key"))
-    answers = raw(served, "FetchChunks", request)
+    answers = rpc(served, "FetchChunks", request)
     sent = [chunk for answer in answers for chunk in answer.chunks]
     assert len(answers) == 1 < len(sent) == table.num_rows
     assert [(c.chunk_id.time_ns, c.chunk_id.inc) for c in sent] == [
@@ -249,17 +235,17 @@ def test_fetch_chunks_sends_many_chunks_per_message_in_the_order_asked(served, s
     assert [c.store_id.recording_id for c in sent] == table.column("chunk_segment_id").to_pylist()[::-1]
 
     monkeypatch.setattr(chunks, "RESPONSE_BYTES", 1)
-    assert len(raw(served, "FetchChunks", request)) == table.num_rows
+    assert len(rpc(served, "FetchChunks", request)) == table.num_rows
 
 
 def test_a_file_changed_since_registration_is_refused(served, stack, registered) -> None:
-    found = raw(served, "FindChunks", descriptors.cloud("FindChunksRequest"), metadata=header(stack))
+    found = rpc(served, "FindChunks", descriptors.cloud("FindChunksRequest"), metadata=header(stack))
     keys = pa.concat_tables(decode(part.data) for part in found).column("chunk_key")
     path = Path(registered["ep_1"][len("file://"):])
     path.write_bytes(path.read_bytes() + b"\0")
     request = fetch(keys)
     with pytest.raises(grpc.RpcError) as refused:
-        raw(served, "FetchChunks", request)
+        rpc(served, "FetchChunks", request)
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert 'segment "ep_1", layer "base"' in refused.value.details()
     assert "were registered" in refused.value.details()
@@ -360,14 +346,14 @@ def test_without_find_chunks_rerun_s_client_queries_the_dataset_and_reads_the_sa
     assert set(asked) == {"find_chunks_selection"}
     monkeypatch.setattr(entries, "CAPABILITIES", [])
     queried = rr.catalog.CatalogClient(served.url).get_dataset("droid")
-    answer = raw(served, "QueryDataset", descriptors.cloud("QueryDatasetRequest"), metadata=header(stack))
+    answer = rpc(served, "QueryDataset", descriptors.cloud("QueryDatasetRequest"), metadata=header(stack))
     assert decode(answer[0].data).num_rows > 0
     table = queried.filter_contents(["/arm/**", "/notes"]).reader(index="real_time", fill_latest_at=True)
     keys = [("rerun_segment_id", "ascending"), ("real_time", "ascending")]
     assert table.to_arrow_table().sort_by(keys).equals(expected.sort_by(keys))
     assert set(asked) == {"find_chunks_selection", "query_dataset_selection"}
     with pytest.raises(grpc.RpcError) as refused:
-        raw(served, "QueryDataset", descriptors.cloud("QueryDatasetRequest", chunk_ids=[
+        rpc(served, "QueryDataset", descriptors.cloud("QueryDatasetRequest", chunk_ids=[
             descriptors.common("Tuid", time_ns=1, inc=2)]), metadata=header(stack))
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
 

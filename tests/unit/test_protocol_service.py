@@ -7,8 +7,6 @@ unscoped requests are ``INVALID_ARGUMENT``. The same against Rerun's own server 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import pyarrow as pa
@@ -20,37 +18,8 @@ import sdk
 from protocol import descriptors
 from protocol.dataframes import decode, read_schema
 
-from .test_dataset_entry import InProcessStack
+from .conftest import rpc
 from .test_registration import recording
-
-
-@pytest.fixture
-def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
-    made = InProcessStack(tmp_path, monkeypatch)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def served(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
-    with protocol.serve(stack.client, port=0) as server:
-        yield server
-
-
-def raw(server: protocol.ProtocolServer, name: str, request: object = None,
-        metadata: tuple[tuple[str, str], ...] = ()) -> object:
-    """The answer of ``name`` (a list for a stream); ``request`` may be bytes."""
-    method = descriptors.service().methods_by_name[name]
-    output = descriptors.message_class(method.output_type.full_name)
-    if request is None:
-        request = descriptors.message_class(method.input_type.full_name)()
-    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        make = channel.unary_stream if method.server_streaming else channel.unary_unary
-        stub = make(f"/{protocol.SERVICE}/{name}",
-                    request_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString(),
-                    response_deserializer=output.FromString)
-        answer = stub(request, metadata=metadata, timeout=30)
-        return list(answer) if method.server_streaming else answer
 
 
 def test_the_url_is_rerun_s_and_binds_this_machine_by_default(served) -> None:
@@ -107,13 +76,13 @@ def test_errors_reach_rerun_s_client_as_its_classes_with_strata_s_messages(serve
 
 
 def test_who_am_i_says_whether_the_catalog_can_write(served, stack, tmp_path) -> None:
-    answer = raw(served, "WhoAmI")
+    answer = rpc(served, "WhoAmI")
     assert (answer.can_read, answer.can_write) == (True, True)
     assert answer.HasField("capabilities")
     assert list(answer.capabilities.capabilities) == ["dataset:find_chunks"]
     reader = sdk.CatalogClient(store=tmp_path / "store.db", workers=0)
     with protocol.serve(reader, port=0) as read_only:
-        answer = raw(read_only, "WhoAmI")
+        answer = rpc(read_only, "WhoAmI")
         assert (answer.can_read, answer.can_write) == (True, False)
         assert rr.catalog.CatalogClient(read_only.url).dataset_names() == ["droid"]
     reader.close()
@@ -122,7 +91,7 @@ def test_who_am_i_says_whether_the_catalog_can_write(served, stack, tmp_path) ->
 
 def test_find_entries_filters_by_id_name_and_kind(served, stack) -> None:
     def find(**fields: object) -> object:
-        return raw(served, "FindEntries", descriptors.cloud(
+        return rpc(served, "FindEntries", descriptors.cloud(
             "FindEntriesRequest", filter=descriptors.cloud("EntryFilter", **fields)))
 
     droid = stack.client.get_dataset("droid")
@@ -146,36 +115,36 @@ def test_find_entries_filters_by_id_name_and_kind(served, stack) -> None:
 ])
 def test_a_dataset_call_without_a_valid_entry_header_is_invalid_argument(served, metadata, message) -> None:
     with pytest.raises(grpc.RpcError) as refused:
-        raw(served, "ReadDatasetEntry", metadata=metadata)
+        rpc(served, "ReadDatasetEntry", metadata=metadata)
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert message in refused.value.details()
 
 
 def test_a_request_that_does_not_parse_is_invalid_argument_and_the_server_carries_on(served) -> None:
     with pytest.raises(grpc.RpcError) as refused:
-        raw(served, "FindEntries", b"\xff\xff\xff\xff not a message")
+        rpc(served, "FindEntries", b"\xff\xff\xff\xff not a message")
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "not a rerun.cloud.v1alpha1.FindEntriesRequest" in refused.value.details()
-    assert [e.name for e in raw(served, "FindEntries").entries if e.name == "droid"] == ["droid"]
+    assert [e.name for e in rpc(served, "FindEntries").entries if e.name == "droid"] == ["droid"]
 
 
 def test_the_segment_table_honours_the_projection(served, stack, tmp_path) -> None:
     stack.dataset.register([recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]).wait()
     header = (("x-rerun-entry-id", stack.dataset.id.hex),)
-    full = raw(served, "ScanSegmentTable", metadata=header)
+    full = rpc(served, "ScanSegmentTable", metadata=header)
     table = pa.concat_tables(decode(part.data) for part in full)
     assert table.column("rerun_segment_id").to_pylist() == ["ep_0", "ep_1"]
-    schema = read_schema(raw(served, "GetSegmentTableSchema", metadata=header).schema)
+    schema = read_schema(rpc(served, "GetSegmentTableSchema", metadata=header).schema)
     assert table.schema.equals(schema, check_metadata=True)
     assert full[0].meta.entry_id.id.inc == stack.dataset.id.int & ((1 << 64) - 1)
 
     columns = ["rerun_size_bytes", "rerun_segment_id"]
-    projected = raw(served, "ScanSegmentTable", descriptors.cloud("ScanSegmentTableRequest", columns=columns),
+    projected = rpc(served, "ScanSegmentTable", descriptors.cloud("ScanSegmentTableRequest", columns=columns),
                     metadata=header)
     assert decode(projected[0].data).column_names == columns
     for wrong, message in ((["nope"], "'nope' not found"), (["rerun_segment_id"] * 2, "requested twice")):
         with pytest.raises(grpc.RpcError) as refused:
-            raw(served, "ScanSegmentTable", descriptors.cloud("ScanSegmentTableRequest", columns=wrong),
+            rpc(served, "ScanSegmentTable", descriptors.cloud("ScanSegmentTableRequest", columns=wrong),
                 metadata=header)
         assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT and message in refused.value.details()
 
@@ -226,7 +195,7 @@ def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_e
     assert stack.producer.next_offset > sent  # the SDK's commands, in the log
 
     # A task is named by its event's place in the log, and read from the store by any server.
-    answer = raw(served, "RegisterWithDataset", descriptors.cloud(
+    answer = rpc(served, "RegisterWithDataset", descriptors.cloud(
         "RegisterWithDatasetRequest", data_sources=[descriptors.cloud("DataSource", storage_url=uris[0])],
         on_duplicate=descriptors.enum_value("rerun.common.v1alpha1.IfDuplicateBehavior",
                                             "IF_DUPLICATE_BEHAVIOR_ERROR")),
@@ -236,7 +205,7 @@ def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_e
     topic, partition, offset = row["rerun_task_id"].split(":")
     assert (topic, partition) == ("strata.catalog", "0") and int(offset) >= sent
     with protocol.serve(stack.client, port=0) as another:
-        [part] = raw(another, "QueryTasksOnCompletion", descriptors.cloud(
+        [part] = rpc(another, "QueryTasksOnCompletion", descriptors.cloud(
             "QueryTasksOnCompletionRequest", ids=[descriptors.common("TaskId", id=row["rerun_task_id"])]))
     [task] = decode(part.data).to_pylist()
     assert task["exec_status"] == "failed"
@@ -253,7 +222,7 @@ def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_e
 
 def test_a_task_id_that_names_no_event_is_invalid_argument(served) -> None:
     with pytest.raises(grpc.RpcError) as refused:
-        raw(served, "QueryTasksOnCompletion", descriptors.cloud(
+        rpc(served, "QueryTasksOnCompletion", descriptors.cloud(
             "QueryTasksOnCompletionRequest", ids=[descriptors.common("TaskId", id="task_00000000DEADBEEF")]))
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "<topic>:<partition>:<offset>" in refused.value.details()

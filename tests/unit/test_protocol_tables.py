@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import pyarrow as pa
@@ -23,58 +21,15 @@ from events import DeleteTable, Event, WriteTable
 from protocol import descriptors
 from protocol.dataframes import decode, encode, read_schema, schema_message
 from protocol.ids import entry_id
+from table_tools import LABELS, batch, fields, rows
 
-from .test_dataset_entry import InProcessStack
+from .conftest import rpc
 from .test_registration import recording
-
-INDEX = {b"rerun:is_table_index": b"true"}
-LABELS = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata=INDEX),
-                    pa.field("label", pa.string(), metadata={b"unit": b"text"}),
-                    pa.field("score", pa.float64())])
-
-
-@pytest.fixture
-def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessStack]:
-    made = InProcessStack(tmp_path, monkeypatch)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def served(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
-    with protocol.serve(stack.client, port=0) as server:
-        yield server
 
 
 @pytest.fixture
 def client(served: protocol.ProtocolServer) -> rr.catalog.CatalogClient:
     return rr.catalog.CatalogClient(served.url)
-
-
-def batch(ids: list[int], labels: list[str], scores: list[float] | None = None) -> pa.RecordBatch:
-    scores = [float(i) for i in ids] if scores is None else scores
-    return pa.RecordBatch.from_pydict({"id": ids, "label": labels, "score": scores}, schema=LABELS)
-
-
-def rows(table: object) -> list[tuple]:
-    return sorted(tuple(row.values()) for row in table.reader().to_arrow_table().to_pylist())
-
-
-def fields(schema: pa.Schema) -> list[tuple[str, pa.DataType, bool, dict]]:
-    return [(f.name, f.type, f.nullable, dict(f.metadata or {})) for f in schema]
-
-
-def call(server: protocol.ProtocolServer, name: str, requests: object, metadata: tuple = ()) -> object:
-    """``name`` called with ``requests`` (a list of them for a client stream)."""
-    method = descriptors.service().methods_by_name[name]
-    output = descriptors.message_class(method.output_type.full_name)
-    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        kind = {(False, False): channel.unary_unary, (False, True): channel.unary_stream,
-                (True, False): channel.stream_unary}[(method.client_streaming, method.server_streaming)]
-        stub = kind(f"/{protocol.SERVICE}/{name}", request_serializer=lambda m: m.SerializeToString(),
-                    response_deserializer=output.FromString)
-        answer = stub(iter(requests) if method.client_streaming else requests, metadata=metadata, timeout=30)
-        return list(answer) if method.server_streaming else answer
 
 
 def write_request(data: pa.RecordBatch | pa.Table, mode: str) -> object:
@@ -103,7 +58,7 @@ def test_a_table_created_with_a_url_keeps_its_lance_copy_under_it(client, served
     # Rerun's client names a directory of its own under the URL, and sends that as the table's.
     assert created.storage_url == stack.client.get_table("copied").storage_url
     assert created.storage_url.startswith(f"{url}/")
-    answer = call(served, "ReadTableEntry", descriptors.cloud("ReadTableEntryRequest"),
+    answer = rpc(served, "ReadTableEntry", descriptors.cloud("ReadTableEntryRequest"),
                   (("x-rerun-entry-id", uuid.UUID(hex=str(created.id)).hex),))
     lance = descriptors.cloud("LanceTable")
     assert answer.table.provider_details.Unpack(lance) and lance.table_url == created.storage_url
@@ -143,7 +98,7 @@ def test_a_scan_holds_every_row_in_parts(client, served, stack, monkeypatch) -> 
     monkeypatch.setattr(tables, "ROWS_PER_PART", 4)
     table = client.create_table("labels", LABELS)
     table.append(batch(list(range(10)), [str(i) for i in range(10)]))
-    answer = call(served, "ScanTable", descriptors.cloud(
+    answer = rpc(served, "ScanTable", descriptors.cloud(
         "ScanTableRequest", table_id=entry_id(stack.client.get_table("labels").id)))
     assert [decode(part.dataframe_part).num_rows for part in answer] == [4, 4, 2]
     assert rows(table) == [(i, str(i), float(i)) for i in range(10)]
@@ -176,10 +131,10 @@ def test_errors_reach_rerun_s_client_as_its_classes_with_strata_s_messages(clien
     for unknown in ("GetTableSchema", "ScanTable"):
         request = descriptors.cloud(f"{unknown}Request", table_id=entry_id(uuid.UUID(int=1)))
         with pytest.raises(grpc.RpcError) as refused:
-            call(served, unknown, request)
+            rpc(served, unknown, request)
         assert refused.value.code() is grpc.StatusCode.NOT_FOUND and "not found" in refused.value.details()
     with pytest.raises(grpc.RpcError) as refused:
-        call(served, "WriteTable", [write_request(batch([1], ["a"]), "APPEND")],
+        rpc(served, "WriteTable", [write_request(batch([1], ["a"]), "APPEND")],
              (("x-rerun-entry-id", stack.droid.hex),))
     assert refused.value.code() is grpc.StatusCode.NOT_FOUND and "not a table" in refused.value.details()
     assert rows(table) == []
@@ -231,14 +186,14 @@ def test_a_malformed_part_or_an_unknown_mode_is_invalid_argument_and_writes_noth
                               (mixed, "different insert modes")):
         sent = stack.producer.next_offset
         with pytest.raises(grpc.RpcError) as refused:
-            call(served, "WriteTable", requests, header)
+            rpc(served, "WriteTable", requests, header)
         assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert message in refused.value.details()
         assert stack.producer.next_offset == sent
     assert rows(table) == []
-    call(served, "WriteTable", [write_request(batch([1], ["a"]), "APPEND")] * 2, header)
+    rpc(served, "WriteTable", [write_request(batch([1], ["a"]), "APPEND")] * 2, header)
     assert rows(table) == [(1, "a", 1.0), (1, "a", 1.0)]  # the parts of one stream, one write
-    call(served, "WriteTable", [write_request(batch([2], ["b"]), "UNSPECIFIED")], header)
+    rpc(served, "WriteTable", [write_request(batch([2], ["b"]), "UNSPECIFIED")], header)
     assert rows(table) == [(1, "a", 1.0), (1, "a", 1.0), (2, "b", 2.0)]  # no mode appends, as in Rerun
 
 
@@ -268,8 +223,8 @@ def test_a_registration_refused_earlier_is_its_task_s_to_report_not_a_later_writ
     again = descriptors.cloud("RegisterWithDatasetRequest",
                               data_sources=[descriptors.cloud("DataSource", storage_url=uri)])
     # The fold refuses it (a duplicate): the server's client meets the refusal at its next read.
-    call(served, "RegisterWithDataset", again, (("x-rerun-entry-id", stack.droid.hex),))
-    call(served, "WriteTable", [write_request(batch([1], ["a"]), "APPEND")], header)
+    rpc(served, "RegisterWithDataset", again, (("x-rerun-entry-id", stack.droid.hex),))
+    rpc(served, "WriteTable", [write_request(batch([1], ["a"]), "APPEND")], header)
     assert rows(table) == [(1, "a", 1.0)]
 
 
@@ -318,7 +273,7 @@ def test_the_system_table_lists_every_entry_and_refuses_writes(client, stack) ->
 def test_a_table_schema_answer_is_the_table_s_arrow_schema(served, stack) -> None:
     stack.client.create_table("labels", LABELS)
     table_id = stack.client.get_table("labels").id
-    answer = call(served, "GetTableSchema", descriptors.cloud("GetTableSchemaRequest"),
+    answer = rpc(served, "GetTableSchema", descriptors.cloud("GetTableSchemaRequest"),
                   (("x-rerun-entry-id", table_id.hex),))
     assert fields(read_schema(answer.schema)) == fields(LABELS)
 
@@ -337,7 +292,7 @@ def test_a_table_request_strata_cannot_take_is_invalid_argument_and_sends_nothin
             ("RegisterTable", descriptors.cloud("RegisterTableRequest", name="labels",
                                                 provider_details=system), "LanceTable only")):
         with pytest.raises(grpc.RpcError) as refused:
-            call(served, name, request)
+            rpc(served, name, request)
         assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert message in refused.value.details()
     assert stack.producer.next_offset == sent and stack.client.table_names() == []
