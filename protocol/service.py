@@ -13,6 +13,7 @@ is read after it is released, and ``FetchChunks`` never takes it.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -188,6 +189,19 @@ def generic_handler(catalog: sdk.CatalogClient) -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler(SERVICE, methods)
 
 
+def location_handler(catalog: sdk.CatalogClient) -> grpc.GenericRpcHandler:
+    """strata's own ``settings.CATALOG_LOCATION_RPC``: the Kafka cluster and store of
+    ``catalog``, for strata's client given this endpoint's URL."""
+    service_name, method = settings.CATALOG_LOCATION_RPC.strip("/").split("/")
+    answer = json.dumps({"bootstrap_servers": catalog.bootstrap_servers, "store": catalog.store}).encode()
+
+    def locate(request: bytes, context: grpc.ServicerContext) -> bytes:
+        return answer
+
+    return grpc.method_handlers_generic_handler(service_name, {
+        method: grpc.unary_unary_rpc_method_handler(locate)})  # bytes in and out: no serializers
+
+
 class ProtocolServer:
     """Rerun's catalog protocol served on strata's catalog, at ``url``
     (``rerun+http://HOST:PORT``); ``stop()`` ends it (also at the end of a ``with`` block)."""
@@ -235,7 +249,7 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
     """
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-protocol"),
-        handlers=[generic_handler(catalog)],
+        handlers=[generic_handler(catalog), location_handler(catalog)],
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.so_reuseport", 0)])

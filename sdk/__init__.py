@@ -29,6 +29,7 @@ from sdk._writes import WriteOutcome
 from sdk.errors import (
     AlreadyExistsError,
     DeliveryError,
+    EndpointUnavailableError,
     MissingExtraError,
     NotFoundError,
     ObjectStoreError,
@@ -72,6 +73,7 @@ __all__ = [
     "DatasetSelection",
     "DatasetView",
     "DeliveryError",
+    "EndpointUnavailableError",
     "EntryKind",
     "LayerInfo",
     "MissingExtraError",

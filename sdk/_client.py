@@ -22,6 +22,7 @@ from projector import Change, Rejection, feed, table_rows, views
 from recordings import ObjectStoreConfig, ObjectStoreSettings, is_object_url, local_path
 from sdk._connection import Connection, no_kafka
 from sdk._dataset import DatasetEntry
+from sdk._endpoint import is_endpoint_url, locate
 from sdk._lance import lance_table
 from sdk._operations import Operation
 from sdk._table_entry import TableEntry, table_entry
@@ -56,8 +57,12 @@ class CatalogClient:
     projector's host) or its PostgreSQL URL (from any host). The client only reads it, and raises
     ``StoreUnavailableError`` if it cannot (``ValueError`` for a location of an unknown kind,
     ``MissingExtraError`` for a ``postgresql://`` URL without ``strata[postgres]``). Without
-    ``store``, the first argument is a stack's URL, both in one string (``Server.url()``);
-    ``ValueError`` if it is not one.
+    ``store``, the first argument is a URL that says where both are, as Rerun's
+    ``CatalogClient(url)`` takes one (``Server.url()``): a stack's ``strata://HOST:PORT?store=...``,
+    or the ``rerun+http://HOST:PORT`` of a strata endpoint of Rerun's catalog protocol, which the
+    client asks for them (``EndpointUnavailableError`` if nothing answers there, ``ValueError``
+    if what answers is Rerun's own server, ``MissingExtraError`` without ``strata[protocol]``);
+    ``ValueError`` if it is neither.
 
     Without ``bootstrap_servers`` (only ``store`` given) the client reads the store and never
     talks to Kafka: every read works, while a write, ``url``, and an ``as_of`` point that must
@@ -75,6 +80,7 @@ class CatalogClient:
         >>> client = CatalogClient("kafka-1:9092", store="postgresql://reader@db/strata")  # doctest: +SKIP
         >>> client = CatalogClient.from_state_dir(".strata")  # doctest: +SKIP
         >>> client = CatalogClient(server.url())  # strata://HOST:PORT?store=...  # doctest: +SKIP
+        >>> client = CatalogClient("rerun+http://localhost:51234")  # strata up's endpoint  # doctest: +SKIP
         >>> reader = CatalogClient(store=".strata/store.db")  # reads only  # doctest: +SKIP
     """
 
@@ -94,11 +100,19 @@ class CatalogClient:
                 raise ValueError("CatalogClient needs a store to read (and bootstrap_servers to write), "
                                  "or a stack's URL: CatalogClient('localhost:9092', '.strata/store.db'), "
                                  "CatalogClient(store='.strata/store.db'), CatalogClient(server.url())")
-            bootstrap_servers, store = settings.parse_stack_url(bootstrap_servers)
+            if is_endpoint_url(bootstrap_servers):
+                endpoint_url: str | None = bootstrap_servers
+                bootstrap_servers, store = locate(bootstrap_servers)
+            else:
+                endpoint_url = None
+                bootstrap_servers, store = settings.parse_stack_url(bootstrap_servers)
+        else:
+            endpoint_url = None
         self._internal = Connection(bootstrap_servers, store, kafka_config=kafka_config,
                                     producer_id=producer_id, delivery_timeout_secs=delivery_timeout_secs,
                                     object_store_config=object_store_config, workers=workers)
         self._internal.catalog = self
+        self._endpoint_url = endpoint_url
 
     @classmethod
     def from_state_dir(cls, state_dir: str | Path | None = None, **kwargs: Any) -> CatalogClient:
@@ -113,9 +127,13 @@ class CatalogClient:
 
     @property
     def url(self) -> str:
-        """Rerun's ``CatalogClient.url``: the one string that reaches this catalog again,
+        """Rerun's ``CatalogClient.url``: the one string that reaches this catalog again, the
+        endpoint's ``rerun+http://HOST:PORT`` for a client made with one, else
         ``strata://HOST:PORT?store=...`` (as ``Server.url()`` gives it). ``ValueError`` for a
-        client made without ``bootstrap_servers``, which a stack's URL cannot describe."""
+        client made without either and without ``bootstrap_servers``, which a stack's URL cannot
+        describe."""
+        if self._endpoint_url is not None:
+            return self._endpoint_url
         if self._internal.bootstrap_servers is None:
             raise ValueError(no_kafka("a stack's URL"))
         return settings.stack_url(self._internal.bootstrap_servers, self._internal.location)

@@ -16,6 +16,8 @@
     ├── MissingExtraError (ImportError, from events)
     │                           a part used without its optional dependencies; names the
     │                           extra to install (pip install 'strata[postgres]', ...)
+    ├── EndpointUnavailableError (ConnectionError)
+    │                           no strata endpoint answers at a rerun+http:// URL
     ├── DeliveryError (ConnectionError, from producers)
     │                           Kafka did not acknowledge an event in time
     ├── WriteRefusedError (ValueError)
@@ -52,6 +54,11 @@ class AlreadyExistsError(StrataError, RerunAlreadyExistsError):
     """Raised when trying to create a resource that already exists."""
 
 
+class EndpointUnavailableError(StrataError, ConnectionError):
+    """Nothing answers at the ``rerun+http://`` URL a ``CatalogClient`` was given: no endpoint of
+    Rerun's catalog protocol runs there, or it cannot be reached."""
+
+
 class WriteRefusedError(StrataError, ValueError):
     """Writes of this client that Kafka acknowledged and the catalog then refused (a table or
     dataset deleted meanwhile, rows the table no longer takes), raised by the client's next read
@@ -70,6 +77,7 @@ class WriteRefusedError(StrataError, ValueError):
 __all__ = [
     "AlreadyExistsError",
     "DeliveryError",
+    "EndpointUnavailableError",
     "MissingExtraError",
     "NotFoundError",
     "ObjectStoreError",

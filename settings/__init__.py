@@ -133,6 +133,12 @@ def write_running_stack(state_dir: Path, bootstrap_servers: str, store: str, spa
 
 STACK_URL_SCHEME = "strata"
 
+CATALOG_LOCATION_RPC = "/strata.v1.Catalog/Location"
+"""The one RPC a strata endpoint of Rerun's catalog protocol serves beside Rerun's service: an
+empty request, answered with the JSON object ``{"bootstrap_servers": ..., "store": ...}`` of the
+catalog it serves (``bootstrap_servers`` null if it serves it read-only), so that strata's own
+``CatalogClient("rerun+http://HOST:PORT")`` reaches the same catalog."""
+
 
 def stack_url(bootstrap_servers: str, store: str) -> str:
     """The one string a client needs to reach a stack: ``strata://<bootstrap servers>?store=<store>``

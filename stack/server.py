@@ -62,8 +62,8 @@ class Server:
     ``s3://`` prefix; default ``data_dir/snapshots``), for ``strata replay --from-snapshot``.
 
     With ``protocol_port``, the server also serves Rerun's catalog protocol on ``host`` at that
-    port (0: a free one), so that rerun-sdk's own ``rr.catalog.CatalogClient(server.protocol_url)``
-    reaches the catalog: in a process of its own beside the projector (``python -m protocol``, on
+    port (0: a free one), so that rerun-sdk's own ``rr.catalog.CatalogClient(server.url())``
+    reaches the catalog (``url()`` is then the endpoint's, ``protocol_url``): in a process of its own beside the projector (``python -m protocol``, on
     the server's store and Kafka cluster, its log in ``data_dir/protocol.log``), because Rerun's
     client holds Python's global lock while it waits on some calls (``reader(using_index_values=
     ...)``), which an endpoint in the client's own process would then never answer. It starts
@@ -139,9 +139,13 @@ class Server:
         return self.data_dir / "projector.log"
 
     def url(self) -> str:
-        """Where clients reach this server, as Rerun's ``url()``: its Kafka bootstrap servers and
-        its store, ``strata://HOST:PORT?store=...``, which ``CatalogClient(url)`` takes (Kafka
-        credentials, if any, still go in ``kafka_config``)."""
+        """Where clients reach this server, as Rerun's ``url()``. With ``protocol_port``, the
+        endpoint of Rerun's catalog protocol, ``rerun+http://HOST:PORT``, which both rerun-sdk's
+        ``rr.catalog.CatalogClient(url)`` and strata's ``CatalogClient(url)`` take; without, its
+        Kafka bootstrap servers and its store, ``strata://HOST:PORT?store=...``, which strata's
+        takes. Kafka credentials, if any, still go in ``kafka_config``."""
+        if self._protocol_url is not None:
+            return self._protocol_url
         return settings.stack_url(self.bootstrap_servers, self.store)
 
     def host(self) -> str:

@@ -233,10 +233,15 @@ def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: P
     with Server(tmp_path / "stack", protocol_port=0, datasets={"frames": [recording]}) as own:
         url, pid = own.protocol_url, own.protocol_pid
         assert url is not None and url.startswith("rerun+http://127.0.0.1:")
+        assert own.url() == url  # as Rerun's Server.url(): both clients take it
         assert pid is not None and pid != os.getpid()  # a process of its own
-        theirs = rr.catalog.CatalogClient(url)
+        theirs = rr.catalog.CatalogClient(own.url())
         theirs.create_dataset("droid")
-        assert own.client().dataset_names() == theirs.dataset_names() == ["frames", "droid"]
+        ours = sdk.CatalogClient(own.url())  # asks the endpoint for the Kafka cluster and store
+        assert (ours.bootstrap_servers, ours.store, ours.url) == (own.bootstrap_servers, own.store, url)
+        ours.create_dataset("tables")  # through the stack's log
+        assert own.client().dataset_names() == theirs.dataset_names() == ["frames", "droid", "tables"]
+        ours.close()
         # Rerun's client waits on this read holding Python's global lock: an endpoint in this
         # process would never answer it.
         rows = theirs.get_dataset("frames").reader(

@@ -6,6 +6,7 @@ unscoped requests are ``INVALID_ARGUMENT``. The same against Rerun's own server 
 
 from __future__ import annotations
 
+import socket
 import uuid
 
 import grpc
@@ -25,6 +26,37 @@ from .test_registration import recording
 def test_the_url_is_rerun_s_and_binds_this_machine_by_default(served) -> None:
     assert served.url == f"rerun+http://127.0.0.1:{served.port}" and served.port > 0
     assert protocol.DEFAULT_PORT == 51234 and protocol.DEFAULT_HOST == "127.0.0.1"
+
+
+def test_strata_s_client_given_the_endpoint_s_url_reaches_the_same_catalog(served, stack) -> None:
+    by_url = sdk.CatalogClient(served.url)
+    try:
+        assert by_url.bootstrap_servers == stack.client.bootstrap_servers
+        assert by_url.store == stack.client.store
+        assert by_url.url == served.url  # as Rerun's client: the URL it was given
+        assert by_url.dataset_names() == ["droid"]
+    finally:
+        by_url.close()
+
+
+def test_a_url_where_nothing_answers_is_endpoint_unavailable(served) -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(sdk.EndpointUnavailableError) as refused:
+        sdk.CatalogClient(f"rerun+http://127.0.0.1:{port}")
+    assert str(refused.value).startswith(f"no catalog answered at rerun+http://127.0.0.1:{port} within 10 s "
+                                         "(UNAVAILABLE: ")  # refused at once, not waited out
+    assert "start one there ('strata up', 'strata serve')" in str(refused.value)
+
+
+def test_rerun_s_own_server_s_url_is_a_value_error_naming_rerun_s_client() -> None:
+    theirs = rr.server.Server()
+    try:
+        with pytest.raises(ValueError, match="not a strata catalog: read it with rerun-sdk's rr.catalog"):
+            sdk.CatalogClient(theirs.url())
+    finally:
+        theirs.shutdown()
 
 
 def test_a_taken_port_is_an_os_error(served, stack) -> None:
