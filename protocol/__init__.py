@@ -6,9 +6,10 @@ Owns the protocol's definitions as the installed rerun-sdk carries them (``descr
 Arrow data on the wire (``dataframes``), the mapping of ids and times (``ids``), the RPCs by area
 (``entries``, ``datasets``, ``tasks``: registration and its tasks, ``tables``: tables' schemas,
 rows and writes, ``chunks``: reads of the recordings' data, with the layers' chunk indexes in
-``layer_chunks``, the query's rows in ``chunk_rows`` and signed chunk keys in ``chunk_keys``), the
-gRPC server (``service``) and that server as a service of its own, ``python -m protocol`` and
-``strata serve`` (``endpoint``).
+``layer_chunks``, the query's rows in ``chunk_rows``, signed chunk keys in ``chunk_keys`` and the
+files' bytes in ``layer_files``), the HTTP server of the layers' files for direct URLs
+(``direct``), the gRPC server (``service``) and that server as a service of its own, ``python -m
+protocol`` and ``strata serve`` (``endpoint``).
 Writes go through the public ``sdk`` client, so through the log as the SDK's do; reads come from
 the store's views through it, never from a state of the server's own (what the server keeps of
 recordings' files, their chunk indexes, is a cache of immutable layers).

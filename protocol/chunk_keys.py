@@ -11,10 +11,17 @@ refuses the keys of the last one, and a read started before it must be run again
     key = version (1 byte) | signature (16 bytes) | body
     body = offset, length, file size (3 x u64 little-endian) | storage URL | segment id | layer
            (each a u16 length and UTF-8 bytes)
+
+A layer's *token* names a whole registered file the same way, for its direct URL
+(``protocol.direct``): the path of an HTTP GET that a client sends ``Range`` requests to.
+
+    token = base64url(version 2 | signature | file size (u64) | storage URL | segment id | layer)
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import secrets
@@ -26,9 +33,11 @@ from protocol.errors import InvalidRequestError
 CHUNK_KEY = "chunk_key"
 """The column of a chunk's key, in the rows of a query and of a manifest."""
 VERSION = 1
+TOKEN_VERSION = 2
 SIGNATURE_BYTES = 16
 """A truncated HMAC-SHA256: 128 bits, as hard to forge as a chunk id is to guess."""
 _RANGE = struct.Struct("<QQQ")
+_SIZE = struct.Struct("<Q")
 _LENGTH = struct.Struct("<H")
 _HEADER_BYTES = 1 + SIGNATURE_BYTES
 
@@ -64,6 +73,21 @@ def _text(value: str) -> bytes:
     return _LENGTH.pack(len(encoded)) + encoded
 
 
+def _texts(body: bytes, at: int) -> tuple[str, str, str]:
+    """The storage URL, segment id and layer name at ``at`` of a key's or token's body."""
+    texts = []
+    for _ in range(3):
+        (count,) = _LENGTH.unpack_from(body, at)
+        texts.append(body[at + _LENGTH.size:at + _LENGTH.size + count].decode())
+        at += _LENGTH.size + count
+    url, segment_id, layer_name = texts
+    return url, segment_id, layer_name
+
+
+def _names(layer: LayerRef) -> bytes:
+    return _text(layer.storage_url) + _text(layer.segment_id) + _text(layer.layer_name)
+
+
 class ChunkKeys:
     """Signs and checks chunk keys with one secret (by default a new random one: the keys of a
     server are good for as long as it runs)."""
@@ -83,7 +107,7 @@ class ChunkKeys:
         >>> keys.location(key) == ChunkLocation(layer, 180, 963)
         True
         """
-        tail = (_text(layer.storage_url) + _text(layer.segment_id) + _text(layer.layer_name))
+        tail = _names(layer)
         made = []
         for offset, length in zip(offsets, lengths, strict=True):
             body = _RANGE.pack(offset, length, layer.size_bytes) + tail
@@ -101,11 +125,32 @@ class ChunkKeys:
                                        "signature does not match); ask FindChunks or GetRrdManifest for "
                                        "the keys")
         offset, length, size = _RANGE.unpack_from(body)
-        texts = []
-        at = _RANGE.size
-        for _ in range(3):
-            (count,) = _LENGTH.unpack_from(body, at)
-            texts.append(body[at + _LENGTH.size:at + _LENGTH.size + count].decode())
-            at += _LENGTH.size + count
-        url, segment_id, layer_name = texts
+        url, segment_id, layer_name = _texts(body, _RANGE.size)
         return ChunkLocation(LayerRef(url, segment_id, layer_name, size), offset, length)
+
+    def token(self, layer: LayerRef) -> str:
+        """The token of ``layer``'s file: URL-safe text that names it, signed.
+
+        >>> keys = ChunkKeys(b"secret")
+        >>> layer = LayerRef("file:///data/ep_1.rrd", "ep_1", "base", 4096)
+        >>> keys.layer(keys.token(layer)) == layer
+        True
+        """
+        body = _SIZE.pack(layer.size_bytes) + _names(layer)
+        signed = bytes([TOKEN_VERSION]) + self._sign(body) + body
+        return base64.urlsafe_b64encode(signed).rstrip(b"=").decode()
+
+    def layer(self, token: str) -> LayerRef:
+        """The layer a ``token`` names. ``InvalidChunkKeyError`` for a token this server did not
+        sign."""
+        try:
+            signed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        except (binascii.Error, ValueError):
+            signed = b""
+        body = signed[_HEADER_BYTES:]
+        if (len(signed) < _HEADER_BYTES + _SIZE.size or signed[0] != TOKEN_VERSION
+                or not hmac.compare_digest(signed[1:_HEADER_BYTES], self._sign(body))):
+            raise InvalidChunkKeyError("not a layer this server handed out a direct URL of")
+        (size,) = _SIZE.unpack_from(body)
+        url, segment_id, layer_name = _texts(body, _SIZE.size)
+        return LayerRef(url, segment_id, layer_name, size)

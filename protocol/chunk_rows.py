@@ -34,8 +34,9 @@ DIRECT_URL_FIELDS = [
     pa.field("rerun_layer_direct_url", pa.dictionary(pa.int32(), pa.string())),
     pa.field("rerun_layer_direct_url_expires_at", pa.dictionary(pa.int32(), pa.int64())),
 ]
-"""Where a client may fetch a chunk's bytes itself, and until when: null, so the client asks
-``FetchChunks``."""
+"""Where a client may fetch a chunk's bytes itself, and until when: the layer's direct URL
+(``protocol.direct``) when the query asks for one, else null, so the client asks ``FetchChunks``;
+no expiry."""
 FIND_CHUNKS_TIMELINE = pa.field("chunk_timeline_start", pa.int64(), metadata={"rerun:kind": "index"})
 """``FindChunks``'s column of each chunk's first value on the queried timeline."""
 _SOURCE_COLUMNS = {"chunk_id": "chunk_id", "chunk_entity_path": "chunk_entity_path",
@@ -123,22 +124,23 @@ def layer_rows(layer: LayerRef, chunks: pa.Table) -> pa.Table:
 
 
 def candidates(layers: Sequence[pa.Table], selection: Selection, timeline_field: pa.Field | None) -> pa.Table:
-    """The candidate chunks of ``layers`` (each layer's ``layer_rows``), in Rerun's columns;
-    with ``timeline_field``, last, each chunk's first value on the selection's timeline (null for
-    a static chunk). The layers are put together first and selected from at once."""
+    """The candidate chunks of ``layers`` (each layer's ``layer_rows``, with its direct URL
+    columns if it has them), in Rerun's columns; with ``timeline_field``, last, each chunk's first
+    value on the selection's timeline (null for a static chunk). The layers are put together
+    first and selected from at once."""
     bounds = [f"{selection.timeline}:start", f"{selection.timeline}:end"] if selection.timeline else []
-    work = pa.schema([*CANDIDATE_FIELDS, *(pa.field(name, pa.int64()) for name in bounds)])
+    work = pa.schema([*CANDIDATE_FIELDS, *DIRECT_URL_FIELDS,
+                      *(pa.field(name, pa.int64()) for name in bounds)])
     tables = []
     for rows in layers:
-        columns = [rows.column(number) for number in range(len(CANDIDATE_FIELDS))]
-        columns += [rows.column(name) if name in rows.column_names else pa.nulls(rows.num_rows, pa.int64())
-                    for name in bounds]
+        columns = [rows.column(field.name) if field.name in rows.column_names
+                   else pa.nulls(rows.num_rows, field.type) for field in work]
         tables.append(pa.Table.from_arrays(columns, schema=work))
     chosen = selected(pa.concat_tables(tables), selection) if tables else work.empty_table()
+    chosen = chosen.unify_dictionaries()  # one dictionary of URLs on the wire
     count = chosen.num_rows
     fields = [*CANDIDATE_FIELDS, *DIRECT_URL_FIELDS] + ([timeline_field] if timeline_field else [])
-    columns = [chosen.column(number) for number in range(len(CANDIDATE_FIELDS))]
-    columns += [pa.nulls(count, field.type) for field in DIRECT_URL_FIELDS]
+    columns = [chosen.column(field.name) for field in [*CANDIDATE_FIELDS, *DIRECT_URL_FIELDS]]
     if timeline_field is not None:
         starts = chosen.column(bounds[0]) if bounds else pa.nulls(count, pa.int64())
         columns.append(pc.if_else(chosen.column("chunk_is_static"), pa.scalar(None, pa.int64()), starts))

@@ -15,7 +15,6 @@ segment id set as its recording id.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -33,6 +32,7 @@ from protocol.entries import DATASET_KINDS, ENTRY_DATASET_KINDS
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_id
 from protocol.layer_chunks import Layer, layers, layers_by_schema
+from protocol.layer_files import changed, read_ranges
 from protocol.requests import Request, Streaming
 
 RESPONSE_BYTES = 4 << 20
@@ -41,6 +41,9 @@ per chunk."""
 COALESCE_GAP_BYTES = 256 << 10
 """Chunks of one file closer than this are read in one read (one GET for an object)."""
 FILL_MODE = "rerun.cloud.v1alpha1.FillMode"
+DIRECT_URL_MODES = frozenset(enum_value("rerun.cloud.v1alpha1.DirectUrlMode", f"DIRECT_URL_MODE_{mode}")
+                             for mode in ("SIGNED", "UNSIGNED"))
+"""The ``FindChunks`` modes that ask for direct URLs (strata's are signed either way)."""
 
 
 def _meta(dataset: sdk.DatasetEntry) -> Message:
@@ -113,9 +116,9 @@ def query_dataset_selection(message: Message) -> tuple[Selection, list[str] | No
 
 
 def _candidates(request: Request, response: str, selection: Selection, segment_ids: list[str] | None,
-                timeline: pa.Field | None) -> Iterator[Message]:
-    """The candidate chunks of ``selection``: the layers read from the store now, the rest lazily
-    (outside the catalog's lock)."""
+                timeline: pa.Field | None, *, direct: bool) -> Iterator[Message]:
+    """The candidate chunks of ``selection``, with direct URLs if ``direct``: the layers read from
+    the store now, the rest lazily (outside the catalog's lock)."""
     dataset = request.dataset()
     found = layers(dataset, segment_ids)
     meta = _meta(dataset)
@@ -123,7 +126,7 @@ def _candidates(request: Request, response: str, selection: Selection, segment_i
     cache = request.layer_chunks
 
     def respond() -> Iterator[Message]:
-        rows = [cache.rows(layer, objects) for layer in found]
+        rows = [cache.rows(layer, objects, direct=direct) for layer in found]
         yield from parts(chunk_rows.candidates(rows, selection, timeline), response, meta)
 
     return respond()
@@ -131,9 +134,12 @@ def _candidates(request: Request, response: str, selection: Selection, segment_i
 
 def find_chunks(request: Request) -> Iterator[Message]:
     """The chunks a query may need (a superset: the client resolves latest-at and ranges), one row
-    each with its ``chunk_key``."""
+    each with its ``chunk_key``, and its direct URL if the request's ``direct_url_mode`` asks for
+    one and the server has them (``protocol.direct``)."""
     selection, segment_ids = find_chunks_selection(request.message)
-    return _candidates(request, "FindChunksResponse", selection, segment_ids, FIND_CHUNKS_TIMELINE)
+    direct = request.message.direct_url_mode in DIRECT_URL_MODES
+    return _candidates(request, "FindChunksResponse", selection, segment_ids, FIND_CHUNKS_TIMELINE,
+                       direct=direct)
 
 
 def query_dataset(request: Request) -> Iterator[Message]:
@@ -142,7 +148,8 @@ def query_dataset(request: Request) -> Iterator[Message]:
     every column too."""
     selection, segment_ids = query_dataset_selection(request.message)
     timeline = query_dataset_timeline(selection.timeline) if selection.timeline else None
-    return _candidates(request, "QueryDatasetResponse", selection, segment_ids, timeline)
+    return _candidates(request, "QueryDatasetResponse", selection, segment_ids, timeline,
+                       direct=request.message.generate_direct_urls)
 
 
 def _varint(value: int) -> bytes:
@@ -181,38 +188,6 @@ def _coalesced(wanted: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _changed(layer: LayerRef, size: int) -> recordings.RecordingChangedError:
-    return recordings.RecordingChangedError(
-        f'segment "{layer.segment_id}", layer "{layer.layer_name}": the recording at {layer.storage_url} has '
-        f"{size} bytes, but {layer.size_bytes} were registered; layers are immutable, so register the new "
-        "file (on_duplicate='replace')")
-
-
-def read_ranges(layer: LayerRef, ranges: Sequence[tuple[int, int]],
-                objects: recordings.ObjectStoreConfig) -> list[bytes]:
-    """The bytes at each (offset, size) of ``layer``'s file, checked to be the file registered
-    (its size). Raises ``NotFoundError`` for a file gone, ``RecordingChangedError`` for one
-    changed, ``ObjectStoreError`` for an object store that fails."""
-    if recordings.is_object_url(layer.storage_url):
-        remote = recordings.object_store(objects).open(layer.storage_url)
-        if remote.size != layer.size_bytes:
-            raise _changed(layer, remote.size)
-        return remote.read_ranges(list(ranges))
-    try:
-        descriptor = os.open(recordings.local_path(layer.storage_url), os.O_RDONLY)
-    except FileNotFoundError:
-        raise recordings.NotFoundError(
-            f'segment "{layer.segment_id}", layer "{layer.layer_name}": the recording at {layer.storage_url} '
-            "no longer exists; register it again or unregister the layer") from None
-    try:
-        size = os.fstat(descriptor).st_size
-        if size != layer.size_bytes:
-            raise _changed(layer, size)
-        return [os.pread(descriptor, length, offset) for offset, length in ranges]
-    finally:
-        os.close(descriptor)
-
-
 def chunk_bytes(locations: Sequence[ChunkLocation], objects: recordings.ObjectStoreConfig) -> list[bytes]:
     """Each location's ``ArrowMsg`` bytes, in order: one file open and a few coalesced reads per
     file. Raises what ``read_ranges`` raises, and ``RecordingChangedError`` if a file ends early."""
@@ -232,7 +207,7 @@ def chunk_bytes(locations: Sequence[ChunkLocation], objects: recordings.ObjectSt
             start = location.offset - reads[at][0]
             found[number] = blobs[at][start:start + location.length]
             if len(found[number]) != location.length:
-                raise _changed(layer, reads[at][0] + len(blobs[at]))
+                raise changed(layer, reads[at][0] + len(blobs[at]))
     return found
 
 

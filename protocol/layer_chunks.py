@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 import datafusion
 import datafusion.functions
@@ -25,11 +26,13 @@ import pyarrow as pa
 import recordings
 import sdk
 from protocol.chunk_keys import CHUNK_KEY, ChunkKeys, LayerRef
-from protocol.chunk_rows import layer_rows
+from protocol.chunk_rows import DIRECT_URL_FIELDS, layer_rows
+from protocol.direct import DirectServer, direct_keys
 
 MANIFEST_COLUMNS = ("rerun_segment_id", "rerun_layer_name", "rerun_storage_url", "rerun_size_bytes",
                     "rerun_registration_time")
 """The columns of the dataset's manifest a read needs."""
+T = TypeVar("T")
 MAX_LAYERS = 16_384
 """Layers whose chunk index is kept (a DROID-like episode's is about 25 rows)."""
 
@@ -73,20 +76,23 @@ def layers_by_schema(dataset: sdk.DatasetEntry, digests: Sequence[bytes]) -> dic
 
 class LayerChunks:
     """Each layer's chunk index with its chunk keys, and its schema, read once and kept (the
-    ``MAX_LAYERS`` last used)."""
+    ``MAX_LAYERS`` last used). With ``direct`` (the server of direct URLs, whose tokens are
+    ``keys``'), a layer's candidate rows can also be had with direct URLs."""
 
     def __init__(self, keys: ChunkKeys | None = None, *, max_layers: int = MAX_LAYERS) -> None:
         self.keys = keys or ChunkKeys()
+        self.direct: DirectServer | None = None
         self._max_layers = max_layers
         self._lock = threading.Lock()
         self._chunks: collections.OrderedDict[tuple[object, ...], pa.Table] = collections.OrderedDict()
-        self._schemas: collections.OrderedDict[tuple[object, ...], pa.Schema] = collections.OrderedDict()
+        self._files: collections.OrderedDict[tuple[object, ...], tuple[pa.Schema, str]]
+        self._files = collections.OrderedDict()
         self._rows: collections.OrderedDict[tuple[object, ...], pa.Table] = collections.OrderedDict()
         self.reads = 0
         """Files whose footer was read (for tests and measurements)."""
 
-    def _cached(self, cache: collections.OrderedDict[tuple[object, ...], object], key: tuple[object, ...],
-                read: Callable[[], object]) -> object:
+    def _cached(self, cache: collections.OrderedDict[tuple[object, ...], T], key: tuple[object, ...],
+                read: Callable[[], T]) -> T:
         with self._lock:
             if key in cache:
                 cache.move_to_end(key)
@@ -112,27 +118,53 @@ class LayerChunks:
                                   index.column("chunk_byte_size").to_pylist())
             return index.append_column(pa.field(CHUNK_KEY, pa.binary()), pa.array(keys, pa.binary()))
 
-        table = self._cached(self._chunks, (layer.ref, layer.registered_at), read)
-        assert isinstance(table, pa.Table)
+        return self._cached(self._chunks, (layer.ref, layer.registered_at), read)
+
+    def rows(self, layer: Layer, objects: recordings.ObjectStoreConfig, *, direct: bool = False) -> pa.Table:
+        """``layer``'s chunks as candidate rows (``chunk_rows.layer_rows``), made once. With
+        ``direct``, when this server has direct URLs and the file's recording id is the segment id
+        (the id Rerun's client reads from the chunks it fetches by URL), with the layer's direct
+        URL and Rerun's ``ChunkKey``s (``protocol.direct``) instead of this server's keys."""
+        if direct and self.direct is not None and self.recording_id(layer, objects) == layer.ref.segment_id:
+            server = self.direct
+
+            def with_urls() -> pa.Table:
+                index = self.chunks(layer, objects)
+                url = server.url(layer.ref)
+                keys = direct_keys(url, layer.ref, index.column("chunk_id").to_pylist(),
+                                   index.column("chunk_byte_offset").to_pylist(),
+                                   index.column("chunk_byte_size").to_pylist())
+                rows = self.rows(layer, objects)
+                rows = rows.set_column(rows.schema.get_field_index(CHUNK_KEY), rows.schema.field(CHUNK_KEY),
+                                       pa.array(keys, pa.binary()))
+                urls = pa.DictionaryArray.from_arrays(pa.array([0] * rows.num_rows, pa.int32()),
+                                                      pa.array([url], pa.string()))
+                expires = pa.nulls(rows.num_rows, DIRECT_URL_FIELDS[1].type)
+                rows = rows.append_column(DIRECT_URL_FIELDS[0], urls)
+                return rows.append_column(DIRECT_URL_FIELDS[1], expires)
+
+            table = self._cached(self._rows, (layer.ref, layer.registered_at, "direct"), with_urls)
+        else:
+            table = self._cached(self._rows, (layer.ref, layer.registered_at),
+                                 lambda: layer_rows(layer.ref, self.chunks(layer, objects)))
         return table
 
-    def rows(self, layer: Layer, objects: recordings.ObjectStoreConfig) -> pa.Table:
-        """``layer``'s chunks as candidate rows (``chunk_rows.layer_rows``), made once."""
-        table = self._cached(self._rows, (layer.ref, layer.registered_at),
-                             lambda: layer_rows(layer.ref, self.chunks(layer, objects)))
-        assert isinstance(table, pa.Table)
-        return table
+    def _file(self, layer: Layer, objects: recordings.ObjectStoreConfig) -> tuple[pa.Schema, str]:
+        def read() -> tuple[pa.Schema, str]:
+            found = recordings.read_recording(layer.ref.storage_url, _store(layer.ref, objects))
+            return found.arrow_schema, found.recording_id
+
+        return self._cached(self._files, (layer.ref, layer.registered_at), read)
 
     def schema(self, layer: Layer, objects: recordings.ObjectStoreConfig) -> pa.Schema:
         """``layer``'s Arrow schema as its file has it. Raises what ``recordings.read_recording``
         raises."""
+        return self._file(layer, objects)[0]
 
-        def read() -> pa.Schema:
-            return recordings.read_recording(layer.ref.storage_url, _store(layer.ref, objects)).arrow_schema
-
-        schema = self._cached(self._schemas, (layer.ref, layer.registered_at), read)
-        assert isinstance(schema, pa.Schema)
-        return schema
+    def recording_id(self, layer: Layer, objects: recordings.ObjectStoreConfig) -> str:
+        """The recording id ``layer``'s file holds. Raises what ``recordings.read_recording``
+        raises."""
+        return self._file(layer, objects)[1]
 
 
 def _store(layer: LayerRef, objects: recordings.ObjectStoreConfig) -> recordings.ObjectStore | None:

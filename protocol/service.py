@@ -27,6 +27,7 @@ import sdk
 import settings
 from protocol import chunks, datasets, entries, tables, tasks
 from protocol.descriptors import SERVICE, message_class, service
+from protocol.direct import DirectServer
 from protocol.errors import status_of
 from protocol.layer_chunks import LayerChunks
 from protocol.requests import Gathering, Request, Streaming, Unary
@@ -163,9 +164,10 @@ def _unimplemented(method: str) -> Callable[..., Any]:
     return refuse
 
 
-def generic_handler(catalog: sdk.CatalogClient) -> grpc.GenericRpcHandler:
+def generic_handler(catalog: sdk.CatalogClient,
+                    layer_chunks: LayerChunks | None = None) -> grpc.GenericRpcHandler:
     """The service's handler: every method of the installed rerun-sdk's ``RerunCloudService``."""
-    handlers = Handlers(catalog)
+    handlers = Handlers(catalog, layer_chunks)
     methods = {}
     for method in service().methods:
         name = method.name
@@ -206,10 +208,12 @@ class ProtocolServer:
     """Rerun's catalog protocol served on strata's catalog, at ``url``
     (``rerun+http://HOST:PORT``); ``stop()`` ends it (also at the end of a ``with`` block)."""
 
-    def __init__(self, server: grpc.Server, host: str, port: int) -> None:
+    def __init__(self, server: grpc.Server, host: str, port: int, direct: DirectServer | None = None) -> None:
         self._server = server
         self.host = host
         self.port = port
+        self.direct = direct
+        """The HTTP server of the chunks' direct URLs (None if it serves none)."""
 
     @property
     def url(self) -> str:
@@ -223,6 +227,9 @@ class ProtocolServer:
     def stop(self, grace_secs: float | None = 1.0) -> None:
         """Stop serving: calls in progress get ``grace_secs`` to finish. Safe to call twice."""
         self._server.stop(grace_secs).wait()
+        if self.direct is not None:
+            self.direct.stop()
+            self.direct = None
 
     def wait(self, timeout_secs: float | None = None) -> bool:
         """Block until the server stops (or ``timeout_secs`` pass: False)."""
@@ -236,20 +243,22 @@ class ProtocolServer:
 
 
 def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          max_workers: int = 8) -> ProtocolServer:
+          max_workers: int = 8, direct_urls: bool = True) -> ProtocolServer:
     """Serve Rerun's catalog protocol on ``catalog`` (a strata client: its reads answer, its
     writes go through the log) at ``host:port``, in background threads; ``port=0`` picks a free
-    port. Binds this machine only unless ``host`` says otherwise. Raises ``OSError`` if the
-    address cannot be bound, ``DescriptorsUnavailableError`` if the installed rerun-sdk's protocol
-    cannot be read.
+    port. Binds this machine only unless ``host`` says otherwise. With ``direct_urls``, also
+    serves the registered layers' files over HTTP on ``host`` at a free port, for the queries
+    that ask for direct URLs (``protocol.direct``). Raises ``OSError`` if the address cannot be
+    bound, ``DescriptorsUnavailableError`` if the installed rerun-sdk's protocol cannot be read.
 
     Examples:
         >>> served = serve(sdk.CatalogClient.from_state_dir(), port=0)  # doctest: +SKIP
         >>> rr.catalog.CatalogClient(served.url).dataset_names()  # doctest: +SKIP
     """
+    layer_chunks = LayerChunks()
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-protocol"),
-        handlers=[generic_handler(catalog), location_handler(catalog)],
+        handlers=[generic_handler(catalog, layer_chunks), location_handler(catalog)],
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.so_reuseport", 0)])
@@ -265,5 +274,7 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
         server.stop(None)
         raise OSError(f"cannot serve Rerun's catalog protocol on {address}: the address is in use or not "
                       "this machine's") from cause
+    if direct_urls:
+        layer_chunks.direct = DirectServer(layer_chunks.keys, catalog.object_store_config, host)
     server.start()
-    return ProtocolServer(server, host, bound)
+    return ProtocolServer(server, host, bound, layer_chunks.direct)

@@ -1,0 +1,156 @@
+"""Direct URLs: registered layers' files served over HTTP, so that Rerun's client fetches chunk
+bytes itself with ``Range`` requests instead of through ``FetchChunks``.
+
+A query that asks for direct URLs (``FindChunks`` with a ``direct_url_mode`` other than ``OMIT``,
+``QueryDataset`` with ``generate_direct_urls``) gets, for each candidate chunk of an ``.rrd``
+layer, its layer's URL, ``http://HOST:PORT/layers/<token>``, where the token names the
+registered file and is signed with the server's secret (``ChunkKeys.token``): nothing but a
+registered layer's file can be read, and no header is needed (Rerun's client sends none). The
+chunk's ``chunk_key`` is then Rerun's own ``ChunkKey``: the URL, the chunk's byte range with the
+16-byte message header before it (what Rerun's client decodes), and the file's ``ETag``, which
+the client sends back as ``If-Match``.
+
+``DirectServer`` answers ``GET`` (and ``HEAD``) of one byte range of such a file: ``206`` with
+exactly that range, ``412`` if the file is no longer the one registered (its size changed) or
+``If-Match`` names another ``ETag``, ``403`` for a token this server did not sign, ``404`` for a
+file gone, ``416`` for a range outside the file, ``502`` for an object store that fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import re
+import socket
+import threading
+from collections.abc import Callable, Sequence
+
+import recordings
+from protocol.chunk_keys import ChunkKeys, InvalidChunkKeyError, LayerRef
+from protocol.descriptors import cloud, common, enum_value
+from protocol.layer_files import read_ranges
+
+PATH = "/layers/"
+"""Where layers' files are served: ``PATH`` and a layer's token."""
+MESSAGE_HEADER_BYTES = 16
+"""The header before each message of an ``.rrd`` (kind and length), which Rerun's client reads
+with the message when it fetches a chunk by URL."""
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
+_RRD = enum_value("rerun.cloud.v1alpha1.DataSourceKind", "DATA_SOURCE_KIND_RRD")
+
+
+def etag(layer: LayerRef) -> str:
+    """The ``ETag`` of a registered layer's file: it names the file and its registered size."""
+    digest = hashlib.sha256(f"{layer.storage_url}\n{layer.size_bytes}".encode()).hexdigest()[:32]
+    return f'"{digest}"'
+
+
+def direct_keys(url: str, layer: LayerRef, chunk_ids: Sequence[bytes], offsets: Sequence[int],
+                sizes: Sequence[int]) -> list[bytes]:
+    """Rerun's ``ChunkKey`` of each chunk of ``layer`` (its id, the offset and size of its message
+    in the file) fetched from ``url``: the range covers the message's header too."""
+    tag = etag(layer)
+    made = []
+    for chunk_id, offset, size in zip(chunk_ids, offsets, sizes, strict=True):
+        location = cloud("RrdChunkLocation", url=url, offset=offset - MESSAGE_HEADER_BYTES,
+                         length=size + MESSAGE_HEADER_BYTES)
+        tuid = common("Tuid", time_ns=int.from_bytes(chunk_id[:8], "big"),
+                      inc=int.from_bytes(chunk_id[8:], "big"))
+        made.append(cloud("ChunkKey", chunk_id=tuid, data_source_kind=_RRD,
+                          location=location.SerializeToString(), etag=tag).SerializeToString())
+    return made
+
+
+def _handler(keys: ChunkKeys, objects: recordings.ObjectStoreConfig,
+             served: Callable[[], None]) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: a client fetches many ranges of one file
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+            pass  # no line per request on the endpoint's output
+
+        def _refuse(self, status: int, message: str) -> None:
+            body = f"{message}\n".encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def do_HEAD(self) -> None:  # noqa: N802 - the base class's name
+            self.do_GET()
+
+        def do_GET(self) -> None:  # noqa: N802 - the base class's name
+            if not self.path.startswith(PATH):
+                return self._refuse(404, f"not found: layers' files are under {PATH}")
+            try:
+                layer = keys.layer(self.path[len(PATH):])
+            except InvalidChunkKeyError as exc:
+                return self._refuse(403, str(exc))
+            tag = etag(layer)
+            wanted = self.headers.get("If-Match")
+            if wanted is not None and wanted.strip() not in (tag, "*"):
+                return self._refuse(412, f"the file's ETag is {tag}, not {wanted}")
+            found = _RANGE.fullmatch((self.headers.get("Range") or "").strip())
+            if found is None:
+                return self._refuse(416, "send one byte range: Range: bytes=FIRST-LAST")
+            first = int(found.group(1))
+            last = int(found.group(2)) if found.group(2) else layer.size_bytes - 1
+            last = min(last, layer.size_bytes - 1)
+            if first > last:
+                return self._refuse(416, f"the range starts past the file's end ({layer.size_bytes} bytes)")
+            try:
+                [data] = read_ranges(layer, [(first, last - first + 1)], objects)
+            except recordings.RecordingChangedError as exc:
+                return self._refuse(412, str(exc))
+            except recordings.NotFoundError as exc:
+                return self._refuse(404, str(exc))
+            except recordings.ObjectStoreError as exc:
+                return self._refuse(502, str(exc))
+            if len(data) != last - first + 1:
+                return self._refuse(412, f"{layer.storage_url} ends before byte {last}: it changed since "
+                                         "it was registered")
+            served()
+            self.send_response(206)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Range", f"bytes {first}-{last}/{layer.size_bytes}")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("ETag", tag)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            return None
+
+    return Handler
+
+
+class DirectServer:
+    """The HTTP server of direct URLs, on ``host`` at a free port, in a background thread; its
+    tokens are ``keys``' and its object store reads use ``objects``. ``stop()`` ends it."""
+
+    def __init__(self, keys: ChunkKeys, objects: recordings.ObjectStoreConfig, host: str) -> None:
+        self.ranges_served = 0
+        """Ranges answered (for tests and measurements)."""
+        self._count_lock = threading.Lock()
+        self._server = http.server.ThreadingHTTPServer((host, 0), _handler(keys, objects, self._served))
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._keys = keys
+        advertised = socket.gethostname() if host in ("", "0.0.0.0", "::") else host  # noqa: S104
+        self.base = f"http://{f'[{advertised}]' if ':' in advertised else advertised}:{self.port}{PATH}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="strata-direct-urls",
+                                        daemon=True)
+        self._thread.start()
+
+    def _served(self) -> None:
+        with self._count_lock:
+            self.ranges_served += 1
+
+    def url(self, layer: LayerRef) -> str:
+        """The direct URL of ``layer``'s file."""
+        return self.base + self._keys.token(layer)
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

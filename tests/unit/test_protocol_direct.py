@@ -1,0 +1,165 @@
+"""Direct URLs on a store folded in process: Rerun's client, asking ``FindChunks`` for signed
+direct URLs as it does, fetches chunk bytes itself from strata's HTTP server of layers' files with
+``Range`` requests, and reads the same rows as through ``FetchChunks``; the server answers only
+the files it handed out URLs of, exactly the range asked, and refuses a file that changed."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import rerun as rr
+
+import protocol
+from protocol import descriptors, service
+from protocol.dataframes import decode
+from recordings import chunk_index
+
+from .conftest import register, rpc
+from .in_process import InProcessStack
+from .test_protocol_reads import header
+from .test_protocol_reads import registered as registered  # a fixture
+
+SIGNED = descriptors.enum_value("rerun.cloud.v1alpha1.DirectUrlMode", "DIRECT_URL_MODE_SIGNED")
+
+
+@pytest.fixture
+def fetch_chunks_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per ``FetchChunks`` call of the servers started after it."""
+    calls: list[int] = []
+    fetch = service.STREAMING["FetchChunks"]
+    monkeypatch.setitem(service.STREAMING, "FetchChunks",
+                        lambda request: (calls.append(1), fetch(request))[1])
+    return calls
+
+
+@pytest.fixture
+def through_grpc(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
+    """An endpoint on the same catalog without direct URLs."""
+    with protocol.serve(stack.client, port=0, direct_urls=False) as server:
+        yield server
+
+
+def candidates(served: protocol.ProtocolServer, stack: InProcessStack, **fields: Any) -> pa.Table:
+    request = descriptors.cloud("FindChunksRequest", **fields)
+    found = rpc(served, "FindChunks", request, metadata=header(stack))
+    return pa.concat_tables(decode(part.data) for part in found)
+
+
+def get(url: str, **headers: str) -> tuple[int, bytes, dict[str, str]]:
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read(), dict(answer.headers)
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read(), dict(refused.headers)
+
+
+def test_rerun_s_client_reads_by_direct_url_what_it_reads_through_fetch_chunks(
+        fetch_chunks_calls, served, through_grpc, stack, registered) -> None:
+    direct = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    proxied = rr.catalog.CatalogClient(through_grpc.url).get_dataset("droid")
+    reads = {
+        "every index": lambda d: d.reader(index=None),
+        "real_time": lambda d: d.reader(index="real_time"),
+        "frame_nr, two layers": lambda d: d.reader(index="frame_nr"),
+        "a segment's arm": lambda d: d.filter_segments(["ep_1"]).filter_contents(["/arm/**"]).reader(
+            index="step"),
+        "latest at": lambda d: d.filter_contents(["/arm/**", "/notes"]).reader(index="real_time",
+                                                                             fill_latest_at=True),
+    }
+    for what, read in reads.items():
+        before = len(fetch_chunks_calls)
+        ours = read(direct).to_arrow_table()
+        assert len(fetch_chunks_calls) == before, what  # every chunk fetched by URL
+        theirs = read(proxied).to_arrow_table()
+        assert len(fetch_chunks_calls) > before, what  # the other endpoint's chunks through gRPC
+        keys = [(c, "ascending") for c in ("rerun_segment_id", "real_time", "step", "frame_nr", "log_time")
+                if c in ours.column_names]
+        assert ours.num_rows > 0 and ours.sort_by(keys).equals(theirs.sort_by(keys)), what
+    assert served.direct is not None and served.direct.ranges_served > 0
+
+
+def test_a_query_gets_direct_urls_only_when_it_asks(served, stack, registered) -> None:
+    plain = candidates(served, stack)
+    assert plain.column("rerun_layer_direct_url").null_count == plain.num_rows > 0
+    asked = candidates(served, stack, direct_url_mode=SIGNED)
+    urls = asked.column("rerun_layer_direct_url").to_pylist()
+    assert all(url.startswith(f"http://127.0.0.1:{served.direct.port}/layers/") for url in urls)
+    assert len(set(urls)) == 3  # one per layer
+    assert asked.column("rerun_layer_direct_url_expires_at").null_count == asked.num_rows
+    index = chunk_index(registered["ep_1"])
+    offsets = dict(zip(index.column("chunk_id").to_pylist(), index.column("chunk_byte_offset").to_pylist(),
+                       strict=True))
+    sizes = dict(zip(index.column("chunk_id").to_pylist(), index.column("chunk_byte_size").to_pylist(),
+                     strict=True))
+    rows = asked.filter(pa.compute.equal(asked.column("chunk_segment_id"), "ep_1")).to_pylist()
+    assert len(rows) == index.num_rows
+    for row in rows:
+        key = descriptors.message_class("rerun.cloud.v1alpha1.ChunkKey").FromString(row["chunk_key"])
+        where = descriptors.message_class("rerun.cloud.v1alpha1.RrdChunkLocation").FromString(key.location)
+        assert where.url == row["rerun_layer_direct_url"]
+        # The message's 16-byte header first, as Rerun's client decodes it.
+        assert where.offset == offsets[row["chunk_id"]] - 16
+        assert where.length == sizes[row["chunk_id"]] + 16
+        assert key.etag and key.etag.startswith('"')
+
+
+def test_the_http_server_answers_exactly_the_range_asked_of_the_files_it_handed_out(
+        served, stack, registered) -> None:
+    asked = candidates(served, stack, direct_url_mode=SIGNED)
+    ep_1 = asked.filter(pa.compute.equal(asked.column("chunk_segment_id"), "ep_1"))
+    url = ep_1.column("rerun_layer_direct_url")[0].as_py()
+    data = Path(registered["ep_1"][len("file://"):]).read_bytes()
+    status, body, headers = get(url, Range="bytes=10-99")
+    assert (status, body) == (206, data[10:100])
+    assert headers["Content-Range"] == f"bytes 10-99/{len(data)}"
+    tag = headers["ETag"]
+    assert get(url, Range="bytes=0-3", **{"If-Match": tag})[:2] == (206, data[:4])
+    assert get(url, Range=f"bytes={len(data) - 2}-")[:2] == (206, data[-2:])
+    status, body, _ = get(url, Range="bytes=0-3", **{"If-Match": '"other"'})
+    assert status == 412 and tag.encode() in body
+    assert get(url)[0] == 416  # a whole file is not what this server is for
+    assert get(url, Range=f"bytes={len(data)}-{len(data) + 5}")[0] == 416
+    forged = url[:-4] + ("AAAA" if not url.endswith("AAAA") else "BBBB")
+    status, body, _ = get(forged, Range="bytes=0-3")
+    assert status == 403 and b"not a layer this server handed out" in body
+    assert get(f"http://127.0.0.1:{served.direct.port}/etc/passwd", Range="bytes=0-3")[0] == 404
+
+
+def test_a_file_changed_or_gone_since_registration_is_refused_by_url(served, stack, registered) -> None:
+    asked = candidates(served, stack, direct_url_mode=SIGNED)
+    base = asked.filter(pa.compute.equal(asked.column("rerun_segment_layer"), "base"))
+    urls = {row["chunk_segment_id"]: row["rerun_layer_direct_url"] for row in base.to_pylist()}
+    changed = Path(registered["ep_1"][len("file://"):])
+    changed.write_bytes(changed.read_bytes() + b"\0")
+    status, body, _ = get(urls["ep_1"], Range="bytes=0-3")
+    assert status == 412 and b'segment "ep_1", layer "base"' in body and b"were registered" in body
+    Path(registered["ep_0"][len("file://"):]).unlink()
+    status, body, _ = get(urls["ep_0"], Range="bytes=0-3")
+    assert status == 404 and b"no longer exists" in body
+    client = rr.catalog.CatalogClient(served.url)  # kept: its reads need it alive
+    reader = client.get_dataset("droid").filter_segments(["ep_1"])
+    # Rerun's client reads the 412 as a file changed since registration, and does not retry it.
+    with pytest.raises(Exception, match="the source object changed; re-register it"):
+        reader.reader(index="step").to_arrow_table()
+
+
+def test_a_layer_whose_file_holds_another_recording_id_is_read_through_fetch_chunks(
+        fetch_chunks_calls, served, stack, registered) -> None:
+    # A pipeline may register a file under a segment id of its own: Rerun's client takes a chunk's
+    # segment from the chunk it fetches by URL, so such a layer gets no direct URL.
+    size = Path(registered["ep_1"][len("file://"):]).stat().st_size
+    stack.apply([register(stack.droid, "renamed", url=registered["ep_1"], size_bytes=size)])
+    asked = candidates(served, stack, direct_url_mode=SIGNED)
+    renamed = asked.filter(pa.compute.equal(asked.column("chunk_segment_id"), "renamed"))
+    assert renamed.num_rows > 0 and renamed.column("rerun_layer_direct_url").null_count == renamed.num_rows
+    client = rr.catalog.CatalogClient(served.url)  # kept: its reads need it alive
+    table = client.get_dataset("droid").filter_segments(["renamed"]).reader(index="step").to_arrow_table()
+    assert set(table.column("rerun_segment_id").to_pylist()) == {"renamed"} and table.num_rows == 6
+    assert fetch_chunks_calls
