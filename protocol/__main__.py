@@ -15,7 +15,7 @@ from settings.options import (
     add_data_dir,
     add_kafka_option,
     add_known_cluster,
-    add_protocol_address,
+    add_protocol_endpoint,
     add_store,
 )
 
@@ -28,7 +28,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Serve Rerun's catalog protocol (rerun+http://) on the catalog until SIGTERM or "
                     "Ctrl-C. Prints the URL to connect to once it serves. Kafka client settings "
                     "are better passed in $STRATA_KAFKA_OPTIONS than on the command line.")
-    for add in (add_data_dir, add_store, add_known_cluster, add_kafka_option, add_protocol_address):
+    for add in (add_data_dir, add_store, add_known_cluster, add_kafka_option, add_protocol_endpoint):
         add(parser)
     return parser.parse_args(argv)
 

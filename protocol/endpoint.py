@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
     bootstrap = known_cluster(args)
     client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
     try:
-        served = serve(client, host=args.host, port=args.port)
+        served = serve(client, host=args.host, port=args.port, direct_urls=args.direct_urls)
     except BaseException:
         client.close(flush=False)
         raise

@@ -69,9 +69,14 @@ def add_listen_address(options: Options, *, service: str, port: int) -> None:
                          help=f"port {service} listens on (default {port}; 0: any free port)")
 
 
-def add_protocol_address(options: Options) -> None:
-    """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234)."""
+def add_protocol_endpoint(options: Options) -> None:
+    """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234), and
+    ``--no-direct-urls``."""
     add_listen_address(options, service="Rerun's catalog protocol", port=settings.PROTOCOL_PORT)
+    options.add_argument("--no-direct-urls", dest="direct_urls", action="store_false",
+                         help="serve no direct URLs: Rerun's client then fetches every chunk through "
+                              "gRPC (FetchChunks) instead of from the layers' files over HTTP, on a "
+                              "free port of the same host")
 
 
 def data_dir(args: argparse.Namespace) -> Path:

@@ -19,7 +19,7 @@ from settings.options import (
     add_kafka_option,
     add_known_cluster,
     add_listen_address,
-    add_protocol_address,
+    add_protocol_endpoint,
     add_store,
     data_dir,
     kafka_config,
@@ -103,7 +103,7 @@ SPARK = OptionGroup("Spark", (_spark_master,))
 REPLAY_SPARK = OptionGroup("Spark", (_spark_master, add_max_offsets_option))
 DASHBOARD = OptionGroup("dashboard", (_dashboard,))
 PROGRESS = OptionGroup("progress", (_quiet,))
-PROTOCOL = OptionGroup("Rerun's catalog protocol", (add_protocol_address,))
+PROTOCOL = OptionGroup("Rerun's catalog protocol", (add_protocol_endpoint,))
 STACK_PROTOCOL = OptionGroup("Rerun's catalog protocol", (_stack_protocol,))
 """For ``strata up``: the endpoint it starts beside the projector."""
 PROJECTOR = OptionGroup(None, (add_arguments,))

@@ -63,8 +63,9 @@ class Server:
 
     With ``protocol_port``, the server also serves Rerun's catalog protocol on ``host`` at that
     port (0: a free one), so that rerun-sdk's own ``rr.catalog.CatalogClient(server.url())``
-    reaches the catalog (``url()`` is then the endpoint's, ``protocol_url``): in a process of its own beside the projector (``python -m protocol``, on
-    the server's store and Kafka cluster, its log in ``data_dir/protocol.log``), because Rerun's
+    reaches the catalog (``url()`` is then the endpoint's, ``protocol_url``): in a process of its
+    own beside the projector (``python -m protocol``, on the server's store and Kafka cluster,
+    with direct URLs, its log in ``data_dir/protocol.log``), because Rerun's
     client holds Python's global lock while it waits on some calls (``reader(using_index_values=
     ...)``), which an endpoint in the client's own process would then never answer. It starts
     in about 1 s, while datasets are registered. It needs ``strata[protocol]``.

@@ -103,8 +103,10 @@ def test_the_endpoint_takes_strata_serve_s_options(tmp_path: Path) -> None:
     args = parse_args(["--data-dir", str(tmp_path), "--port", "0"])
     assert store_location(args) == str(tmp_path / "store.db")
     assert (args.host, args.port, args.bootstrap_servers, args.kafka_option) == ("127.0.0.1", 0, None, [])
+    assert args.direct_urls
     given = ["--data-dir", str(tmp_path), "--store", "s.db", "--bootstrap-servers", "k:9092",
-             "--kafka-option", "security.protocol=SSL", "--host", "::1", "--port", "7"]
+             "--kafka-option", "security.protocol=SSL", "--host", "::1", "--port", "7", "--no-direct-urls"]
+    assert not parse_args(given).direct_urls
     served = vars(build_parser().parse_args(["serve", *given]))
     assert {key: served[key] for key in vars(parse_args(given))} == vars(parse_args(given))
 
