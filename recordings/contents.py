@@ -5,7 +5,8 @@ module decides which *columns* a selection has, so that every segment of a datas
 the same schema. The rules are Rerun's: ``/path`` matches that entity, ``/path/**`` it and its
 subtree, and a path without its leading ``/`` is the same path (``points/**`` is ``/points/**``;
 ``**`` alone is the entity named ``**``, not everything); ``-`` excludes, ``+`` (or nothing)
-includes; the most specific matching rule wins (the longer path, then an exact path over a
+includes; whitespace separates rules, and a call's expressions read as one text (``["-", "a"]`` is
+``-a``, as in Rerun); the most specific matching rule wins (the longer path, then an exact path over a
 subtree, then the greater path as written, so ``x`` over ``/x``), and of equal rules the last
 one. ``/__properties`` is left out unless a rule names it or a path under it. Several
 ``filter_contents`` calls keep an entity only if every call's rules select it.
@@ -33,8 +34,26 @@ def expressions(contents: Contents) -> tuple[str, ...]:
     else:
         exprs = list(contents)
     for expr in exprs:
-        _Rule.parse(expr)
+        _rules(expr)
     return tuple(exprs)
+
+
+def _rules(expr: object) -> list[_Rule]:
+    """The rules of an expression: as in Rerun, whitespace separates rules (``"a /b/**"`` is two),
+    and a sign standing alone applies to the path after it (``"- /b"`` is one rule). Raises
+    ``ValueError`` if ``expr`` is not a string."""
+    if not isinstance(expr, str):
+        raise ValueError(f"an entity path expression is a string, got {type(expr).__name__}: {expr!r}")
+    rules, sign = [], ""
+    for token in expr.split():
+        if token in ("+", "-") and not sign:
+            sign = token
+            continue
+        rules.append(_Rule.parse(sign + token))
+        sign = ""
+    if sign:
+        rules.append(_Rule.parse(sign))
+    return rules
 
 
 @dataclass(frozen=True)
@@ -53,9 +72,7 @@ class _Rule:
         return len(self.path), not self.subtree, self.text
 
     @classmethod
-    def parse(cls, expr: object) -> _Rule:
-        if not isinstance(expr, str):
-            raise ValueError(f"an entity path expression is a string, got {type(expr).__name__}: {expr!r}")
+    def parse(cls, expr: str) -> _Rule:
         text = expr.strip()
         include = not text.startswith("-")
         text = text[1:].strip() if text[:1] in "+-" and text else text
@@ -97,5 +114,5 @@ def selects(groups: Sequence[Sequence[str]], entity_path: str) -> bool:
     True
     """
     entity = _parts(entity_path)
-    return all(_selects([_Rule.parse(e) for e in group], entity) for group in groups)
+    return all(_selects(_rules(" ".join(group)), entity) for group in groups)
 

@@ -73,13 +73,20 @@ def rerun_entities(store: ChunkStore, exprs: list[str]) -> set[str]:
     ["x/", "-x"],
     ["a//b", "-a/b"],
     ["x", "- x"],
+    ["a /a/b"],
+    ["-a/b /a/**"],
+    ["a\n/x"],
+    [" a / b "],
+    ["/** - a/b + a/b/c"],
+    ["/**", "-", "a"],
+    ["+ /x/** -"],
 ], ids=repr)
 def test_selects_what_rerun_reads(store: ChunkStore, exprs: list[str]) -> None:
     assert {e for e in ENTITIES if selects([exprs], e)} == rerun_entities(store, exprs)
 
 
 RULES = st.builds(lambda sign, path, subtree: f"{sign}{path}{'/**' if subtree else ''}",
-                  st.sampled_from(["", "+", "-"]),
+                  st.sampled_from(["", "+", "-", "- ", " +"]),
                   st.sampled_from(["", "/a", "/a/b", "/ab", "/x", "/__properties", "a", "a/b", "x",
                                    "__properties", "x/", "/a//b", " a/b"]).map(lambda p: p or "/"),
                   st.booleans())
@@ -87,7 +94,7 @@ RULES = st.builds(lambda sign, path, subtree: f"{sign}{path}{'/**' if subtree el
 
 @settings(max_examples=examples(150), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(exprs=st.lists(RULES, max_size=4))
+@given(exprs=st.lists(st.one_of(RULES, st.sampled_from(["a /x/**", "-a/b x", "/** - a"])), max_size=4))
 def test_random_rules_select_what_rerun_reads(store: ChunkStore, exprs: list[str]) -> None:
     exprs = [e.replace("//**", "/**") for e in exprs]
     assert {e for e in ENTITIES if selects([exprs], e)} == rerun_entities(store, exprs)
