@@ -124,9 +124,10 @@ def selected_schema(dataset_schema: pa.Schema, content_groups: tuple[tuple[str, 
 
 
 def output_schema(dataset_schema: pa.Schema, options: ReadOptions) -> pa.Schema:
-    """The reader's columns: the segment id, every index column of the dataset, and the component
-    columns the contents select (only static ones for the static view), plain ones by name, then
-    properties by name, as Rerun orders them.
+    """The reader's columns, in Rerun's order: the segment id, every index column of the dataset
+    in the reverse of the dataset's order (``log_time`` before ``log_tick``, a later layer's
+    timelines first), then the component columns the contents select (only static ones for the
+    static view) in the dataset's order (a later layer's entities after the others).
 
     Raises ``ValueError`` for an index the dataset does not have, listing the ones it has.
     """
@@ -137,8 +138,7 @@ def output_schema(dataset_schema: pa.Schema, options: ReadOptions) -> pa.Schema:
                          f"are: {known}")
     data = [f for f in selected_schema(dataset_schema, options.content_groups)
             if _meta(f, _KIND) == b"data" and (options.index is not None or _meta(f, _IS_STATIC) == b"true")]
-    data.sort(key=lambda f: (f.metadata[_ENTITY_PATH].decode().startswith(PROPERTIES_ENTITY), f.name))
-    return pa.schema([pa.field(SEGMENT_ID, pa.string(), nullable=False), *indexes, *data])
+    return pa.schema([pa.field(SEGMENT_ID, pa.string(), nullable=False), *reversed(indexes), *data])
 
 
 _local = threading.local()

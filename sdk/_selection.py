@@ -108,7 +108,8 @@ class DatasetSelection:
         """Keep only the entities the expressions select (Rerun's entity path filter syntax:
         ``/points/**``, ``-/text/**``, exact paths, or a ``ContentFilter``). A second call narrows
         further: an entity must pass both. ``[]`` selects nothing. Raises ``ValueError`` for an
-        expression that does not start with ``/``."""
+        expression that is not a string; an expression without a leading ``/`` names the same path
+        (``points/**`` is ``/points/**``), as in Rerun."""
         return DatasetSelection(self._internal, self._dataset, self._segment_ids,
                                 (*self._content_groups, expressions(exprs)))
 

@@ -77,6 +77,14 @@ def _derived(seed: int) -> Callable[[rr.RecordingStream], None]:
     return log
 
 
+def _late(rec: rr.RecordingStream) -> None:
+    # A layer with timelines and an entity that sort before the earlier layers' ones.
+    for step in (0, 1):
+        rec.set_time("aaa_step", sequence=step)
+        rec.set_time("frame", sequence=step)
+        rec.log("/aardvark", rr.Scalars([float(step)]))
+
+
 def _quality(good: bool) -> Callable[[rr.RecordingStream], None]:
     def log(rec: rr.RecordingStream) -> None:
         rec.send_property("quality", rr.AnyValues(tracking_good=good))
@@ -93,6 +101,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         "derived": [_write(directory / "alpha_derived.rrd", "alpha", _derived(1)),
                     _write(directory / "gamma_derived.rrd", "gamma", _derived(2))],
         "quality": [_write(directory / "alpha_quality.rrd", "alpha", _quality(True))],
+        "late": [_write(directory / "alpha_late.rrd", "alpha", _late)],
         "replacement": [_write(directory / "gamma_derived_2.rrd", "gamma", _derived(3))],
     }
 
@@ -158,9 +167,28 @@ def test_reader_on_every_timeline_and_static(pair: Pair, index: str | None) -> N
     ContentFilter.everything().include_properties(),
     ContentFilter.nothing().include("/arm", subtree=True).exclude("/arm/joints"),
     [],
+    "__properties/**",
+    ["/**", "__properties/**"],
+    ["/**", "__properties"],
+    "arm/**",
+    "camera/points",
+    ["/**", "-camera/**"],
+    ["/**", "-arm/joints", "+ derived/**"],
+    ["-/arm/**", "arm/**"],
+    ["arm/**", "-/arm/**"],
+    "/** - arm/joints + __properties/**",
 ], ids=repr)
 def test_filter_contents(pair: Pair, contents) -> None:
     assert_same(*pair.both(lambda d: d.filter_contents(contents).reader(index="real_time")))
+
+
+@pytest.mark.parametrize("contents", ["__properties/**", ["/**", "-camera/**"], "arm/**"], ids=repr)
+def test_filter_contents_without_leading_slash_selects_rerun_s_schema(pair: Pair, contents) -> None:
+    strata, rerun = pair.strata.filter_contents(contents), pair.rerun.filter_contents(contents)
+    components = sorted(n for n in rerun.schema().column_names() if ":" in n)  # index names have none
+    assert components and sorted(n for n in strata.schema().column_names() if ":" in n) == components
+    assert sorted(strata.segment_ids()) == sorted(rerun.segment_ids())
+    assert_same(_table(strata.reader(index=None)), _table(rerun.reader(index=None)))
 
 
 def test_filter_contents_twice_narrows(pair: Pair) -> None:
@@ -181,6 +209,19 @@ def test_filter_segments_and_pushed_down_filters(pair: Pair) -> None:
     assert sorted(pair.strata.filter_segments(by_table).segment_ids()) == ["alpha", "gamma"]
     assert pair.strata.filter_segments("no such segment").segment_ids() == \
         pair.rerun.filter_segments("no such segment").segment_ids() == []
+
+
+@pytest.mark.parametrize("index", ["frame", "aaa_step", "log_time", None])
+@pytest.mark.parametrize("contents", [None, ["/**", "/__properties/**"], "arm/**"], ids=repr)
+def test_reader_columns_are_in_rerun_s_order(pair: Pair, files: dict[str, list[str]], index: str | None,
+                                             contents) -> None:
+    pair.register(files["late"], "late")  # a two-layer segment whose last layer sorts first
+    def read(d):
+        return (d if contents is None else d.filter_contents(contents)).reader(index=index)
+    strata, rerun = pair.both(read)
+    assert strata.schema.names == rerun.schema.names
+    assert rerun.schema.names.index("aaa_step") < rerun.schema.names.index("real_time")
+    assert_same(strata, rerun)
 
 
 def test_fill_latest_at(pair: Pair) -> None:

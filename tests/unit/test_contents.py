@@ -53,20 +53,48 @@ def rerun_entities(store: ChunkStore, exprs: list[str]) -> set[str]:
     ["/**", "/__properties/episode"],
     ["/**", "-/__properties/**"],
     [],
+    ["__properties/**"],
+    ["__properties"],
+    ["a"],
+    ["a/**"],
+    ["+a/b"],
+    ["-a"],
+    ["/**", "-a/**"],
+    ["/**", "- a/b"],
+    ["a/b/"],
+    ["a//b/**"],
+    ["x/**", "-/x/y"],
+    [""],
+    ["-"],
+    ["**"],
+    ["-x", "/x"],
+    ["/x", "-x"],
+    ["-/a/**", "a/**"],
+    ["x/", "-x"],
+    ["a//b", "-a/b"],
+    ["x", "- x"],
+    ["a /a/b"],
+    ["-a/b /a/**"],
+    ["a\n/x"],
+    [" a / b "],
+    ["/** - a/b + a/b/c"],
+    ["/**", "-", "a"],
+    ["+ /x/** -"],
 ], ids=repr)
 def test_selects_what_rerun_reads(store: ChunkStore, exprs: list[str]) -> None:
     assert {e for e in ENTITIES if selects([exprs], e)} == rerun_entities(store, exprs)
 
 
 RULES = st.builds(lambda sign, path, subtree: f"{sign}{path}{'/**' if subtree else ''}",
-                  st.sampled_from(["", "+", "-"]),
-                  st.sampled_from(["", "/a", "/a/b", "/ab", "/x", "/__properties"]).map(lambda p: p or "/"),
+                  st.sampled_from(["", "+", "-", "- ", " +"]),
+                  st.sampled_from(["", "/a", "/a/b", "/ab", "/x", "/__properties", "a", "a/b", "x",
+                                   "__properties", "x/", "/a//b", " a/b"]).map(lambda p: p or "/"),
                   st.booleans())
 
 
 @settings(max_examples=examples(150), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(exprs=st.lists(RULES, max_size=4))
+@given(exprs=st.lists(st.one_of(RULES, st.sampled_from(["a /x/**", "-a/b x", "/** - a"])), max_size=4))
 def test_random_rules_select_what_rerun_reads(store: ChunkStore, exprs: list[str]) -> None:
     exprs = [e.replace("//**", "/**") for e in exprs]
     assert {e for e in ENTITIES if selects([exprs], e)} == rerun_entities(store, exprs)
@@ -77,7 +105,20 @@ def test_several_calls_keep_what_every_call_selects() -> None:
     assert [e for e in ENTITIES if selects(groups, e)] == ["/a"]
 
 
-@pytest.mark.parametrize("bad", ["points/**", "", "-", 3])
+@pytest.mark.parametrize("bad", [3, None, b"/points"])
 def test_malformed_expressions_are_value_errors(bad: object) -> None:
-    with pytest.raises(ValueError, match="must start with '/'|is a string"):
+    with pytest.raises(ValueError, match="is a string"):
         expressions([bad])
+
+
+@pytest.mark.parametrize(("bare", "rooted"), [
+    ("points/**", "/points/**"), ("points", "/points"), ("-points", "-/points"),
+    ("+ points/**", "+ /points/**"), ("__properties/**", "/__properties/**"),
+])
+def test_a_path_without_its_leading_slash_is_the_same_path(bare: str, rooted: str) -> None:
+    assert expressions([bare]) == (bare,)
+    entities = ["/points", "/points/child", "/pointsx", "/__properties", "/__properties/episode"]
+    assert [e for e in entities if selects([["/**", bare]], e)] == \
+        [e for e in entities if selects([["/**", rooted]], e)]
+    assert [e for e in entities if selects([[bare]], e)] == [e for e in entities if selects([[rooted]], e)]
+    assert any(selects([[bare]], e) or not selects([["/**", bare]], e) for e in entities)
