@@ -12,10 +12,11 @@ refuses the keys of the last one, and a read started before it must be run again
     body = offset, length, file size (3 x u64 little-endian) | storage URL | segment id | layer
            (each a u16 length and UTF-8 bytes)
 
-A layer's *token* names a whole registered file the same way, for its direct URL
+A layer's *token* names a whole registered file the same way, until a time, for its direct URL
 (``protocol.direct``): the path of an HTTP GET that a client sends ``Range`` requests to.
 
-    token = base64url(version 2 | signature | file size (u64) | storage URL | segment id | layer)
+    token = base64url(version 2 | signature | file size, expiry in Unix seconds (2 x u64) |
+                      storage URL | segment id | layer)
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ TOKEN_VERSION = 2
 SIGNATURE_BYTES = 16
 """A truncated HMAC-SHA256: 128 bits, as hard to forge as a chunk id is to guess."""
 _RANGE = struct.Struct("<QQQ")
-_SIZE = struct.Struct("<Q")
+_TOKEN = struct.Struct("<QQ")
 _LENGTH = struct.Struct("<H")
 _HEADER_BYTES = 1 + SIGNATURE_BYTES
 
@@ -45,6 +46,10 @@ _HEADER_BYTES = 1 + SIGNATURE_BYTES
 class InvalidChunkKeyError(InvalidRequestError):
     """A ``chunk_key`` this server did not hand out (forged, altered, truncated, or signed by
     another server's secret): ``INVALID_ARGUMENT``."""
+
+
+class ExpiredTokenError(InvalidChunkKeyError):
+    """A layer's token past its expiry."""
 
 
 @dataclass(frozen=True)
@@ -128,29 +133,33 @@ class ChunkKeys:
         url, segment_id, layer_name = _texts(body, _RANGE.size)
         return ChunkLocation(LayerRef(url, segment_id, layer_name, size), offset, length)
 
-    def token(self, layer: LayerRef) -> str:
-        """The token of ``layer``'s file: URL-safe text that names it, signed.
+    def token(self, layer: LayerRef, expires_at: int) -> str:
+        """The token of ``layer``'s file until ``expires_at`` (Unix seconds): URL-safe text that
+        names it, signed.
 
         >>> keys = ChunkKeys(b"secret")
         >>> layer = LayerRef("file:///data/ep_1.rrd", "ep_1", "base", 4096)
-        >>> keys.layer(keys.token(layer)) == layer
+        >>> keys.layer(keys.token(layer, 4_000_000_000), now=1_800_000_000) == layer
         True
         """
-        body = _SIZE.pack(layer.size_bytes) + _names(layer)
+        body = _TOKEN.pack(layer.size_bytes, expires_at) + _names(layer)
         signed = bytes([TOKEN_VERSION]) + self._sign(body) + body
         return base64.urlsafe_b64encode(signed).rstrip(b"=").decode()
 
-    def layer(self, token: str) -> LayerRef:
+    def layer(self, token: str, *, now: float) -> LayerRef:
         """The layer a ``token`` names. ``InvalidChunkKeyError`` for a token this server did not
-        sign."""
+        sign, ``ExpiredTokenError`` for one that expired before ``now`` (Unix seconds)."""
         try:
             signed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         except (binascii.Error, ValueError):
             signed = b""
         body = signed[_HEADER_BYTES:]
-        if (len(signed) < _HEADER_BYTES + _SIZE.size or signed[0] != TOKEN_VERSION
+        if (len(signed) < _HEADER_BYTES + _TOKEN.size or signed[0] != TOKEN_VERSION
                 or not hmac.compare_digest(signed[1:_HEADER_BYTES], self._sign(body))):
             raise InvalidChunkKeyError("not a layer this server handed out a direct URL of")
-        (size,) = _SIZE.unpack_from(body)
-        url, segment_id, layer_name = _texts(body, _SIZE.size)
+        size, expires_at = _TOKEN.unpack_from(body)
+        if expires_at < now:
+            raise ExpiredTokenError(f"this direct URL expired {now - expires_at:.0f} s ago: query again for "
+                                    "a new one")
+        url, segment_id, layer_name = _texts(body, _TOKEN.size)
         return LayerRef(url, segment_id, layer_name, size)

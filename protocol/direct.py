@@ -1,19 +1,22 @@
 """Direct URLs: registered layers' files served over HTTP, so that Rerun's client fetches chunk
 bytes itself with ``Range`` requests instead of through ``FetchChunks``.
 
-A query that asks for direct URLs (``FindChunks`` with a ``direct_url_mode`` other than ``OMIT``,
-``QueryDataset`` with ``generate_direct_urls``) gets, for each candidate chunk of an ``.rrd``
+A query that asks for direct URLs (``FindChunks`` with ``direct_url_mode`` ``SIGNED`` or
+``UNSIGNED``, ``QueryDataset`` with ``generate_direct_urls``) gets, for each candidate chunk of an ``.rrd``
 layer, its layer's URL, ``http://HOST:PORT/layers/<token>``, where the token names the
-registered file and is signed with the server's secret (``ChunkKeys.token``): nothing but a
-registered layer's file can be read, and no header is needed (Rerun's client sends none). The
+registered file and an expiry (an hour at most, half an hour at least) and is signed with the
+server's secret (``ChunkKeys.token``): nothing but a registered layer's file can be read, no
+header is needed (Rerun's client sends none), and a URL kept past its expiry is refused.
+``s3://`` layers are served the same way, read by the endpoint from the object store. The
 chunk's ``chunk_key`` is then Rerun's own ``ChunkKey``: the URL, the chunk's byte range with the
 16-byte message header before it (what Rerun's client decodes), and the file's ``ETag``, which
 the client sends back as ``If-Match``.
 
 ``DirectServer`` answers ``GET`` (and ``HEAD``) of one byte range of such a file: ``206`` with
 exactly that range, ``412`` if the file is no longer the one registered (its size changed) or
-``If-Match`` names another ``ETag``, ``403`` for a token this server did not sign, ``404`` for a
-file gone, ``416`` for a range outside the file, ``502`` for an object store that fails.
+``If-Match`` names another ``ETag``, ``403`` for a token this server did not sign or that
+expired, ``404`` for a file gone, ``416`` for a range outside the file, ``502`` for an object
+store that fails.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import http.server
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import recordings
@@ -35,6 +39,8 @@ PATH = "/layers/"
 MESSAGE_HEADER_BYTES = 16
 """The header before each message of an ``.rrd`` (kind and length), which Rerun's client reads
 with the message when it fetches a chunk by URL."""
+LIFETIME_SECS = 3600
+"""How long a direct URL is good for, at most: a client that holds one longer queries again."""
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 _RRD = enum_value("rerun.cloud.v1alpha1.DataSourceKind", "DATA_SOURCE_KIND_RRD")
 
@@ -85,7 +91,7 @@ def _handler(keys: ChunkKeys, objects: recordings.ObjectStoreConfig,
             if not self.path.startswith(PATH):
                 return self._refuse(404, f"not found: layers' files are under {PATH}")
             try:
-                layer = keys.layer(self.path[len(PATH):])
+                layer = keys.layer(self.path[len(PATH):], now=time.time())
             except InvalidChunkKeyError as exc:
                 return self._refuse(403, str(exc))
             tag = etag(layer)
@@ -127,9 +133,12 @@ def _handler(keys: ChunkKeys, objects: recordings.ObjectStoreConfig,
 
 class DirectServer:
     """The HTTP server of direct URLs, on ``host`` at a free port, in a background thread; its
-    tokens are ``keys``' and its object store reads use ``objects``. ``stop()`` ends it."""
+    tokens are ``keys``' and its object store reads use ``objects``. A URL is good for at least
+    ``lifetime_secs / 2`` after it is handed out, and at most ``lifetime_secs``. ``stop()`` ends
+    it."""
 
-    def __init__(self, keys: ChunkKeys, objects: recordings.ObjectStoreConfig, host: str) -> None:
+    def __init__(self, keys: ChunkKeys, objects: recordings.ObjectStoreConfig, host: str, *,
+                 lifetime_secs: int = LIFETIME_SECS) -> None:
         self.ranges_served = 0
         """Ranges answered (for tests and measurements)."""
         self._count_lock = threading.Lock()
@@ -137,6 +146,7 @@ class DirectServer:
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._keys = keys
+        self._half_life = max(1, lifetime_secs // 2)
         advertised = socket.gethostname() if host in ("", "0.0.0.0", "::") else host  # noqa: S104
         self.base = f"http://{f'[{advertised}]' if ':' in advertised else advertised}:{self.port}{PATH}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="strata-direct-urls",
@@ -147,9 +157,14 @@ class DirectServer:
         with self._count_lock:
             self.ranges_served += 1
 
-    def url(self, layer: LayerRef) -> str:
-        """The direct URL of ``layer``'s file."""
-        return self.base + self._keys.token(layer)
+    def period(self) -> int:
+        """The period the URLs handed out now belong to: the URLs of one period are the same (so a
+        layer's rows can be kept for it), and expire a period after it ends."""
+        return int(time.time()) // self._half_life
+
+    def url(self, layer: LayerRef, period: int) -> str:
+        """The direct URL of ``layer``'s file for ``period``."""
+        return self.base + self._keys.token(layer, (period + 2) * self._half_life)
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -128,9 +128,11 @@ class LayerChunks:
         if direct and self.direct is not None and self.recording_id(layer, objects) == layer.ref.segment_id:
             server = self.direct
 
+            period = server.period()
+
             def with_urls() -> pa.Table:
                 index = self.chunks(layer, objects)
-                url = server.url(layer.ref)
+                url = server.url(layer.ref, period)
                 keys = direct_keys(url, layer.ref, index.column("chunk_id").to_pylist(),
                                    index.column("chunk_byte_offset").to_pylist(),
                                    index.column("chunk_byte_size").to_pylist())
@@ -143,7 +145,7 @@ class LayerChunks:
                 rows = rows.append_column(DIRECT_URL_FIELDS[0], urls)
                 return rows.append_column(DIRECT_URL_FIELDS[1], expires)
 
-            table = self._cached(self._rows, (layer.ref, layer.registered_at, "direct"), with_urls)
+            table = self._cached(self._rows, (layer.ref, layer.registered_at, period), with_urls)
         else:
             table = self._cached(self._rows, (layer.ref, layer.registered_at),
                                  lambda: layer_rows(layer.ref, self.chunks(layer, objects)))

@@ -17,6 +17,7 @@ import rerun as rr
 
 import protocol
 from protocol import descriptors, service
+from protocol.chunk_keys import LayerRef
 from protocol.dataframes import decode
 from recordings import chunk_index
 
@@ -129,7 +130,13 @@ def test_the_http_server_answers_exactly_the_range_asked_of_the_files_it_handed_
     forged = url[:-4] + ("AAAA" if not url.endswith("AAAA") else "BBBB")
     status, body, _ = get(forged, Range="bytes=0-3")
     assert status == 403 and b"not a layer this server handed out" in body
-    assert get(f"http://127.0.0.1:{served.direct.port}/etc/passwd", Range="bytes=0-3")[0] == 404
+    base = f"http://127.0.0.1:{served.direct.port}"
+    assert get(f"{base}/layers/..%2F..%2Fetc%2Fpasswd", Range="bytes=0-3")[0] == 403
+    assert get(f"{base}/etc/passwd", Range="bytes=0-3")[0] == 404
+    layer = LayerRef(registered["ep_1"], "ep_1", "base", len(data))
+    assert get(served.direct.url(layer, served.direct.period()), Range="bytes=0-3")[:2] == (206, data[:4])
+    status, body, _ = get(served.direct.url(layer, served.direct.period() - 2), Range="bytes=0-3")
+    assert status == 403 and b"expired" in body
 
 
 def test_a_file_changed_or_gone_since_registration_is_refused_by_url(served, stack, registered) -> None:
