@@ -22,6 +22,7 @@ from projector import Change, ChangeKind, EntryKind, Rejection, Tag
 from sdk._client import CatalogClient, VersionInfo
 from sdk._dataset import DatasetEntry
 from sdk._dataset_reads import DatasetInfo, LayerInfo
+from sdk._entry import EntryId
 from sdk._operations import Operation, RegistrationOperation
 from sdk._selection import DatasetSelection
 from sdk._table_entry import TableEntry
@@ -74,6 +75,7 @@ __all__ = [
     "DatasetView",
     "DeliveryError",
     "EndpointUnavailableError",
+    "EntryId",
     "EntryKind",
     "LayerInfo",
     "MissingExtraError",

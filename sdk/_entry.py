@@ -19,6 +19,19 @@ from sdk.errors import NotFoundError
 Record = TypeVar("Record", Dataset, Table)
 
 
+class EntryId(uuid.UUID):
+    """An entry's id: a UUID (it compares and hashes as one), with ``as_bytes()`` as rerun-sdk's
+    ``EntryId`` has it.
+
+    >>> EntryId("00000000-0000-0000-0000-000000000001").as_bytes().hex()
+    '00000000000000000000000000000001'
+    """
+
+    def as_bytes(self) -> bytes:
+        """The id's 16 bytes (``uuid.UUID.bytes``), as Rerun's ``EntryId.as_bytes()``."""
+        return self.bytes
+
+
 class Entry(Generic[Record]):
     """An entry of the catalog (``NotFoundError`` from its reads once it is deleted)."""
 
@@ -82,8 +95,9 @@ class Entry(Generic[Record]):
         return record
 
     @property
-    def id(self) -> uuid.UUID:
-        return self._id
+    def id(self) -> EntryId:
+        """The entry's id, a UUID with rerun-sdk's ``as_bytes()``."""
+        return EntryId(int=self._id.int)
 
     @property
     def name(self) -> str:

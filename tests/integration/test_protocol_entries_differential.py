@@ -185,7 +185,7 @@ def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, own_client: sdk.C
     made = clients["strata"].create_dataset(name)
     ours = own_client.get_dataset(name).id
     assert uuid.UUID(hex=str(made.id)) == ours
-    assert bytes(made.id.as_bytes()) == ours.bytes  # Rerun's EntryId has as_bytes(); strata's UUID has .bytes
+    assert bytes(made.id.as_bytes()) == ours.as_bytes() == ours.bytes  # both clients' EntryId.as_bytes()
     made.delete()
 
 

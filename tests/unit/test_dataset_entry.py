@@ -5,6 +5,7 @@ apply to it, and the dataset's history through its tags."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -83,3 +84,13 @@ def test_a_tag_names_a_point_that_later_writes_do_not_move(stack, tmp_path) -> N
     assert dataset.tags() == []
     with pytest.raises(sdk.NotFoundError, match="deleting tag 'first' of dataset 'droid'"):
         dataset.delete_tag("first")
+
+
+def test_an_entry_id_is_a_uuid_with_rerun_s_as_bytes(stack) -> None:
+    entry_id = stack.dataset.id
+    assert isinstance(entry_id, uuid.UUID)
+    assert entry_id == stack.droid and hash(entry_id) == hash(stack.droid)
+    assert str(entry_id) == str(stack.droid)
+    assert entry_id.as_bytes() == stack.droid.bytes  # rerun-sdk's EntryId.as_bytes()
+    assert stack.client.get_dataset(id=entry_id).name == "droid"
+    assert entry_id in {stack.droid} and stack.dataset in stack.client.entries()
