@@ -1,7 +1,8 @@
 """Registration and its tasks over the protocol: ``RegisterWithDataset`` registers recordings
 through the public SDK (the files are read on the SDK client's worker pool, the commands go to
-the log), and answers one task per recording whose id names its event: the event's place in the
-log, ``<topic>:<partition>:<offset>``. ``QueryTasks`` and ``QueryTasksOnCompletion`` read the
+the log), and answers one task per recording whose id names its event; ``UnregisterFromDataset``
+unregisters through the SDK too, one task for its one command. A task's id is its event's place
+in the log, ``<topic>:<partition>:<offset>``. ``QueryTasks`` and ``QueryTasksOnCompletion`` read the
 outcome the projector recorded at that place (the latter after waiting for the projection to pass
 it), so a task survives a restart of the server and is the same for every server of the catalog:
 no state of the server's own.
@@ -26,7 +27,8 @@ from projector import (
     wait_for_positions,
 )
 from protocol.dataframes import encode
-from protocol.descriptors import cloud, enum_value
+from protocol.datasets import MANIFEST
+from protocol.descriptors import cloud, common, enum_value
 from protocol.errors import InvalidRequestError
 from protocol.requests import Request, Streaming, Unary
 
@@ -128,6 +130,23 @@ def register_with_dataset(request: Request) -> Message:
     return cloud("RegisterWithDatasetResponse", data=encode(pa.Table.from_pylist(rows, schema=REGISTERED)))
 
 
+def unregister_from_dataset(request: Request) -> Iterator[Message]:
+    """Unregisters every (segment, layer) in the product of the segments and layers the request
+    names (an empty list: all of them) through the SDK, and answers, as Rerun's server does, an
+    empty manifest and the task of the command, in a stream of one response.
+    ``InvalidRequestError`` if it names neither. ``force`` changes nothing: the log has no queue
+    of tasks that could be stuck."""
+    dataset = request.dataset()
+    segments = [segment.id for segment in request.message.segments_to_drop]
+    layers = list(request.message.layers_to_drop)
+    if not segments and not layers:
+        raise InvalidRequestError("UnregisterFromDataset: must specify at least 1 segment ID or layer for "
+                                  "removal")
+    operation = dataset.unregister(segments_to_drop=segments, layers_to_drop=layers)
+    return iter([cloud("UnregisterFromDatasetResponse", data=encode(MANIFEST.empty_table()),
+                       task_id=common("TaskId", id=task_id(operation.position)))])
+
+
 def _row(task: str, outcome: Outcome | None) -> dict[str, object]:
     """A task's row: ``success``, ``failed`` with the projector's reason, or ``pending``."""
     if outcome is None:
@@ -187,7 +206,8 @@ def query_tasks_on_completion(request: Request) -> Iterator[Message]:
 
 UNARY: dict[str, Unary] = {"RegisterWithDataset": register_with_dataset, "QueryTasks": query_tasks}
 """The tasks' RPCs with one response, by name."""
-STREAMING: dict[str, Streaming] = {"QueryTasksOnCompletion": query_tasks_on_completion}
+STREAMING: dict[str, Streaming] = {"QueryTasksOnCompletion": query_tasks_on_completion,
+                                   "UnregisterFromDataset": unregister_from_dataset}
 """The tasks' RPCs with a stream of responses, by name."""
 UNLOCKED = frozenset({"QueryTasks", "QueryTasksOnCompletion"})
 """RPCs that read the store through a connection of their own, so they run without the

@@ -37,6 +37,7 @@ SERVED = {
     "Version", "WhoAmI", "FindEntries", "CreateDatasetEntry", "ReadDatasetEntry", "UpdateDatasetEntry",
     "ReadTableEntry", "DeleteEntry", "UpdateEntry", "GetDatasetSchema", "GetSegmentTableSchema",
     "ScanSegmentTable", "GetDatasetManifestSchema", "ScanDatasetManifest", "RegisterWithDataset",
+    "UnregisterFromDataset",
     "QueryTasks", "QueryTasksOnCompletion", "FindChunks", "QueryDataset", "FetchChunks", "GetRrdManifest",
     "GetAssetsForSegment", "GetSchemas", "CreateTableEntry", "RegisterTable", "UpdateTableEntry",
     "GetTableSchema", "ScanTable", "WriteTable",
@@ -59,7 +60,7 @@ def test_the_service_has_exactly_the_listed_rpcs() -> None:
 
 def test_strata_serves_the_listed_rpcs_and_no_other() -> None:
     assert protocol.SERVED == SERVED
-    assert len(UNIMPLEMENTED) == 13
+    assert len(UNIMPLEMENTED) == 12
 
 
 def test_no_proto_file_is_in_the_tree() -> None:

@@ -252,6 +252,34 @@ def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_e
     assert sorted(rr.catalog.CatalogClient(served.url).dataset_names()) == ["droid"]
 
 
+def test_rerun_s_client_unregisters_layers_and_segments_through_the_log(served, stack, tmp_path) -> None:
+    uris = [recording(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(3)]
+    stack.dataset.register(uris).wait()
+    stack.dataset.register(uris[:2], layer_name="extra").wait()
+    client = rr.catalog.CatalogClient(served.url)
+    dataset = client.get_dataset("droid")
+    sent = stack.producer.next_offset
+
+    dataset.unregister(segments_to_drop=["ep_0"], layers_to_drop=["extra"]).wait()
+    assert stack.producer.next_offset == sent + 1  # one UnregisterLayers command, folded
+    layers = stack.client.get_dataset("droid").manifest().select("rerun_segment_id", "rerun_layer_name")
+    assert sorted(tuple(row.values()) for row in layers.to_arrow_table().to_pylist()) == [
+        ("ep_0", "base"), ("ep_1", "base"), ("ep_1", "extra"), ("ep_2", "base")]
+    dataset.unregister(segments_to_drop=["ep_1"], layers_to_drop=[]).wait()
+    dataset.unregister(segments_to_drop=["nope"], layers_to_drop=[]).wait()  # nothing there: no error
+    assert sorted(dataset.segment_ids()) == ["ep_0", "ep_2"]
+    with pytest.raises(ValueError, match="must specify at least 1 segment ID or layer for removal"):
+        dataset.unregister(segments_to_drop=[], layers_to_drop=[]).wait()
+    request = descriptors.cloud("UnregisterFromDatasetRequest", layers_to_drop=["base"])
+    header = (("x-rerun-entry-id", stack.dataset.id.hex),)
+    [answer] = rpc(served, "UnregisterFromDataset", request, metadata=header)
+    assert decode(answer.data).num_rows == 0 and answer.task_id.id.startswith("strata.catalog:0:")
+    [part] = rpc(served, "QueryTasksOnCompletion", descriptors.cloud(
+        "QueryTasksOnCompletionRequest", ids=[answer.task_id]))
+    assert decode(part.data).column("exec_status").to_pylist() == ["success"]
+    assert stack.client.get_dataset("droid").segment_ids() == []
+
+
 def test_a_task_id_that_names_no_event_is_invalid_argument(served) -> None:
     with pytest.raises(grpc.RpcError) as refused:
         rpc(served, "QueryTasksOnCompletion", descriptors.cloud(
