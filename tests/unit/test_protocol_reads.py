@@ -371,3 +371,6 @@ def test_rerun_s_client_streams_a_segment_with_the_assets_that_apply_to_it(serve
         assert streamed.schema().to_arrow().equals(ours.schema().to_arrow(), check_metadata=True)
     assert "/mesh" in {c.entity_path for c in theirs.segment_store("ep_1").stream()}
     assert "/mesh" not in {c.entity_path for c in theirs.segment_store("ep_1", include_assets=False).stream()}
+    theirs.unregister_asset("gripper_mesh")  # through the asset dataset's UnregisterFromDataset
+    assert dataset.asset_dataset().segment_ids() == []
+    assert "/mesh" not in {c.entity_path for c in theirs.segment_store("ep_1").stream()}
