@@ -23,12 +23,16 @@ ENTRY_NAME_HEADER = "x-rerun-entry-name-bin"
 @dataclass(frozen=True)
 class Request:
     """One call: the catalog, the request message, the headers (a binary header's value is
-    ``bytes``), and the server's layers' chunk indexes and chunk keys."""
+    ``bytes``), the server's layers' chunk indexes and chunk keys, and whether the client is still
+    there."""
 
     catalog: sdk.CatalogClient
     message: Message
     metadata: Mapping[str, str | bytes]
     layer_chunks: LayerChunks
+    active: Callable[[], bool] = lambda: True
+    """Whether the client still waits for the call's answer (False once it cancelled or went
+    away): a long stream checks it between its responses."""
 
     def entry_id(self) -> uuid.UUID | None:
         """The entry id of the ``x-rerun-entry-id`` header, None without one.

@@ -25,7 +25,7 @@ from google.protobuf.message import DecodeError, Message
 
 import sdk
 import settings
-from protocol import chunks, datasets, entries, tables, tasks
+from protocol import chunks, datasets, entries, tables, tasks, watch
 from protocol.descriptors import SERVICE, message_class, service
 from protocol.direct import DirectServer
 from protocol.errors import status_of
@@ -40,13 +40,16 @@ MAX_MESSAGE_BYTES = 2**31 - 1
 accepts up to 4 GiB)."""
 UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY, **tables.UNARY}
 STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING, **chunks.STREAMING,
-                                   **tables.STREAMING}
+                                   **tables.STREAMING, **watch.STREAMING}
 GATHERING: dict[str, Gathering] = dict(tables.GATHERING)
 """RPCs of a stream of requests and one response: the stream is read whole, each request
 decoded, before the RPC runs."""
-UNLOCKED = tasks.UNLOCKED | chunks.UNLOCKED
+UNLOCKED = tasks.UNLOCKED | chunks.UNLOCKED | watch.UNLOCKED
 """RPCs run without the catalog's lock: they read the store on a connection of their own, or not
 at all."""
+LAZY = frozenset(chunks.STREAMING) | watch.LAZY
+"""Streams whose responses are made as the client reads them (outside the catalog's lock), not
+gathered under it first."""
 SERVED = frozenset(UNARY) | frozenset(STREAMING) | frozenset(GATHERING)
 """The RPCs strata serves; every other RPC of the service answers ``UNIMPLEMENTED``."""
 
@@ -93,7 +96,8 @@ class Handlers:
 
     def _request(self, method: str, data: bytes, context: grpc.ServicerContext) -> Request:
         metadata: Mapping[str, str | bytes] = dict(context.invocation_metadata())
-        return Request(self.catalog, self._message(method, data, context), metadata, self.layer_chunks)
+        return Request(self.catalog, self._message(method, data, context), metadata, self.layer_chunks,
+                       context.is_active)
 
     def unary(self, method: str, run: Unary) -> Callable[[bytes, grpc.ServicerContext], Message]:
         def handle(data: bytes, context: grpc.ServicerContext) -> Message:
@@ -111,7 +115,7 @@ class Handlers:
                   ) -> Callable[[bytes, grpc.ServicerContext], Iterable[Message]]:
         def handle(data: bytes, context: grpc.ServicerContext) -> Iterable[Message]:
             request = self._request(method, data, context)
-            lazy = method in chunks.STREAMING
+            lazy = method in LAZY
             try:
                 responses = self._run(method, run if lazy else lambda r: list(run(r)), request)
             except Exception as exc:  # noqa: BLE001 - every error becomes the call's status

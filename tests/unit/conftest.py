@@ -420,7 +420,7 @@ def served(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
 
 
 def rpc(server: protocol.ProtocolServer, name: str, request: object = None,
-        metadata: tuple[tuple[str, str], ...] = ()) -> object:
+        metadata: tuple[tuple[str, str], ...] = (), timeout_secs: float = 30) -> object:
     """The answer of the RPC ``name`` (a list for a server stream). ``request`` is a message, its
     bytes, or a list of them for a client stream; None is the empty request (no request, for a
     client stream)."""
@@ -436,5 +436,5 @@ def rpc(server: protocol.ProtocolServer, name: str, request: object = None,
                     request_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString(),
                     response_deserializer=output.FromString)
         answer = stub(iter(request) if method.client_streaming else request,  # type: ignore[call-overload]
-                      metadata=metadata, timeout=30)
+                      metadata=metadata, timeout=timeout_secs)
         return list(answer) if method.server_streaming else answer

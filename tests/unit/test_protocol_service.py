@@ -6,8 +6,12 @@ unscoped requests are ``INVALID_ARGUMENT``. The same against Rerun's own server 
 
 from __future__ import annotations
 
+import queue
 import socket
+import threading
+import time
 import uuid
+from typing import Any
 
 import grpc
 import pyarrow as pa
@@ -18,6 +22,7 @@ import protocol
 import sdk
 from protocol import descriptors
 from protocol.dataframes import decode, read_schema
+from protocol.ids import entry_id
 
 from .conftest import rpc
 from .test_registration import recording
@@ -294,3 +299,56 @@ def test_registering_a_missing_file_is_not_found_and_sends_nothing(served, stack
     with pytest.raises(rr.catalog.NotFoundError):
         dataset.register([(tmp_path / "missing.rrd").as_uri()]).wait()
     assert stack.producer.next_offset == sent
+
+
+def _watch(channel: grpc.Channel) -> Any:
+    method = descriptors.service().methods_by_name["WatchEvents"]
+    output = descriptors.message_class(method.output_type.full_name)
+    watch = channel.unary_stream(f"/{protocol.SERVICE}/WatchEvents",
+                                 request_serializer=lambda m: m.SerializeToString(),
+                                 response_deserializer=output.FromString)
+    return watch(descriptors.cloud("WatchEventsRequest"), timeout=60)
+
+
+def _drain(stream: Any, events: queue.Queue[Any]) -> None:
+    try:
+        for event in stream:
+            events.put(event)
+    except grpc.RpcError as exc:
+        assert exc.code() is grpc.StatusCode.CANCELLED  # by the test, once it has seen enough
+
+
+def test_watch_events_streams_the_entries_created_and_deleted_after_it_starts(served, stack) -> None:
+    events: queue.Queue[Any] = queue.Queue()
+    with grpc.insecure_channel(f"127.0.0.1:{served.port}") as channel:
+        stream = _watch(channel)
+        reader = threading.Thread(target=_drain, args=(stream, events), daemon=True)
+        reader.start()
+        warm_ups = 0
+        while events.empty():  # the watch starts at the end of the feed as its call arrives
+            stack.client.create_dataset(f"warm_up_{warm_ups}")
+            warm_ups += 1
+            time.sleep(0.05)
+        table = stack.client.create_table("labels", pa.schema([pa.field("id", pa.int64())]))
+        stack.client.get_dataset("droid").delete()
+        seen: list[tuple[str, Any]] = []
+        while ("entry_deleted", entry_id(stack.droid)) not in seen:
+            event = events.get(timeout=30)
+            kind = event.WhichOneof("kind")
+            seen.append((kind, getattr(event, kind).id))
+        stream.cancel()
+        reader.join(30)
+    created = [entry_id(d.id) for d in stack.client.datasets(include_hidden=True)]
+    assert seen[0][0] == "entry_created" and seen[0][1] in created  # a warm-up dataset or its companions
+    deleted = seen.index(("entry_deleted", entry_id(stack.droid)))
+    assert seen.index(("entry_created", entry_id(table.id))) < deleted
+
+
+def test_a_cancelled_watch_gives_its_thread_back(served) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{served.port}") as channel:
+        for _ in range(12):  # more than the server's 8 threads
+            stream = _watch(channel)
+            time.sleep(0.1)
+            stream.cancel()
+        # With every thread held by a watch nobody reads, this would wait out its deadline.
+        assert rpc(served, "Version").version.startswith("strata/")
