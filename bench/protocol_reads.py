@@ -87,18 +87,18 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="strata-protocol-bench-") as scratch:
         work = args.work_dir or Path(scratch)
-        uris = RecordingPool(work / "recordings").episodes(args.segments)
+        paths = [uri[len("file://"):] for uri in RecordingPool(work / "recordings").episodes(args.segments)]
         results: dict[str, dict[str, float]] = {}
         print(f"{args.segments} DROID-like episodes; reader(index='real_time') with Rerun's client",
               flush=True)
-        theirs = rr.server.Server(datasets={"droid": uris})
+        theirs = rr.server.Server(datasets={"droid": paths})
         try:
             client = theirs.client()
             results["Rerun's server"] = measure("Rerun's server", client.get_dataset("droid"),
                                                 repeats=args.repeats, calls=args.calls)
         finally:
             theirs.shutdown()
-        with sdk.Server(work / "stack", protocol_port=0, datasets={"droid": uris}) as server:
+        with sdk.Server(work / "stack", protocol_port=0, datasets={"droid": paths}) as server:
             direct = rr.catalog.CatalogClient(server.url())
             results["strata, direct URLs"] = measure("strata, direct URLs", direct.get_dataset("droid"),
                                                      repeats=args.repeats, calls=args.calls)
