@@ -109,15 +109,16 @@ def test_the_cli_without_the_web_stack_says_which_extra_to_install(tmp_path: Pat
 def test_the_public_names_are_pinned() -> None:
     assert sdk.__all__ == [
         "AlreadyExistsError", "CatalogClient", "Change", "ChangeKind", "ContentFilter", "DatasetEntry",
-        "DatasetInfo", "DatasetSelection", "DatasetView", "DeliveryError", "EntryKind", "LayerInfo",
-        "MissingExtraError", "NotFoundError", "ObjectStoreError", "OnDuplicate", "OnDuplicateSegmentLayer",
-        "Operation", "ProjectionTimeoutError", "RecordingChangedError", "RegistrationOperation",
-        "RegistrationResult", "Rejection", "SegmentRegistrationResult", "Server", "StoreUnavailableError",
-        "StrataError", "TableEntry", "Tag", "VersionInfo", "WorkerError", "WriteOutcome",
-        "WriteRefusedError",
+        "DatasetInfo", "DatasetSelection", "DatasetView", "DeliveryError", "EndpointUnavailableError",
+        "EntryId", "EntryKind", "LayerInfo", "MissingExtraError", "NotFoundError", "ObjectStoreError",
+        "OnDuplicate", "OnDuplicateSegmentLayer", "Operation", "ProjectionTimeoutError",
+        "RecordingChangedError", "RegistrationOperation", "RegistrationResult", "Rejection",
+        "SegmentRegistrationResult", "Server", "StoreUnavailableError", "StrataError", "TableEntry", "Tag",
+        "VersionInfo", "WorkerError", "WriteOutcome", "WriteRefusedError",
     ]
     assert sdk.errors.__all__ == [
-        "AlreadyExistsError", "DeliveryError", "MissingExtraError", "NotFoundError", "ObjectStoreError",
+        "AlreadyExistsError", "DeliveryError", "EndpointUnavailableError", "MissingExtraError",
+        "NotFoundError", "ObjectStoreError",
         "ProjectionTimeoutError", "RecordingChangedError", "StoreUnavailableError", "StrataError",
         "WorkerError", "WriteRefusedError",
     ]

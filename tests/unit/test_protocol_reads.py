@@ -271,6 +271,9 @@ class Context:
     def abort(self, code: grpc.StatusCode, details: str) -> None:
         raise AssertionError(f"{code}: {details}")
 
+    def is_active(self) -> bool:
+        return True
+
 
 def call(handlers: service.Handlers, name: str, message: Any, metadata: tuple[tuple[str, str], ...]) -> Any:
     return handlers.streaming(name, service.STREAMING[name])(message.SerializeToString(), Context(metadata))
