@@ -35,8 +35,8 @@ DIRECT_URL_FIELDS = [
     pa.field("rerun_layer_direct_url_expires_at", pa.dictionary(pa.int32(), pa.int64())),
 ]
 """Where a client may fetch a chunk's bytes itself, and until when: the layer's direct URL
-(``protocol.direct``) when the query asks for one, else null, so the client asks ``FetchChunks``;
-no expiry."""
+(``protocol.direct``) when the query asks for one, else null, so the client asks ``FetchChunks``.
+The expiry is left null: the URL's own, checked by the server, is at least half an hour away."""
 FIND_CHUNKS_TIMELINE = pa.field("chunk_timeline_start", pa.int64(), metadata={"rerun:kind": "index"})
 """``FindChunks``'s column of each chunk's first value on the queried timeline."""
 _SOURCE_COLUMNS = {"chunk_id": "chunk_id", "chunk_entity_path": "chunk_entity_path",

@@ -126,9 +126,7 @@ class LayerChunks:
         (the id Rerun's client reads from the chunks it fetches by URL), with the layer's direct
         URL and Rerun's ``ChunkKey``s (``protocol.direct``) instead of this server's keys."""
         if direct and self.direct is not None and self.recording_id(layer, objects) == layer.ref.segment_id:
-            server = self.direct
-
-            period = server.period()
+            server, period = self.direct, self.direct.period()
 
             def with_urls() -> pa.Table:
                 index = self.chunks(layer, objects)

@@ -279,6 +279,10 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
         raise OSError(f"cannot serve Rerun's catalog protocol on {address}: the address is in use or not "
                       "this machine's") from cause
     if direct_urls:
-        layer_chunks.direct = DirectServer(layer_chunks.keys, catalog.object_store_config, host)
+        try:
+            layer_chunks.direct = DirectServer(layer_chunks.keys, catalog.object_store_config, host)
+        except OSError:
+            server.stop(None)
+            raise
     server.start()
     return ProtocolServer(server, host, bound, layer_chunks.direct)
