@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-import datafusion
-import datafusion.functions
 import pyarrow as pa
 
 import recordings
@@ -46,15 +44,12 @@ class Layer:
 
 
 def layers(dataset: sdk.DatasetEntry, segment_ids: Sequence[str] | None = None) -> list[Layer]:
-    """The dataset's layers (of ``segment_ids`` only, if given), by segment id, each segment's in
-    the manifest's order (sorting is stable)."""
-    frame = dataset.manifest().select(*MANIFEST_COLUMNS)
-    if segment_ids is not None:
-        wanted = [datafusion.lit(segment_id) for segment_id in dict.fromkeys(segment_ids)]
-        if not wanted:
-            return []
-        frame = frame.filter(datafusion.functions.in_list(datafusion.col("rerun_segment_id"), wanted))
-    rows = frame.to_arrow_table().to_pydict()
+    """The dataset's layers (of ``segment_ids`` only, if given: the manifest of those segments
+    alone), by segment id, each segment's in the manifest's order (sorting is stable)."""
+    if segment_ids is not None and not segment_ids:
+        return []
+    selected = dataset if segment_ids is None else dataset.filter_segments(list(dict.fromkeys(segment_ids)))
+    rows = selected.manifest().select(*MANIFEST_COLUMNS).to_arrow_table().to_pydict()
     found = [Layer(LayerRef(url, segment, layer, int(size or 0)), registered)
              for segment, layer, url, size, registered in zip(*(rows[name] for name in MANIFEST_COLUMNS),
                                                               strict=True)]

@@ -103,7 +103,12 @@ def segment_table(internal: Connection, dataset_id: uuid.UUID, join_meta: datafu
 
 def manifest(internal: Connection, dataset_id: uuid.UUID) -> datafusion.DataFrame:
     """The dataset's manifest, one row per (segment, layer) (``views.manifest_table``)."""
-    layers = layer_table(internal, dataset_id)
+    return manifest_of(internal, layer_table(internal, dataset_id))
+
+
+def manifest_of(internal: Connection, layers: pa.Table) -> datafusion.DataFrame:
+    """The manifest of ``layers`` (rows of a dataset's layer table): their properties only are
+    read."""
     return internal.dataframe(views.manifest_table(layers, _property_schemas(internal, layers)))
 
 

@@ -33,6 +33,7 @@ from recordings import (
     with_manifest_ranges,
 )
 from sdk._connection import Connection
+from sdk._dataset_reads import manifest_of
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
@@ -137,6 +138,12 @@ class DatasetSelection:
         if self._segment_ids is None:
             return table
         return table.filter(F.in_list(col(SEGMENT_ID), [lit(s) for s in sorted(self._segment_ids)]))
+
+    def manifest(self) -> datafusion.DataFrame:
+        """The dataset's manifest (see ``DatasetEntry.manifest``), only the selected segments'
+        layers: the properties of the others are not read, so one segment's costs as little in a
+        dataset of many."""
+        return manifest_of(self._internal, self._layers())
 
     def get_index_ranges(self) -> datafusion.DataFrame:
         """One row per selected segment: ``rerun_segment_id``, ``<index>:start`` and
@@ -248,7 +255,8 @@ class DatasetSelection:
         layers = self._internal.wait_for_store().layer_table(self._dataset.id)
         if self._segment_ids is None:
             return layers
-        return layers.filter(pc.is_in(layers.column("segment_id"), pa.array(sorted(self._segment_ids))))
+        wanted = pa.array(sorted(self._segment_ids), pa.string())  # typed: an empty selection too
+        return layers.filter(pc.is_in(layers.column("segment_id"), wanted))
 
     def _index_values(self, index: str | None, values: Any, layers: pa.Table,
                       dataset_schema: pa.Schema) -> dict[str, Any]:

@@ -112,3 +112,11 @@ def test_the_dataset_table_counts_segments_layers_and_bytes_per_dataset(client: 
     assert all(r["updated_at"].tzinfo is not None for r in rows)
     then = client.as_of(3).dataset_table().to_arrow_table().to_pylist()
     assert [(r["name"], r["segments"], r["layers"], r["size_bytes"]) for r in then] == [("droid", 2, 2, 3000)]
+
+
+def test_a_selection_s_manifest_is_the_dataset_s_rows_of_its_segments(client: sdk.CatalogClient) -> None:
+    droid = client.get_dataset("droid")
+    whole = droid.manifest().to_arrow_table().to_pylist()
+    ep_0 = droid.filter_segments(["ep_0", "nope"]).manifest().to_arrow_table().to_pylist()
+    assert ep_0 == [row for row in whole if row["rerun_segment_id"] == "ep_0"] and len(ep_0) == 2
+    assert droid.filter_segments([]).manifest().to_arrow_table().num_rows == 0
