@@ -24,6 +24,7 @@ from sdk._dataset import DatasetEntry
 from sdk._dataset_reads import DatasetInfo, LayerInfo
 from sdk._entry import EntryId
 from sdk._operations import Operation, RegistrationOperation
+from sdk._segment import Layer, Segment
 from sdk._selection import DatasetSelection
 from sdk._table_entry import TableEntry
 from sdk._writes import WriteOutcome
@@ -77,6 +78,7 @@ __all__ = [
     "EndpointUnavailableError",
     "EntryId",
     "EntryKind",
+    "Layer",
     "LayerInfo",
     "MissingExtraError",
     "NotFoundError",
@@ -89,6 +91,7 @@ __all__ = [
     "RegistrationOperation",
     "RegistrationResult",
     "Rejection",
+    "Segment",
     "SegmentRegistrationResult",
     "Server",
     "StoreUnavailableError",

@@ -28,8 +28,10 @@ from sdk._dataset_reads import DatasetInfo
 from sdk._entry import Entry
 from sdk._operations import Operation, RegistrationOperation
 from sdk._registration import Properties
+from sdk._segment import Layer, Segment
 from sdk._selection import DatasetSelection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
+from sdk.errors import NotFoundError
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
@@ -331,6 +333,23 @@ class DatasetEntry(Entry[Dataset]):
         assets = self._companion(DatasetKind.ASSET) if with_assets else None
         asset_files = [] if assets is None else _assets.files_for_segment(self._internal, assets, segment_id)
         return segment_store(files, name, asset_files)
+
+    def segment(self, segment_id: str) -> Segment:
+        """A handle of one segment (rerun-sdk's ``Segment``: ``schema()``, ``layers()``,
+        ``delete_layer()``). Raises ``NotFoundError`` if the dataset has no segment of that id."""
+        if segment_id not in self.segment_ids():
+            raise NotFoundError(f"Segment {segment_id!r} not found in dataset {self.name!r}")
+        return Segment(self._internal, self, segment_id)
+
+    def layer(self, name: str) -> Layer:
+        """A handle of one layer name (rerun-sdk's ``Layer``: ``segment_ids()``). A layer exists
+        while a segment has it: ``ValueError`` naming the layers there are otherwise."""
+        layers = _dataset_reads.layer_table(self._internal, self._id)
+        names = sorted(set(layers.column("layer_name").to_pylist()))
+        if name not in names:
+            raise ValueError(f"Layer {name!r} not found in dataset {self.name!r}. Available layers: "
+                             f"{', '.join(map(repr, names)) or 'none'}")
+        return Layer(self._internal, self, name)
 
     def filter_segments(self, segment_ids: str | Sequence[str] | datafusion.DataFrame) -> DatasetSelection:
         """A selection of these segments (see ``DatasetSelection.filter_segments``)."""

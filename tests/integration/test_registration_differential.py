@@ -153,3 +153,45 @@ def test_results_are_rerun_s_own_classes(pair, tmp_path: Path) -> None:
         assert isinstance(again, rr.catalog.RegistrationResult)
         seen.append(([(r.uri, r.segment_id, r.error) for r in results], again.segment_ids))
     assert seen[0] == seen[1]
+
+
+def _rrd(path: Path, recording_id: str, entity: str) -> str:
+    with rr.RecordingStream("strata-segment-handles", recording_id=recording_id) as rec:
+        rec.save(path)
+        rec.set_time("step", sequence=1)
+        rec.log(entity, rr.Scalars([1.0]))
+    return path.as_uri()
+
+
+def test_segment_and_layer_handles_read_and_delete_alike(client: sdk.CatalogClient, rerun_client,
+                                                          tmp_path: Path) -> None:
+    tag = os.urandom(3).hex()
+    base = [_rrd(tmp_path / f"{s}.rrd", f"{s}_{tag}", "/arm") for s in ("ep_b", "ep_a")]
+    extra = _rrd(tmp_path / "extra.rrd", f"ep_b_{tag}", "/extra")
+    seen = {}
+    for side, catalog in (("strata", client), ("rerun", rerun_client)):
+        dataset = catalog.create_dataset(f"handles-{tag}")
+        dataset.register(base).wait()
+        dataset.register([extra], layer_name="extra").wait()
+        segment = dataset.segment(f"ep_b_{tag}")
+        shown: dict[str, object] = {
+            "id": segment.id,
+            "layers": segment.layers(),
+            "schema": sorted(f.name for f in segment.schema().to_arrow()),
+            "base": sorted(dataset.layer("base").segment_ids()),  # Rerun's order is its own
+            "extra": dataset.layer("extra").segment_ids(),
+            "repr": repr(segment).rsplit("id=", 1)[1],
+        }
+        with pytest.raises(rr.catalog.NotFoundError):  # strata's NotFoundError is Rerun's too
+            dataset.segment("nope")
+        with pytest.raises(ValueError, match="Layer .*nope.* not found in dataset .*Available layers"):
+            dataset.layer("nope")
+        segment.delete_layer("extra").wait()
+        segment.delete_layer("nope").wait()  # nothing there: no error on both
+        shown["after"] = segment.layers()
+        with pytest.raises(ValueError, match="Layer .*extra.* not found"):
+            dataset.layer("extra")
+        seen[side] = shown
+    assert seen["strata"] == seen["rerun"]
+    assert seen["strata"]["layers"] == {"base", "extra"} and seen["strata"]["after"] == {"base"}
+    assert seen["strata"]["base"] == [f"ep_a_{tag}", f"ep_b_{tag}"]

@@ -110,9 +110,9 @@ def test_the_public_names_are_pinned() -> None:
     assert sdk.__all__ == [
         "AlreadyExistsError", "CatalogClient", "Change", "ChangeKind", "ContentFilter", "DatasetEntry",
         "DatasetInfo", "DatasetSelection", "DatasetView", "DeliveryError", "EndpointUnavailableError",
-        "EntryId", "EntryKind", "LayerInfo", "MissingExtraError", "NotFoundError", "ObjectStoreError",
-        "OnDuplicate", "OnDuplicateSegmentLayer", "Operation", "ProjectionTimeoutError",
-        "RecordingChangedError", "RegistrationOperation", "RegistrationResult", "Rejection",
+        "EntryId", "EntryKind", "Layer", "LayerInfo", "MissingExtraError", "NotFoundError",
+        "ObjectStoreError", "OnDuplicate", "OnDuplicateSegmentLayer", "Operation", "ProjectionTimeoutError",
+        "RecordingChangedError", "RegistrationOperation", "RegistrationResult", "Rejection", "Segment",
         "SegmentRegistrationResult", "Server", "StoreUnavailableError", "StrataError", "TableEntry", "Tag",
         "VersionInfo", "WorkerError", "WriteOutcome", "WriteRefusedError",
     ]
