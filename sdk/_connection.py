@@ -9,8 +9,10 @@ every write goes through ``submit``.
 
 from __future__ import annotations
 
+import collections
 import copy
 import os
+import threading
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +37,9 @@ from sdk._writes import Ledger, WriteOutcome
 from sdk.errors import AlreadyExistsError, NotFoundError, WriteRefusedError
 
 Found = TypeVar("Found", Dataset, Table)
+T = TypeVar("T")
+KEPT_READS = 32
+"""Reads a connection keeps for the current version of the store (``Connection.kept``)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,8 @@ class Connection:
         self._ctx.register_catalog_provider_list(TableNamespaces(self))
         self._defined: set[str] = set()
         """Schema digests seen defined, in the store or by this connection's own events."""
+        self._kept: collections.OrderedDict[tuple[object, ...], Any] = collections.OrderedDict()
+        self._kept_lock = threading.Lock()
 
     point: int | None = None
     """The log offset this connection reads the catalog as of (``at``); None: as it is now."""
@@ -209,6 +216,26 @@ class Connection:
             last = Position(CATALOG_TOPIC, 0, self.point - 1)
             wait_for_positions(self._store, [last], DEFAULT_TIMEOUT_SECS)
         return self._store.at(self.point)
+
+    def kept(self, key: tuple[object, ...], read: Callable[[], T]) -> T:
+        """``read()``, a read of the projection as ``wait_for_store`` gives it, kept until the
+        projector commits again (the store's ``data_version`` moves) for the next call with the
+        same ``key`` at the same point: a segment table asked for again and again (a dashboard, a
+        protocol endpoint's schema and scan calls) is made once per commit. The version is read
+        before the data, so what is kept is never older than its version."""
+        self.wait_for_store()
+        entry = (*key, self.point, self._store.data_version())
+        with self._kept_lock:
+            if entry in self._kept:
+                self._kept.move_to_end(entry)
+                value: T = self._kept[entry]
+                return value
+        value = read()
+        with self._kept_lock:
+            self._kept[entry] = value
+            while len(self._kept) > KEPT_READS:
+                self._kept.popitem(last=False)
+        return value
 
     @property
     def peek(self) -> ProjectionReader:

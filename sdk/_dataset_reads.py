@@ -86,10 +86,14 @@ def info(internal: Connection, dataset: Dataset) -> DatasetInfo:
 
 def segment_table(internal: Connection, dataset_id: uuid.UUID, join_meta: datafusion.DataFrame | None,
                   join_key: str) -> datafusion.DataFrame:
-    """The dataset's segment table (``views.segment_table``), with ``join_meta`` left-joined on
-    ``join_key``. ``ValueError`` if either side lacks ``join_key``."""
-    layers = layer_table(internal, dataset_id)
-    table = internal.dataframe(views.segment_table(layers, _property_schemas(internal, layers)))
+    """The dataset's segment table (``views.segment_table``, made once per commit of the
+    projector), with ``join_meta`` left-joined on ``join_key``. ``ValueError`` if either side
+    lacks ``join_key``."""
+    def read() -> pa.Table:
+        layers = layer_table(internal, dataset_id)
+        return views.segment_table(layers, _property_schemas(internal, layers))
+
+    table = internal.dataframe(internal.kept(("segment_table", dataset_id), read))
     if join_meta is None:
         return table
     if join_key not in table.schema().names:
@@ -102,8 +106,13 @@ def segment_table(internal: Connection, dataset_id: uuid.UUID, join_meta: datafu
 
 
 def manifest(internal: Connection, dataset_id: uuid.UUID) -> datafusion.DataFrame:
-    """The dataset's manifest, one row per (segment, layer) (``views.manifest_table``)."""
-    return manifest_of(internal, layer_table(internal, dataset_id))
+    """The dataset's manifest, one row per (segment, layer) (``views.manifest_table``), made
+    once per commit of the projector."""
+    def read() -> pa.Table:
+        layers = layer_table(internal, dataset_id)
+        return views.manifest_table(layers, _property_schemas(internal, layers))
+
+    return internal.dataframe(internal.kept(("manifest", dataset_id), read))
 
 
 def manifest_of(internal: Connection, layers: pa.Table) -> datafusion.DataFrame:

@@ -4,7 +4,9 @@ every read asked of the projection when it is called (nothing is kept)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow.compute as pc
 
@@ -16,7 +18,22 @@ from sdk.errors import NotFoundError
 if TYPE_CHECKING:
     from rerun.catalog import Schema
 
-    from sdk._dataset import DatasetEntry
+
+class HandledDataset(Protocol):
+    """What a segment's or a layer's handle asks of its dataset (a ``DatasetEntry``)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def segment_ids(self) -> list[str]: ...
+
+    def segment_store(self, segment_id: str, *, include_assets: bool = True) -> Any: ...
+
+    def unregister(self, *, segments_to_drop: str | Sequence[str] = (),
+                   layers_to_drop: str | Sequence[str] = ()) -> Operation: ...
 
 
 class Segment:
@@ -24,7 +41,7 @@ class Segment:
 
     __slots__ = ("_dataset", "_id", "_internal")
 
-    def __init__(self, internal: Connection, dataset: DatasetEntry, segment_id: str) -> None:
+    def __init__(self, internal: Connection, dataset: HandledDataset, segment_id: str) -> None:
         self._internal = internal
         self._dataset = dataset
         self._id = segment_id
@@ -38,7 +55,7 @@ class Segment:
         return self._id
 
     @property
-    def dataset(self) -> DatasetEntry:
+    def dataset(self) -> HandledDataset:
         """The dataset this handle was made from."""
         return self._dataset
 
@@ -70,7 +87,7 @@ class Layer:
 
     __slots__ = ("_dataset", "_internal", "_name")
 
-    def __init__(self, internal: Connection, dataset: DatasetEntry, name: str) -> None:
+    def __init__(self, internal: Connection, dataset: HandledDataset, name: str) -> None:
         self._internal = internal
         self._dataset = dataset
         self._name = name
@@ -84,7 +101,7 @@ class Layer:
         return self._name
 
     @property
-    def dataset(self) -> DatasetEntry:
+    def dataset(self) -> HandledDataset:
         """The dataset this handle was made from."""
         return self._dataset
 

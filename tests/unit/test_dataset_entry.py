@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import sdk
+from projector import views
 from recordings import read_recording
 from sdk._file_schemas import FILE_SCHEMAS
 
@@ -94,3 +95,23 @@ def test_an_entry_id_is_a_uuid_with_rerun_s_as_bytes(stack) -> None:
     assert entry_id.as_bytes() == stack.droid.bytes  # rerun-sdk's EntryId.as_bytes()
     assert stack.client.get_dataset(id=entry_id).name == "droid"
     assert entry_id in {stack.droid} and stack.dataset in stack.client.entries()
+
+
+def test_a_segment_table_and_a_manifest_are_made_once_per_commit(stack, tmp_path, monkeypatch) -> None:
+    made: list[str] = []
+    for name in ("segment_table", "manifest_table"):
+        read = getattr(views, name)
+        monkeypatch.setattr(views, name,
+                            lambda *args, name=name, read=read: (made.append(name), read(*args))[1])
+    dataset = stack.dataset
+    dataset.register([recording(tmp_path / "ep_0.rrd", "ep_0")]).wait()
+    first = stack.producer.next_offset
+    for _ in range(3):
+        assert pa.table(dataset.segment_table()).column("rerun_segment_id").to_pylist() == ["ep_0"]
+        assert pa.table(dataset.manifest()).num_rows == 1
+    assert made == ["segment_table", "manifest_table"]
+    dataset.register([recording(tmp_path / "ep_1.rrd", "ep_1")]).wait()  # the projector commits
+    assert pa.table(dataset.segment_table()).column("rerun_segment_id").to_pylist() == ["ep_0", "ep_1"]
+    assert pa.table(dataset.manifest()).num_rows == 2
+    assert made == ["segment_table", "manifest_table"] * 2
+    assert pa.table(dataset.as_of(first).segment_table()).num_rows == 1  # another point, read anew
