@@ -15,7 +15,7 @@ import uuid
 from google.protobuf.message import Message
 
 import sdk
-from projector import DatasetKind, EntryKind, views
+from projector import DatasetKind, EntryKind, companion_id, views
 from protocol.descriptors import cloud, common, enum_value, message_class
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_id, entry_uuid, timestamp
@@ -148,13 +148,19 @@ def read_dataset_entry(request: Request) -> Message:
 
 def update_dataset_entry(request: Request) -> Message:
     """Sets the default blueprints of the dataset the headers name. Its blueprint and asset
-    datasets are its own for life: a request naming others is an ``InvalidRequestError``."""
+    datasets are its own for life: a request naming others, or its own deleted ones (Rerun's
+    "does not exist"), is an ``InvalidRequestError``."""
     dataset = request.dataset()
     wanted = request.message.dataset_details
     for field, kind in (("blueprint_dataset", DatasetKind.BLUEPRINT), ("asset_dataset", DatasetKind.ASSET)):
-        if wanted.HasField(field) and getattr(wanted, field) != _companion(dataset, kind):
-            raise InvalidRequestError(f"UpdateDatasetEntry: {field} is the dataset's own, created and "
-                                      "deleted with it; it cannot be another dataset")
+        if not wanted.HasField(field) or getattr(wanted, field) == _companion(dataset, kind):
+            continue
+        if getattr(wanted, field) == entry_id(companion_id(dataset.id, kind)):  # its own, deleted
+            what = "blueprint" if kind is DatasetKind.BLUEPRINT else "asset"
+            raise InvalidRequestError(f"UpdateDatasetEntry: dataset {what} dataset does not exist: it "
+                                      "was deleted, and a dataset's hidden datasets are made only with it")
+        raise InvalidRequestError(f"UpdateDatasetEntry: {field} is the dataset's own, created and "
+                                  "deleted with it; it cannot be another dataset")
     default = wanted.default_blueprint_segment.id if wanted.HasField("default_blueprint_segment") else None
     if default != dataset.default_blueprint():
         dataset.set_default_blueprint(default)

@@ -117,13 +117,17 @@ def update_table_entry(request: Request) -> Message:
     """Sets the default blueprint of the table named by ``id`` (or the headers); as in Rerun, the
     name is not checked against its blueprints. Its blueprint dataset is its own for life: a
     request naming another is an ``InvalidRequestError``, as is one on the system table, which
-    has none; ``NotFoundError`` if the blueprint dataset was deleted."""
+    has none, or one whose blueprint dataset was deleted (Rerun's "does not exist")."""
     table = _table(request, _field(request.message, "id"))
     if table.id == views.ENTRIES_TABLE.id:
         raise InvalidRequestError(f"UpdateTableEntry: {table.name!r} is the catalog's system table, "
                                   "listing its entries: it has no blueprints")
     wanted = request.message.table_details
-    own = table.blueprint_dataset().id
+    try:
+        own = table.blueprint_dataset().id
+    except sdk.NotFoundError:  # deleted on its own
+        raise InvalidRequestError("UpdateTableEntry: table blueprint dataset does not exist: it was "
+                                  "deleted, and a table's blueprint dataset is made only with it") from None
     if wanted.HasField("blueprint_dataset") and entry_uuid(wanted.blueprint_dataset) != own:
         raise InvalidRequestError("UpdateTableEntry: blueprint_dataset is the table's own, created and "
                                   "deleted with it; it cannot be another dataset")

@@ -99,7 +99,7 @@ def register_with_dataset(request: Request) -> Message:
     dataset = request.dataset()
     sources = list(request.message.data_sources)
     if not sources:
-        raise InvalidRequestError("RegisterWithDataset: no data sources")
+        raise InvalidRequestError("RegisterWithDataset: no data sources to register")
     for source in sources:
         if not source.storage_url:
             raise InvalidRequestError("RegisterWithDataset: a data source without a storage_url")

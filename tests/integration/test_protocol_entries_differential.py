@@ -75,6 +75,16 @@ def test_entries_are_created_listed_found_renamed_and_deleted_alike(clients) -> 
     assert seen["strata"] == seen["rerun"]
 
 
+def test_refusals_carry_rerun_s_words(clients, tmp_path: Path) -> None:
+    for client in clients.values():
+        dataset = client.create_dataset(_name("proto_words"))
+        with pytest.raises(ValueError, match="no data sources to register"):
+            dataset.register([]).wait()
+        dataset.blueprint_dataset().delete()
+        with pytest.raises(ValueError, match="dataset blueprint dataset does not exist"):
+            dataset.set_default_blueprint("layout_1")
+
+
 def _raised(call, *args) -> str:
     """The name of the class of what ``call(*args)`` raises."""
     with pytest.raises(Exception) as error:

@@ -153,6 +153,15 @@ def test_a_table_s_default_blueprint_is_set_and_read_alike(clients) -> None:
         assert client.get_table(name).default_blueprint() is None
 
 
+def test_a_deleted_blueprint_dataset_is_refused_alike(clients) -> None:
+    name = unique("labels")
+    for client in clients.values():
+        table = client.create_table(name, LABELS)
+        table.blueprint_dataset().delete()
+        with pytest.raises(ValueError, match="table blueprint dataset does not exist"):
+            table.set_default_blueprint("layout_1")
+
+
 INT32_ID = pa.RecordBatch.from_pydict({"id": pa.array([1], pa.int32())})
 EXTRA_COLUMN = pa.RecordBatch.from_pydict({"id": [1], "extra": ["x"]})
 
