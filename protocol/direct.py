@@ -15,8 +15,8 @@ the client sends back as ``If-Match``.
 ``DirectServer`` answers ``GET`` (and ``HEAD``) of one byte range of such a file: ``206`` with
 exactly that range, ``412`` if the file is no longer the one registered (its size changed) or
 ``If-Match`` names another ``ETag``, ``403`` for a token this server did not sign or that
-expired, ``404`` for a file gone, ``416`` for a range outside the file, ``502`` for an object
-store that fails.
+expired, ``404`` for a file gone, ``416`` for a range outside the file or larger than
+``MAX_RANGE_BYTES``, ``502`` for an object store that fails.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ PATH = "/layers/"
 MESSAGE_HEADER_BYTES = 16
 """The header before each message of an ``.rrd`` (kind and length), which Rerun's client reads
 with the message when it fetches a chunk by URL."""
+MAX_RANGE_BYTES = 64 << 20
+"""The most one request reads (Rerun's client merges neighbouring chunks into ranges of up to
+16 MB): a larger one is refused, so that no request holds a whole file in memory."""
 LIFETIME_SECS = 3600
 """How long a direct URL is good for, at most: a client that holds one longer queries again."""
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
@@ -106,6 +109,8 @@ def _handler(keys: ChunkKeys, objects: recordings.ObjectStoreConfig,
             last = min(last, layer.size_bytes - 1)
             if first > last:
                 return self._refuse(416, f"the range starts past the file's end ({layer.size_bytes} bytes)")
+            if last - first + 1 > MAX_RANGE_BYTES:
+                return self._refuse(416, f"ask for at most {MAX_RANGE_BYTES} bytes a request")
             try:
                 [data] = read_ranges(layer, [(first, last - first + 1)], objects)
             except recordings.RecordingChangedError as exc:

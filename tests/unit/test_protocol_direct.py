@@ -16,7 +16,7 @@ import pytest
 import rerun as rr
 
 import protocol
-from protocol import descriptors, service
+from protocol import descriptors, direct, service
 from protocol.chunk_keys import LayerRef
 from protocol.dataframes import decode
 from recordings import chunk_index
@@ -63,7 +63,7 @@ def get(url: str, **headers: str) -> tuple[int, bytes, dict[str, str]]:
 
 def test_rerun_s_client_reads_by_direct_url_what_it_reads_through_fetch_chunks(
         fetch_chunks_calls, served, through_grpc, stack, registered) -> None:
-    direct = rr.catalog.CatalogClient(served.url).get_dataset("droid")
+    by_url = rr.catalog.CatalogClient(served.url).get_dataset("droid")
     proxied = rr.catalog.CatalogClient(through_grpc.url).get_dataset("droid")
     reads = {
         "every index": lambda d: d.reader(index=None),
@@ -76,7 +76,7 @@ def test_rerun_s_client_reads_by_direct_url_what_it_reads_through_fetch_chunks(
     }
     for what, read in reads.items():
         before = len(fetch_chunks_calls)
-        ours = read(direct).to_arrow_table()
+        ours = read(by_url).to_arrow_table()
         assert len(fetch_chunks_calls) == before, what  # every chunk fetched by URL
         theirs = read(proxied).to_arrow_table()
         assert len(fetch_chunks_calls) > before, what  # the other endpoint's chunks through gRPC
@@ -112,7 +112,7 @@ def test_a_query_gets_direct_urls_only_when_it_asks(served, stack, registered) -
 
 
 def test_the_http_server_answers_exactly_the_range_asked_of_the_files_it_handed_out(
-        served, stack, registered) -> None:
+        served, stack, registered, monkeypatch) -> None:
     asked = candidates(served, stack, direct_url_mode=SIGNED)
     ep_1 = asked.filter(pa.compute.equal(asked.column("chunk_segment_id"), "ep_1"))
     url = ep_1.column("rerun_layer_direct_url")[0].as_py()
@@ -127,6 +127,9 @@ def test_the_http_server_answers_exactly_the_range_asked_of_the_files_it_handed_
     assert status == 412 and tag.encode() in body
     assert get(url)[0] == 416  # a whole file is not what this server is for
     assert get(url, Range=f"bytes={len(data)}-{len(data) + 5}")[0] == 416
+    monkeypatch.setattr(direct, "MAX_RANGE_BYTES", 50)
+    status, body, _ = get(url, Range="bytes=0-99")
+    assert status == 416 and b"at most 50 bytes" in body
     forged = url[:-4] + ("AAAA" if not url.endswith("AAAA") else "BBBB")
     status, body, _ = get(forged, Range="bytes=0-3")
     assert status == 403 and b"not a layer this server handed out" in body
