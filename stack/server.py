@@ -316,12 +316,17 @@ class Server:
         self._projector = None
 
     def client(self, **kwargs: Any) -> CatalogClient:
-        """A client of this server; closed with it. Raises ``RuntimeError`` if the server is not
-        running, as Rerun's does."""
+        """A client of this server; closed with it. With ``protocol_port``, it is made from
+        ``url()``, so its ``url`` is the endpoint's too (which Rerun's helpers that read
+        ``dataset.catalog.url`` need). Raises ``RuntimeError`` if the server is not running, as
+        Rerun's does."""
         if not self._running:
             raise RuntimeError("Cannot create client: server is not running.")
-        client = CatalogClient(self.bootstrap_servers, self.store,
-                               kafka_config=self.kafka_options, **kwargs)
+        if self._protocol_url is not None:
+            client = CatalogClient(self._protocol_url, kafka_config=self.kafka_options, **kwargs)
+        else:
+            client = CatalogClient(self.bootstrap_servers, self.store, kafka_config=self.kafka_options,
+                                   **kwargs)
         self._clients.append(client)
         return client
 

@@ -247,6 +247,7 @@ def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: P
         assert pid is not None and pid != os.getpid()  # a process of its own
         theirs = rr.catalog.CatalogClient(own.url())
         theirs.create_dataset("droid")
+        assert own.client().url == url  # so that Rerun's segment_url(dataset) takes dataset.catalog.url
         ours = sdk.CatalogClient(own.url())  # asks the endpoint for the Kafka cluster and store
         assert (ours.bootstrap_servers, ours.store, ours.url) == (own.bootstrap_servers, own.store, url)
         ours.create_dataset("tables")  # through the stack's log
