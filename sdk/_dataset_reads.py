@@ -108,17 +108,19 @@ def segment_table(internal: Connection, dataset_id: uuid.UUID, join_meta: datafu
 def manifest(internal: Connection, dataset_id: uuid.UUID) -> datafusion.DataFrame:
     """The dataset's manifest, one row per (segment, layer) (``views.manifest_table``), made
     once per commit of the projector."""
-    def read() -> pa.Table:
-        layers = layer_table(internal, dataset_id)
-        return views.manifest_table(layers, _property_schemas(internal, layers))
-
-    return internal.dataframe(internal.kept(("manifest", dataset_id), read))
+    table = internal.kept(("manifest", dataset_id),
+                          lambda: _manifest_table(internal, layer_table(internal, dataset_id)))
+    return internal.dataframe(table)
 
 
 def manifest_of(internal: Connection, layers: pa.Table) -> datafusion.DataFrame:
     """The manifest of ``layers`` (rows of a dataset's layer table): their properties only are
     read."""
-    return internal.dataframe(views.manifest_table(layers, _property_schemas(internal, layers)))
+    return internal.dataframe(_manifest_table(internal, layers))
+
+
+def _manifest_table(internal: Connection, layers: pa.Table) -> pa.Table:
+    return views.manifest_table(layers, _property_schemas(internal, layers))
 
 
 def segment_files(internal: Connection, dataset_id: uuid.UUID, dataset_name: str,
