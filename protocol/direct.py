@@ -25,6 +25,7 @@ import hashlib
 import http.server
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -139,21 +140,25 @@ def _handler(keys: ChunkKeys, objects: recordings.ObjectStoreConfig,
 class DirectServer:
     """The HTTP server of direct URLs, on ``host`` at a free port, in a background thread; its
     tokens are ``keys``' and its object store reads use ``objects``. A URL is good for at least
-    ``lifetime_secs / 2`` after it is handed out, and at most ``lifetime_secs``. ``stop()`` ends
-    it."""
+    ``lifetime_secs / 2`` after it is handed out, and at most ``lifetime_secs``. With ``tls``, a
+    server context, it serves HTTPS. ``stop()`` ends it."""
 
     def __init__(self, keys: ChunkKeys, objects: recordings.ObjectStoreConfig, host: str, *,
-                 lifetime_secs: int = LIFETIME_SECS) -> None:
+                 lifetime_secs: int = LIFETIME_SECS, tls: ssl.SSLContext | None = None) -> None:
         self.ranges_served = 0
         """Ranges answered (for tests and measurements)."""
         self._count_lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer((host, 0), _handler(keys, objects, self._served))
         self._server.daemon_threads = True
+        if tls is not None:  # each connection's handshake in its own thread, at its first read
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True,
+                                                  do_handshake_on_connect=False)
         self.port = self._server.server_address[1]
         self._keys = keys
         self._half_life = max(1, lifetime_secs // 2)
         advertised = socket.gethostname() if host in ("", "0.0.0.0", "::") else host  # noqa: S104
-        self.base = f"http://{f'[{advertised}]' if ':' in advertised else advertised}:{self.port}{PATH}"
+        scheme = "https" if tls else "http"
+        self.base = f"{scheme}://{f'[{advertised}]' if ':' in advertised else advertised}:{self.port}{PATH}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="strata-direct-urls",
                                         daemon=True)
         self._thread.start()

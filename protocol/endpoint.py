@@ -13,9 +13,11 @@ import threading
 from collections.abc import Callable
 
 import sdk
+import settings
 from projector import open_store
 from protocol.service import ProtocolServer, serve
-from settings.options import kafka_config, known_cluster, store_location
+from protocol.tls import Certificate
+from settings.options import kafka_config, known_cluster, store_location, tls_files
 
 READY = "strata protocol: serving "
 """What the line ``python -m protocol`` prints once it serves starts with, before the URL."""
@@ -39,15 +41,23 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
     cluster known the catalog is served read-only. Installs its signal handlers, so it runs in
     the main thread.
 
+    With ``STRATA_TOKEN_SECRET`` set, every call needs a token signed with it
+    (``protocol.tokens``); with ``--tls-cert`` and ``--tls-key``, it serves ``rerun+https://``.
+
     Raises ``StoreUnavailableError`` if the store cannot be read, ``ValueError`` for a malformed
-    store URL or Kafka setting, ``OSError`` if the address cannot be bound.
+    store URL, Kafka setting, token secret or certificate, ``OSError`` if the address cannot be
+    bound.
     """
+    secret = settings.token_secret()
+    files = tls_files(args)
+    certificate = None if files is None else Certificate(*files)
     location = store_location(args)
     open_store(location, read_only=True).close()  # a store that cannot be read fails here
     bootstrap = known_cluster(args)
     client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
     try:
-        served = serve(client, host=args.host, port=args.port, direct_urls=args.direct_urls)
+        served = serve(client, host=args.host, port=args.port, direct_urls=args.direct_urls,
+                       token_secret=secret, certificate=certificate)
     except BaseException:
         client.close(flush=False)
         raise

@@ -50,9 +50,10 @@ def version(request: Request) -> Message:
 
 
 def who_am_i(request: Request) -> Message:
-    """Anyone may read; writing needs a catalog with a Kafka cluster. ``CAPABILITIES`` are
-    advertised."""
-    return cloud("WhoAmIResponse", can_read=True, can_write=request.catalog.bootstrap_servers is not None,
+    """Whoever is admitted may read; writing needs a catalog with a Kafka cluster, and a token
+    that may write if the endpoint asks for tokens. ``CAPABILITIES`` are advertised."""
+    can_write = request.may_write and request.catalog.bootstrap_servers is not None
+    return cloud("WhoAmIResponse", can_read=True, can_write=can_write,
                  capabilities=cloud("ServerCapabilities", capabilities=CAPABILITIES))
 
 

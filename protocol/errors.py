@@ -5,9 +5,13 @@ strata's answers with, as Rerun's client maps statuses to its exceptions.
     ├── DescriptorsUnavailableError (RuntimeError)
     │                           the installed rerun-sdk carries no protocol definitions strata
     │                           can read (another version than the pinned one, or a broken install)
-    └── InvalidRequestError (ValueError)
-                                a request the protocol cannot take: a malformed DataframePart, a
-                                missing entry id, a field strata does not support
+    ├── InvalidRequestError (ValueError)
+    │                           a request the protocol cannot take: a malformed DataframePart, a
+    │                           missing entry id, a field strata does not support
+    ├── UnauthenticatedError (PermissionError)
+    │                           a call without a valid token to an endpoint that needs one
+    └── ReadOnlyTokenError (PermissionError)
+                                a call that writes, with a token that may only read
 """
 
 from __future__ import annotations
@@ -28,6 +32,15 @@ class InvalidRequestError(StrataError, ValueError):
     """A request the protocol cannot take (``INVALID_ARGUMENT``); the message says what was wrong."""
 
 
+class UnauthenticatedError(StrataError, PermissionError):
+    """A call without a valid token, to an endpoint that needs one (``UNAUTHENTICATED``); the
+    message says what was wrong with the token."""
+
+
+class ReadOnlyTokenError(StrataError, PermissionError):
+    """A call that writes, with a token that may only read (``PERMISSION_DENIED``)."""
+
+
 def status_of(error: BaseException) -> grpc.StatusCode:
     """The gRPC status code ``error`` answers a call with. Rerun's client turns ``NOT_FOUND`` into
     its ``NotFoundError``, ``ALREADY_EXISTS`` into ``AlreadyExistsError`` and
@@ -42,6 +55,8 @@ def status_of(error: BaseException) -> grpc.StatusCode:
             return grpc.StatusCode.ALREADY_EXISTS
         case NotFoundError() | LookupError():  # an unknown id, or an unknown name
             return grpc.StatusCode.NOT_FOUND
+        case UnauthenticatedError():
+            return grpc.StatusCode.UNAUTHENTICATED
         case ProjectionTimeoutError():
             return grpc.StatusCode.DEADLINE_EXCEEDED
         case StoreUnavailableError() | ConnectionError():

@@ -33,6 +33,8 @@ class Request:
     active: Callable[[], bool] = lambda: True
     """Whether the client still waits for the call's answer (False once it cancelled or went
     away): a long stream checks it between its responses."""
+    may_write: bool = True
+    """Whether the caller's token may write (``protocol.tokens``)."""
 
     def entry_id(self) -> uuid.UUID | None:
         """The entry id of the ``x-rerun-entry-id`` header, None without one.

@@ -31,6 +31,8 @@ from protocol.direct import DirectServer
 from protocol.errors import status_of
 from protocol.layer_chunks import LayerChunks
 from protocol.requests import Gathering, Request, Streaming, Unary
+from protocol.tls import Certificate
+from protocol.tokens import Gate
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = settings.PROTOCOL_PORT
@@ -63,15 +65,28 @@ def _abort(context: grpc.ServicerContext, error: BaseException, method: str) -> 
     context.abort(code, str(error) or type(error).__name__)
 
 
-class Handlers:
-    """Turns a call's bytes into a ``Request``, runs its RPC under the catalog's lock (but those
-    that read the store on a connection of their own, ``tasks.UNLOCKED``), and its errors into
-    statuses."""
+def _admit(gate: Gate, method: str, context: grpc.ServicerContext) -> tuple[Mapping[str, str | bytes], bool]:
+    """The call's headers, and whether its token may write; the call ends with the gate's
+    refusal if its token does not admit it."""
+    metadata: Mapping[str, str | bytes] = dict(context.invocation_metadata())
+    try:
+        return metadata, gate.admit(method, metadata)
+    except PermissionError as exc:
+        _abort(context, exc, method)
+        raise  # not reached: abort raises
 
-    def __init__(self, catalog: sdk.CatalogClient, layer_chunks: LayerChunks | None = None) -> None:
+
+class Handlers:
+    """Admits a call by its token (``gate``), turns its bytes into a ``Request``, runs its RPC
+    under the catalog's lock (but those that read the store on a connection of their own,
+    ``tasks.UNLOCKED``), and its errors into statuses."""
+
+    def __init__(self, catalog: sdk.CatalogClient, layer_chunks: LayerChunks | None = None,
+                 gate: Gate | None = None) -> None:
         self.catalog = catalog
         self.lock = threading.Lock()
         self.layer_chunks = layer_chunks or LayerChunks()
+        self.gate = gate or Gate(None)
 
     def _run(self, method: str, run: Callable[[Request], Any], request: Request) -> Any:
         """``run(request)``. A registration the catalog refused raises at the client's next read
@@ -94,10 +109,11 @@ class Handlers:
                           f"{method}: the request is not a {input_type} ({exc})")
             raise  # not reached: abort raises
 
-    def _request(self, method: str, data: bytes, context: grpc.ServicerContext) -> Request:
-        metadata: Mapping[str, str | bytes] = dict(context.invocation_metadata())
+    def _request(self, method: str, data: bytes, context: grpc.ServicerContext,
+                 admitted: tuple[Mapping[str, str | bytes], bool] | None = None) -> Request:
+        metadata, may_write = admitted or _admit(self.gate, method, context)
         return Request(self.catalog, self._message(method, data, context), metadata, self.layer_chunks,
-                       context.is_active)
+                       context.is_active, may_write)
 
     def unary(self, method: str, run: Unary) -> Callable[[bytes, grpc.ServicerContext], Message]:
         def handle(data: bytes, context: grpc.ServicerContext) -> Message:
@@ -128,8 +144,9 @@ class Handlers:
     def gathering(self, method: str, run: Gathering
                   ) -> Callable[[Iterator[bytes], grpc.ServicerContext], Message]:
         def handle(stream: Iterator[bytes], context: grpc.ServicerContext) -> Message:
+            admitted = _admit(self.gate, method, context)  # before the stream is read
             messages = [self._message(method, data, context) for data in stream]
-            request = self._request(method, b"", context)
+            request = self._request(method, b"", context, admitted)
             try:
                 result: Message = self._run(method, lambda r: run(r, messages), request)
                 return result
@@ -160,18 +177,20 @@ def _serializer(output_type: str) -> Callable[[Any], bytes]:
     return serialize
 
 
-def _unimplemented(method: str) -> Callable[..., Any]:
+def _unimplemented(method: str, gate: Gate) -> Callable[..., Any]:
     def refuse(request: Any, context: grpc.ServicerContext) -> Any:
+        _admit(gate, method, context)
         context.abort(grpc.StatusCode.UNIMPLEMENTED,
                       f"strata does not serve {method} of Rerun's catalog protocol yet")
 
     return refuse
 
 
-def generic_handler(catalog: sdk.CatalogClient,
-                    layer_chunks: LayerChunks | None = None) -> grpc.GenericRpcHandler:
-    """The service's handler: every method of the installed rerun-sdk's ``RerunCloudService``."""
-    handlers = Handlers(catalog, layer_chunks)
+def generic_handler(catalog: sdk.CatalogClient, layer_chunks: LayerChunks | None = None,
+                    gate: Gate | None = None) -> grpc.GenericRpcHandler:
+    """The service's handler: every method of the installed rerun-sdk's ``RerunCloudService``,
+    each call admitted by ``gate`` (default: anyone)."""
+    handlers = Handlers(catalog, layer_chunks, gate)
     methods = {}
     for method in service().methods:
         name = method.name
@@ -191,17 +210,19 @@ def generic_handler(catalog: sdk.CatalogClient,
                     (True, False): grpc.stream_unary_rpc_method_handler,
                     (True, True): grpc.stream_stream_rpc_method_handler}[
                         (method.client_streaming, method.server_streaming)]
-            methods[name] = kind(_unimplemented(name))
+            methods[name] = kind(_unimplemented(name, handlers.gate))
     return grpc.method_handlers_generic_handler(SERVICE, methods)
 
 
-def location_handler(catalog: sdk.CatalogClient) -> grpc.GenericRpcHandler:
+def location_handler(catalog: sdk.CatalogClient, gate: Gate | None = None) -> grpc.GenericRpcHandler:
     """strata's own ``settings.CATALOG_LOCATION_RPC``: the Kafka cluster and store of
-    ``catalog``, for strata's client given this endpoint's URL."""
+    ``catalog``, for strata's client given this endpoint's URL (and a token ``gate`` admits)."""
     service_name, method = settings.CATALOG_LOCATION_RPC.strip("/").split("/")
     answer = json.dumps({"bootstrap_servers": catalog.bootstrap_servers, "store": catalog.store}).encode()
+    gate = gate or Gate(None)
 
     def locate(request: bytes, context: grpc.ServicerContext) -> bytes:
+        _admit(gate, method, context)
         return answer
 
     return grpc.method_handlers_generic_handler(service_name, {
@@ -210,20 +231,23 @@ def location_handler(catalog: sdk.CatalogClient) -> grpc.GenericRpcHandler:
 
 class ProtocolServer:
     """Rerun's catalog protocol served on strata's catalog, at ``url``
-    (``rerun+http://HOST:PORT``); ``stop()`` ends it (also at the end of a ``with`` block)."""
+    (``rerun+http://HOST:PORT``, or ``rerun+https://`` over TLS); ``stop()`` ends it (also at the
+    end of a ``with`` block)."""
 
-    def __init__(self, server: grpc.Server, host: str, port: int, direct: DirectServer | None = None) -> None:
+    def __init__(self, server: grpc.Server, host: str, port: int, direct: DirectServer | None = None, *,
+                 tls: bool = False) -> None:
         self._server = server
         self.host = host
         self.port = port
         self.direct = direct
         """The HTTP server of the chunks' direct URLs (None if it serves none)."""
+        self.tls = tls
 
     @property
     def url(self) -> str:
         """What ``rr.catalog.CatalogClient(url)`` connects to."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"rerun+http://{host}:{self.port}"
+        return f"rerun+{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     def __repr__(self) -> str:
         return f"ProtocolServer({self.url})"
@@ -247,28 +271,36 @@ class ProtocolServer:
 
 
 def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          max_workers: int = 8, direct_urls: bool = True) -> ProtocolServer:
+          max_workers: int = 8, direct_urls: bool = True, token_secret: bytes | None = None,
+          certificate: Certificate | None = None) -> ProtocolServer:
     """Serve Rerun's catalog protocol on ``catalog`` (a strata client: its reads answer, its
     writes go through the log) at ``host:port``, in background threads; ``port=0`` picks a free
     port. Binds this machine only unless ``host`` says otherwise. With ``direct_urls``, also
     serves the registered layers' files over HTTP on ``host`` at a free port, for the queries
-    that ask for direct URLs (``protocol.direct``). Raises ``OSError`` if the address cannot be
-    bound, ``DescriptorsUnavailableError`` if the installed rerun-sdk's protocol cannot be read.
+    that ask for direct URLs (``protocol.direct``). With ``token_secret``, every call needs a
+    token it signed (``protocol.tokens``); with ``certificate``, both are served over TLS
+    (``rerun+https://``, ``https://``). Raises ``OSError`` if the address cannot be bound,
+    ``ValueError`` if the certificate cannot be read, ``DescriptorsUnavailableError`` if the
+    installed rerun-sdk's protocol cannot be read.
 
     Examples:
         >>> served = serve(sdk.CatalogClient.from_state_dir(), port=0)  # doctest: +SKIP
         >>> rr.catalog.CatalogClient(served.url).dataset_names()  # doctest: +SKIP
     """
     layer_chunks = LayerChunks()
+    gate = Gate(token_secret)
+    credentials = None if certificate is None else certificate.grpc_credentials()
+    tls_context = None if certificate is None else certificate.ssl_context()
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-protocol"),
-        handlers=[generic_handler(catalog, layer_chunks), location_handler(catalog)],
+        handlers=[generic_handler(catalog, layer_chunks, gate), location_handler(catalog, gate)],
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.so_reuseport", 0)])
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(address)
+        bound = (server.add_insecure_port(address) if credentials is None
+                 else server.add_secure_port(address, credentials))
     except RuntimeError as exc:
         bound = 0
         cause: Exception | None = exc
@@ -280,9 +312,10 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
                       "this machine's") from cause
     if direct_urls:
         try:
-            layer_chunks.direct = DirectServer(layer_chunks.keys, catalog.object_store_config, host)
+            layer_chunks.direct = DirectServer(layer_chunks.keys, catalog.object_store_config, host,
+                                               tls=tls_context)
         except OSError:
             server.stop(None)
             raise
     server.start()
-    return ProtocolServer(server, host, bound, layer_chunks.direct)
+    return ProtocolServer(server, host, bound, layer_chunks.direct, tls=certificate is not None)

@@ -31,6 +31,7 @@ from sdk._writes import WriteOutcome
 from sdk.errors import (
     AlreadyExistsError,
     DeliveryError,
+    EndpointRefusedError,
     EndpointUnavailableError,
     MissingExtraError,
     NotFoundError,
@@ -75,6 +76,7 @@ __all__ = [
     "DatasetSelection",
     "DatasetView",
     "DeliveryError",
+    "EndpointRefusedError",
     "EndpointUnavailableError",
     "EntryId",
     "EntryKind",

@@ -62,7 +62,10 @@ class CatalogClient:
     or the ``rerun+http://HOST:PORT`` of a strata endpoint of Rerun's catalog protocol, which the
     client asks for them (``EndpointUnavailableError`` if nothing answers there, ``ValueError``
     if what answers is Rerun's own server, ``MissingExtraError`` without ``strata[protocol]``);
-    ``ValueError`` if it is neither.
+    ``ValueError`` if it is neither. An endpoint that asks for tokens is asked with ``token``
+    (default ``REDAP_TOKEN``, as Rerun's client), and refuses a missing or invalid one with
+    ``EndpointRefusedError`` (a ``PermissionError``); ``rerun+https://`` trusts the CA roots
+    of ``SSL_CERT_FILE``, else gRPC's own.
 
     Without ``bootstrap_servers`` (only ``store`` given) the client reads the store and never
     talks to Kafka: every read works, while a write, ``url``, and an ``as_of`` point that must
@@ -94,6 +97,7 @@ class CatalogClient:
         delivery_timeout_secs: float = 15.0,
         object_store_config: ObjectStoreSettings = None,
         workers: int | None = None,
+        token: str | None = None,
     ) -> None:
         if store is None:  # one URL, as Rerun's CatalogClient(url): Server.url()
             if bootstrap_servers is None:
@@ -102,7 +106,7 @@ class CatalogClient:
                                  "CatalogClient(store='.strata/store.db'), CatalogClient(server.url())")
             if is_endpoint_url(bootstrap_servers):
                 endpoint_url: str | None = bootstrap_servers
-                bootstrap_servers, store = locate(bootstrap_servers)
+                bootstrap_servers, store = locate(bootstrap_servers, token=token)
             else:
                 endpoint_url = None
                 bootstrap_servers, store = settings.parse_stack_url(bootstrap_servers)

@@ -18,6 +18,9 @@
     │                           extra to install (pip install 'strata[postgres]', ...)
     ├── EndpointUnavailableError (ConnectionError)
     │                           no strata endpoint answers at a rerun+http:// URL
+    ├── EndpointRefusedError (PermissionError)
+    │                           the endpoint needs a token, and the client has none or it
+    │                           is refused (expired, signed with another secret)
     ├── DeliveryError (ConnectionError, from producers)
     │                           Kafka did not acknowledge an event in time
     ├── WriteRefusedError (ValueError)
@@ -59,6 +62,12 @@ class EndpointUnavailableError(StrataError, ConnectionError):
     Rerun's catalog protocol runs there, or it cannot be reached."""
 
 
+class EndpointRefusedError(StrataError, PermissionError):
+    """The endpoint at the ``rerun+http://`` URL a ``CatalogClient`` was given needs a token, and
+    the client has none (``token=``, ``REDAP_TOKEN``) or the endpoint refuses it; the message
+    says why."""
+
+
 class WriteRefusedError(StrataError, ValueError):
     """Writes of this client that Kafka acknowledged and the catalog then refused (a table or
     dataset deleted meanwhile, rows the table no longer takes), raised by the client's next read
@@ -77,6 +86,7 @@ class WriteRefusedError(StrataError, ValueError):
 __all__ = [
     "AlreadyExistsError",
     "DeliveryError",
+    "EndpointRefusedError",
     "EndpointUnavailableError",
     "MissingExtraError",
     "NotFoundError",

@@ -5,6 +5,8 @@ options, ``object_store_config``) win over these. Imports nothing of strata."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import urllib.parse
@@ -21,6 +23,11 @@ ENVIRONMENT = {
                                  "(default), off, or create (replace them at the JVMs' exit)",
     "STRATA_WORKERS": "worker processes a client reads and registers with (default: the usable "
                       "cores; 0 reads in the client's own process)",
+    "STRATA_TOKEN_SECRET": "the secret that signs and checks the tokens of the catalog protocol's "
+                           "endpoint (base64 of 32 bytes or more; 'strata token --new-secret' makes "
+                           "one): with it, every call needs a token",
+    "REDAP_TOKEN": "the token a client sends to a catalog endpoint (Rerun's variable; token= wins)",
+    "SSL_CERT_FILE": "the CA certificates a client trusts for rerun+https:// (default: the system's)",
 }
 """Each variable and what it sets, for ``--help``."""
 
@@ -42,6 +49,43 @@ def home() -> Path:
 
 def bootstrap_servers() -> str | None:
     return os.environ.get("STRATA_BOOTSTRAP_SERVERS") or None
+
+
+TOKEN_SECRET_BYTES = 32
+
+
+def token_secret() -> bytes | None:
+    """The secret of the catalog endpoint's tokens, from ``STRATA_TOKEN_SECRET`` (base64); None
+    without one. Raises ``ValueError`` if it is not base64 of at least ``TOKEN_SECRET_BYTES``."""
+    text = os.environ.get("STRATA_TOKEN_SECRET")
+    if not text:
+        return None
+    try:
+        secret = base64.b64decode(text.strip(), validate=True)
+    except binascii.Error:
+        secret = b""
+    if len(secret) < TOKEN_SECRET_BYTES:
+        raise ValueError(f"STRATA_TOKEN_SECRET is not base64 of {TOKEN_SECRET_BYTES} bytes or more: set it "
+                         "to what 'strata token --new-secret' prints")
+    return secret
+
+
+def client_token() -> str | None:
+    """The token a client sends to a catalog endpoint: ``REDAP_TOKEN``, as Rerun's client reads it."""
+    return os.environ.get("REDAP_TOKEN") or None
+
+
+def trusted_roots() -> bytes | None:
+    """The CA certificates (PEM) a client trusts for ``rerun+https://``: the file ``SSL_CERT_FILE``
+    names, which Rerun's client reads too; None for the default roots. Raises ``ValueError`` if
+    the file cannot be read."""
+    path = os.environ.get("SSL_CERT_FILE")
+    if not path:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"SSL_CERT_FILE names a file that cannot be read: {exc}") from None
 
 
 def spark_master() -> str:

@@ -70,13 +70,28 @@ def add_listen_address(options: Options, *, service: str, port: int) -> None:
 
 
 def add_protocol_endpoint(options: Options) -> None:
-    """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234), and
-    ``--no-direct-urls``."""
+    """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234),
+    ``--no-direct-urls``, and ``--tls-cert`` with ``--tls-key``."""
     add_listen_address(options, service="Rerun's catalog protocol", port=settings.PROTOCOL_PORT)
     options.add_argument("--no-direct-urls", dest="direct_urls", action="store_false",
                          help="serve no direct URLs: Rerun's client then fetches every chunk through "
                               "gRPC (FetchChunks) instead of from the layers' files over HTTP, on a "
                               "free port of the same host")
+    options.add_argument("--tls-cert", type=Path, default=None, metavar="PEM",
+                         help="serve over TLS (rerun+https://, and direct URLs over https://) with this "
+                              "certificate chain; needs --tls-key. Clients trust it through their CA "
+                              "roots (SSL_CERT_FILE)")
+    options.add_argument("--tls-key", type=Path, default=None, metavar="PEM",
+                         help="the private key of --tls-cert")
+
+
+def tls_files(args: argparse.Namespace) -> tuple[Path, Path] | None:
+    """``--tls-cert`` and ``--tls-key``; None without them. ``ValueError`` if only one is given."""
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ValueError("--tls-cert and --tls-key go together: the certificate and its private key")
+    if args.tls_cert is None:
+        return None
+    return args.tls_cert, args.tls_key
 
 
 def data_dir(args: argparse.Namespace) -> Path:

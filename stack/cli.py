@@ -231,6 +231,27 @@ COMMANDS = (
                     "the URL to connect to. 'python -m protocol' runs the same with the same options.",
         groups=(LOCATION, KAFKA, PROTOCOL)),
     Command(
+        "token", service_commands.token,
+        help="make a token for the catalog protocol's endpoint (or its secret)",
+        description="Print a token for the endpoint of Rerun's catalog protocol that runs with the same "
+                    "STRATA_TOKEN_SECRET ('strata serve', 'strata up'): a JWT as Rerun's catalog server "
+                    "issues, which rr.catalog.CatalogClient(url, token=...) and strata's client send. "
+                    "Rerun's client sends a token only to the hosts it names (--host). With "
+                    "--new-secret, print a new secret to set STRATA_TOKEN_SECRET to instead.",
+        arguments=(
+            argument("--new-secret", action="store_true",
+                     help="print a new random secret (base64 of 32 bytes) and nothing else"),
+            argument("--read-only", action="store_true",
+                     help="a token that may only read: its writes are refused (PermissionDenied)"),
+            argument("--host", action="append", default=None, metavar="HOST",
+                     help="a host the endpoint is reached at, as in its URL (repeatable; .example.com: "
+                          "every subdomain; default 127.0.0.1 and localhost)"),
+            argument("--days", type=float, default=30.0,
+                     help="days until the token expires (default 30)"),
+            argument("--subject", default=None, metavar="NAME",
+                     help="who the token is for (default: your user name)"),
+        )),
+    Command(
         "dashboard", service_commands.dashboard,
         help="serve a live page of the catalog until Ctrl-C",
         description="Serve the catalog's live page: datasets, a dataset's segment table, "

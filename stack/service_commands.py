@@ -1,6 +1,6 @@
 """The ``strata`` commands that run or maintain services: ``up`` and ``demo`` (a whole stack, with
-its dashboard), ``dashboard``, ``serve`` (Rerun's catalog protocol), ``projector``, ``replay`` and
-``snapshot``. Each uses the public
+its dashboard), ``dashboard``, ``serve`` (Rerun's catalog protocol) and ``token`` (its tokens),
+``projector``, ``replay`` and ``snapshot``. Each uses the public
 names of the room that owns the service (``stack.server``, ``dashboard``, ``protocol``,
 ``spark_streaming``, ``changelog``, and the store's public functions in ``projector``) and writes through
 ``stack.output``. What a command needs is imported when it runs: the other commands load
@@ -10,6 +10,8 @@ neither Spark nor the web stack.
 from __future__ import annotations
 
 import argparse
+import base64
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -152,14 +154,37 @@ def serve(args: argparse.Namespace) -> int:
 
     def announce(served: ProtocolServer, bootstrap: str | None) -> None:
         writes = f"writes through Kafka at {bootstrap}" if bootstrap else "read-only: no Kafka cluster known"
-        output.say(f"strata serve: {served.url}  ({writes}); connect with "
-                   f"rr.catalog.CatalogClient({served.url!r}); Ctrl-C to stop")
+        tokens = settings.token_secret() is not None
+        connect = f"{served.url!r}, token=..." if tokens else repr(served.url)
+        output.say(f"strata serve: {served.url}  ({writes}{'; every call needs a token' * tokens}); "
+                   f"connect with rr.catalog.CatalogClient({connect}); Ctrl-C to stop")
 
     try:
         run(args, announce)
     except (StoreUnavailableError, ValueError, OSError) as exc:
         raise SystemExit(f"strata: {exc}") from None
     output.say("strata serve: stopped")
+    return 0
+
+
+def token(args: argparse.Namespace) -> int:
+    """``strata token``: prints a token of the catalog endpoint, signed with
+    ``STRATA_TOKEN_SECRET`` (``protocol.tokens.mint``), or with ``--new-secret`` a new secret.
+    Exits with one line without a secret or with bad options."""
+    if args.new_secret:
+        output.say(base64.b64encode(secrets.token_bytes(settings.TOKEN_SECRET_BYTES)).decode())
+        return 0
+    import_extra("jwt", "protocol", "making the catalog endpoint's tokens")
+    from protocol.tokens import mint
+
+    secret = settings.token_secret()
+    if secret is None:
+        raise SystemExit("strata: STRATA_TOKEN_SECRET is not set: set it to the endpoint's secret (make one "
+                         "with 'strata token --new-secret', and give the same to 'strata serve')")
+    if args.days <= 0:
+        raise SystemExit(f"strata: --days is a positive number of days, not {args.days:g}")
+    output.say(mint(secret, hosts=args.host or ["127.0.0.1", "localhost"], read_only=args.read_only,
+                    lifetime_secs=max(1, round(args.days * 86400)), subject=args.subject))
     return 0
 
 

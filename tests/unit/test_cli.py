@@ -6,6 +6,7 @@ option groups; progress bars are drawn on a terminal only, and not when told ``-
 from __future__ import annotations
 
 import ast
+import base64
 import json
 import socket
 import sys
@@ -64,6 +65,30 @@ def test_a_missing_store_says_where_it_looked_and_what_to_do(tmp_path, monkeypat
     with pytest.raises(SystemExit, match=r"nowhere.*store\.db: no store at this path.*--store"):
         cli.main(["rejections", "--data-dir", str(tmp_path / "nowhere")])
     assert not (tmp_path / "nowhere").exists()  # nothing was created
+
+
+def test_token_prints_a_secret_then_tokens_signed_with_it(capsys, monkeypatch) -> None:
+    import jwt
+
+    assert cli.main(["token", "--new-secret"]) == 0
+    secret = capsys.readouterr().out.strip()
+    assert len(base64.b64decode(secret, validate=True)) == 32
+    monkeypatch.delenv("STRATA_TOKEN_SECRET", raising=False)
+    with pytest.raises(SystemExit, match="STRATA_TOKEN_SECRET is not set: .*'strata token --new-secret'"):
+        cli.main(["token"])
+    monkeypatch.setenv("STRATA_TOKEN_SECRET", secret)
+    assert cli.main(["token", "--read-only", "--host", "catalog.example.com", "--days", "2",
+                     "--subject", "ana"]) == 0
+    claims = jwt.decode(capsys.readouterr().out.strip(), base64.b64decode(secret), algorithms=["HS256"],
+                        audience="redap")
+    assert claims["permissions"] == ["read"] and claims["sub"] == "ana"
+    assert claims["allowed_hosts"] == ["catalog.example.com"]
+    assert claims["exp"] - claims["iat"] == 2 * 86400
+    assert cli.main(["token"]) == 0
+    claims = jwt.decode(capsys.readouterr().out.strip(), options={"verify_signature": False})
+    assert (claims["permissions"], claims["allowed_hosts"]) == (["read-write"], ["127.0.0.1", "localhost"])
+    with pytest.raises(SystemExit, match="--days is a positive number of days"):
+        cli.main(["token", "--days", "0"])
 
 
 def test_read_commands_refuse_bad_input_in_one_line(tmp_path, capsys) -> None:

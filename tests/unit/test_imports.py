@@ -109,7 +109,8 @@ def test_the_cli_without_the_web_stack_says_which_extra_to_install(tmp_path: Pat
 def test_the_public_names_are_pinned() -> None:
     assert sdk.__all__ == [
         "AlreadyExistsError", "CatalogClient", "Change", "ChangeKind", "ContentFilter", "DatasetEntry",
-        "DatasetInfo", "DatasetSelection", "DatasetView", "DeliveryError", "EndpointUnavailableError",
+        "DatasetInfo", "DatasetSelection", "DatasetView", "DeliveryError", "EndpointRefusedError",
+        "EndpointUnavailableError",
         "EntryId", "EntryKind", "Layer", "LayerInfo", "MissingExtraError", "NotFoundError",
         "ObjectStoreError", "OnDuplicate", "OnDuplicateSegmentLayer", "Operation", "ProjectionTimeoutError",
         "RecordingChangedError", "RegistrationOperation", "RegistrationResult", "Rejection", "Segment",
@@ -117,7 +118,8 @@ def test_the_public_names_are_pinned() -> None:
         "VersionInfo", "WorkerError", "WriteOutcome", "WriteRefusedError",
     ]
     assert sdk.errors.__all__ == [
-        "AlreadyExistsError", "DeliveryError", "EndpointUnavailableError", "MissingExtraError",
+        "AlreadyExistsError", "DeliveryError", "EndpointRefusedError", "EndpointUnavailableError",
+        "MissingExtraError",
         "NotFoundError", "ObjectStoreError",
         "ProjectionTimeoutError", "RecordingChangedError", "StoreUnavailableError", "StrataError",
         "WorkerError", "WriteRefusedError",

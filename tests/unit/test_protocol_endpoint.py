@@ -6,6 +6,7 @@ lock), a clean stop on SIGTERM with nothing on stderr, and the options it shares
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import socket
@@ -18,7 +19,10 @@ import numpy as np
 import pytest
 import rerun as rr
 
+import sdk
 from protocol.endpoint import READY, ready_line, url_of
+from protocol.tokens import mint
+from secured import make_certificates
 from settings.options import store_location
 
 from .in_process import InProcessStack
@@ -96,6 +100,48 @@ def test_a_port_in_use_exits_saying_so(stack: InProcessStack, tmp_path: Path) ->
     assert err.splitlines()[-1].startswith("strata: cannot serve Rerun's catalog protocol on 127.0.0.1:"), err
 
 
+def test_an_endpoint_with_a_secret_and_a_certificate_serves_tokens_over_tls(
+        stack: InProcessStack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    certificates = make_certificates(tmp_path / "tls", ["127.0.0.1"])
+    secret = base64.b64encode(b"k" * 32).decode()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "protocol", "--store", str(tmp_path / "store.db"), "--port", "0",
+         "--tls-cert", str(certificates.cert), "--tls-key", str(certificates.key)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**_environment(), "STRATA_TOKEN_SECRET": secret})
+    try:
+        url = url_of(process.stdout.readline() if process.stdout else "")
+        assert url is not None and url.startswith("rerun+https://127.0.0.1:"), process.stderr
+        with pytest.raises(sdk.EndpointUnavailableError):  # its certificate is not trusted here
+            sdk.CatalogClient(url, token="unused")
+        monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
+        with pytest.raises(sdk.EndpointRefusedError, match="this catalog needs a token"):
+            sdk.CatalogClient(url)
+        token = mint(base64.b64decode(secret), hosts=["127.0.0.1"], read_only=True)
+        client = sdk.CatalogClient(url, token=token, workers=0)
+        assert client.dataset_names() == ["droid"]
+        client.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert out == "" and err == ""  # refused handshakes and calls print nothing on the endpoint's side
+
+
+def test_a_certificate_without_its_key_or_a_bad_secret_exits_in_one_line(tmp_path: Path) -> None:
+    process = _start("--store", str(tmp_path / "store.db"), "--port", "0", "--tls-cert", "cert.pem")
+    _, err = process.communicate(timeout=60)
+    assert (process.returncode, err) == (1, "strata: --tls-cert and --tls-key go together: the certificate "
+                                            "and its private key\n")
+    process = subprocess.Popen([sys.executable, "-m", "protocol", "--store", str(tmp_path / "store.db")],
+                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                               env={**_environment(), "STRATA_TOKEN_SECRET": "short"})
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert err.startswith("strata: STRATA_TOKEN_SECRET is not base64 of 32 bytes or more")
+    assert err.count("\n") == 1
+
+
 def test_the_endpoint_takes_strata_serve_s_options(tmp_path: Path) -> None:
     from protocol.__main__ import parse_args
     from stack.cli import build_parser
@@ -105,8 +151,10 @@ def test_the_endpoint_takes_strata_serve_s_options(tmp_path: Path) -> None:
     assert (args.host, args.port, args.bootstrap_servers, args.kafka_option) == ("127.0.0.1", 0, None, [])
     assert args.direct_urls
     given = ["--data-dir", str(tmp_path), "--store", "s.db", "--bootstrap-servers", "k:9092",
-             "--kafka-option", "security.protocol=SSL", "--host", "::1", "--port", "7", "--no-direct-urls"]
+             "--kafka-option", "security.protocol=SSL", "--host", "::1", "--port", "7", "--no-direct-urls",
+             "--tls-cert", "c.pem", "--tls-key", "k.pem"]
     assert not parse_args(given).direct_urls
+    assert (parse_args(given).tls_cert, parse_args(given).tls_key) == (Path("c.pem"), Path("k.pem"))
     served = vars(build_parser().parse_args(["serve", *given]))
     assert {key: served[key] for key in vars(parse_args(given))} == vars(parse_args(given))
 
