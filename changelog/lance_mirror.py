@@ -76,7 +76,8 @@ class LanceMirror(Follower[ProjectionReader]):
             try:
                 exists, revision = copy_state(table.storage_url, table.id)
                 if revision != table.revision:
-                    self._write(table, exists)
+                    if not self._write(table, exists):
+                        continue  # written meanwhile: copied at the next pass, at its new revision
                     written += 1
             except Exception as exc:  # noqa: BLE001 - any storage fault: said once, tried at the next commit
                 reason = f"{type(exc).__name__}: {exc}"
@@ -90,13 +91,21 @@ class LanceMirror(Follower[ProjectionReader]):
         self.versions_written += written
         return written
 
-    def _write(self, table: Table, exists: bool) -> None:
+    def _write(self, table: Table, exists: bool) -> bool:
+        """Write ``table``'s rows, tagged with its revision; False (nothing written) if the table
+        changed while they were read, so that no version holds rows of a later revision than its
+        tag says. The table and its rows commit together, so rows read between two reads of one
+        revision are that revision's."""
         import lance
 
         rows = self.store.table_data(table)
+        now = self.store.table(table.id)
+        if now is None or now.revision != table.revision:
+            return False
         properties = {TABLE_KEY: str(table.id), REVISION_KEY: str(table.revision)}
         lance.write_dataset(rows, table.storage_url, mode="overwrite" if exists else "create",
                             transaction_properties=properties)
         log.info("table %r: Lance copy at %s written at revision %d (%d rows)", table.name,
                  table.storage_url, table.revision, rows.num_rows)
+        return True
 

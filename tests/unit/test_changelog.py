@@ -1,6 +1,6 @@
 """The changelog's followers where their input is not what they wrote: a changelog record whose
-source offset header is missing or malformed, and a Lance copy whose last version has no
-transaction to say whose it is."""
+source offset header is missing or malformed, a Lance copy whose last version has no
+transaction to say whose it is, and a table written while the mirror reads its rows."""
 
 from __future__ import annotations
 
@@ -95,6 +95,7 @@ class LanceDatasets:
     def __init__(self) -> None:
         self.versions: dict[str, list[dict[str, str] | None]] = {}
         self.rows: dict[str, list[dict[str, object]]] = {}
+        self.rows_by_version: dict[str, list[list[dict[str, object]]]] = {}
 
     def dataset(self, url: str) -> LanceDatasets.Dataset:
         if url not in self.versions:
@@ -106,6 +107,7 @@ class LanceDatasets:
         assert mode == ("overwrite" if url in self.versions else "create")
         self.versions.setdefault(url, []).append(dict(transaction_properties))
         self.rows[url] = rows.to_pylist()
+        self.rows_by_version.setdefault(url, []).append(self.rows[url])
 
     class Dataset:
         def __init__(self, versions: list[dict[str, str] | None]) -> None:
@@ -137,5 +139,42 @@ def test_a_copy_whose_last_version_has_no_transaction_is_written_again(tmp_path,
         assert lance.rows[url] == [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]
         assert copy_state(url, table_id) == (True, 1)
         assert LanceMirror(store).sync() == 0  # started again: its copy is as the table
+    finally:
+        store.close()
+
+
+class WrittenWhileRead(SqliteStore):
+    """A store whose table gets ``later`` (log records) committed while the mirror reads its rows."""
+
+    later: list = []  # noqa: RUF012 - set per test
+
+    def table_data(self, table):
+        if self.later:
+            apply_batch(self, self.later)
+            self.later = []
+        return super().table_data(table)
+
+
+def test_a_copy_s_version_holds_the_rows_of_the_revision_it_is_tagged_with(tmp_path, monkeypatch) -> None:
+    lance = LanceDatasets()
+    monkeypatch.setitem(sys.modules, "lance", lance)
+    url = "file:///copies/labels.lance"
+    table_id = uuid.uuid4()
+    log = Log()
+    log.append(Event(table_id, CreateTable("labels", LABELS.serialize().to_pybytes(), storage_url=url)))
+    log.append(write(table_id, "append", [{"id": 1, "label": "a"}]))
+    log.append(write(table_id, "append", [{"id": 2, "label": "b"}]))
+    store = WrittenWhileRead(tmp_path / "store.db")
+    try:
+        apply_batch(store, log.records[:2])
+        store.later = log.records[2:]  # the second append commits between the table's read and its rows'
+        mirror = LanceMirror(store)
+        mirror.sync()
+        mirror.sync()
+        for properties, rows in zip(lance.versions[url], lance.rows_by_version[url], strict=True):
+            assert properties is not None
+            assert len(rows) == int(properties[REVISION_KEY])  # one row per append: as tagged
+        assert copy_state(url, table_id) == (True, 2)
+        assert lance.rows[url] == [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]
     finally:
         store.close()
