@@ -133,6 +133,9 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
     elif isinstance(event.command, WriteTable):
         command["mode"] = str(event.command.mode)
     elif isinstance(event.command, ScopeAsset):
+        if event.command.expected_revision is not None and "expected_revision" not in known_fields:
+            raise ValueError(f"schema version {schema_version} has no ScopeAsset.expected_revision: the "
+                             "edit would lose its condition")
         command.update(edit=str(event.command.edit), mode=str(event.command.mode),
                        segments=list(event.command.segments))
     record = {

@@ -144,19 +144,27 @@ class AssetScopeEdit(StrEnum):
     opt-out one."""
     UNAPPLY = "unapply"
     """The asset stops applying to the command's segments."""
+    CLEAR = "clear"
+    """The asset's scope is removed: it applies to every segment, as one never scoped
+    (Rerun's ``delete_segment_properties``)."""
 
 
 @dataclass(frozen=True)
 class ScopeAsset:
     """Which segments of the owner dataset an asset applies to. Acts on the asset dataset; the
     asset is its segment ``segment_id``. Edits are applied in log order by the fold, so two
-    clients editing one asset's list never lose each other's edits."""
+    clients editing one asset's list never lose each other's edits; a client that edits what it
+    read gives the revision it read (``expected_revision``), and the edit is refused if another
+    came first."""
 
     segment_id: str
     edit: AssetScopeEdit
     mode: AssetMode = AssetMode.OPT_OUT
     """Read by ``SET`` only."""
     segments: tuple[str, ...] = ()
+    expected_revision: int | None = None
+    """Apply the edit only if the scope is at this revision (``AssetScope.revision``; 0: the
+    asset has no scope); None: whatever it is."""
 
 
 @dataclass(frozen=True)

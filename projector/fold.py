@@ -567,19 +567,30 @@ def _scope_asset(state: _Overlay, record: LogRecord, event: Event, command: Scop
                                         "it with register_asset() first")
     stored = state.asset_scope(dataset.id, command.segment_id)
     current = stored or AssetScope(dataset.id, command.segment_id)
+    if command.expected_revision is not None and command.expected_revision != current.revision:
+        raise Refused(Status.REVISION_CONFLICT,
+                      f"the scope of asset {command.segment_id!r} was changed meanwhile: expected revision "
+                      f"{command.expected_revision}, found {current.revision}")
     named = tuple(dict.fromkeys(command.segments))
-    if command.edit is AssetScopeEdit.SET:
+    scope: AssetScope | None
+    if command.edit is AssetScopeEdit.CLEAR:
+        scope = None
+    elif command.edit is AssetScopeEdit.SET:
         scope = AssetScope(dataset.id, command.segment_id, command.mode, named)
     elif (command.edit is AssetScopeEdit.APPLY) == (current.mode is AssetMode.OPT_IN):
         scope = replace(current, segments=tuple(dict.fromkeys([*current.segments, *named])))
     else:
         scope = replace(current, segments=tuple(s for s in current.segments if s not in set(named)))
-    if scope == stored:
+    if scope is not None:
+        if stored is not None and (scope.mode, scope.segments) == (stored.mode, stored.segments):
+            return
+        scope = replace(scope, revision=record.position.offset + 1)
+    elif stored is None:
         return
     state.put_scope((dataset.id, command.segment_id), scope)
     _touch(state, dataset, event)
-    state.note(ChangeKind.ASSET_SCOPED, dataset.id, dataset.name, command.segment_id,
-               detail=f"{scope.mode} {','.join(scope.segments)}".rstrip())
+    detail = "cleared" if scope is None else f"{scope.mode} {','.join(scope.segments)}".rstrip()
+    state.note(ChangeKind.ASSET_SCOPED, dataset.id, dataset.name, command.segment_id, detail=detail)
 
 
 # -- tables -----------------------------------------------------------------------------------

@@ -173,6 +173,9 @@ class AssetScope:
     segment_id: str
     mode: AssetMode = AssetMode.OPT_OUT
     segments: tuple[str, ...] = ()
+    revision: int = 0
+    """The log offset after the event that last changed it (0: an asset without a scope), which an
+    edit of what was read names (``ScopeAsset.expected_revision``)."""
 
     def applies_to(self, segment_id: str) -> bool:
         """>>> AssetScope(uuid.UUID(int=0), "mesh", AssetMode.OPT_IN, ("ep1",)).applies_to("ep2")
@@ -257,6 +260,8 @@ class Status(StrEnum):
     """The command can never be applied: bad names, empty fields, ..."""
     SCHEMA_CONFLICT = "schema_conflict"
     """The layer's schema clashes with the dataset's."""
+    REVISION_CONFLICT = "revision_conflict"
+    """What the command edits changed since the revision it names."""
 
 
 @dataclass(frozen=True)

@@ -87,12 +87,12 @@ def dataset_history_values(d: Dataset, merged_schemas: dict[bytes, str]) -> tupl
 
 
 def scope_values(a: AssetScope) -> tuple[Any, ...]:
-    return (str(a.dataset_id), a.segment_id, str(a.mode), json.dumps(a.segments))
+    return (str(a.dataset_id), a.segment_id, str(a.mode), json.dumps(a.segments), a.revision)
 
 
 def asset_scope(r: dict[str, Any]) -> AssetScope:
     return AssetScope(uuid.UUID(r["dataset_id"]), r["segment_id"], AssetMode(r["mode"]),
-                      tuple(json.loads(r["segments"])))
+                      tuple(json.loads(r["segments"])), r["revision"])
 
 
 def tag_values(t: Tag) -> tuple[Any, ...]:

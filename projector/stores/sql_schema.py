@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-FORMAT_VERSION = 11
+FORMAT_VERSION = 12
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 Columns = dict[str, type]
@@ -26,7 +26,7 @@ _LAYER: Columns = {
     "schema_sha256": str, "properties": bytes, "registered_at": int, "registered_topic": str,
     "registered_partition": int, "registered_offset": int, "event_id": str, "num_chunks": int,
     "index_ranges": str, "properties_schema_sha256": str, "properties_batch": bytes}
-_SCOPE: Columns = {"dataset_id": str, "segment_id": str, "mode": str, "segments": str}
+_SCOPE: Columns = {"dataset_id": str, "segment_id": str, "mode": str, "segments": str, "revision": int}
 _TABLE: Columns = {"id": str, "name": str, "created_at": int, "updated_at": int, "arrow_schema": bytes,
                    "storage_url": str, "lance_version": int, "deleted": int, "revision": int,
                    "default_blueprint": str}

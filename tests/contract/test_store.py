@@ -153,7 +153,9 @@ def test_commit_then_read_back_what_the_fold_produced(store):
     assert [s.segment_id for s in store.segments(blueprints.id)] == ["bp"]
     assert store.dataset(droid).default_blueprint == "bp"
     assets = companion_id(droid, DatasetKind.ASSET)
-    assert store.asset_scopes(assets) == [AssetScope(assets, "mesh", AssetMode.OPT_IN, ("seg1",))]
+    scoped = next(r for r in records if r.event is not None and isinstance(r.event.command, ScopeAsset))
+    assert store.asset_scopes(assets) == [
+        AssetScope(assets, "mesh", AssetMode.OPT_IN, ("seg1",), scoped.position.offset + 1)]
     for digest, schema_bytes in changes.schemas.items():
         assert store.schema(digest) == schema_bytes
     assert set(changes.schemas) == {schemas.digest(SCHEMA_X), schemas.digest(SCHEMA_Y)}

@@ -105,7 +105,7 @@ def commands(datasets: list[uuid.UUID], tables: list[uuid.UUID], token: str) -> 
     asset_command = st.one_of(
         static_register, st.builds(UnregisterLayers, segments, st.just(())),
         st.builds(ScopeAsset, st.sampled_from(SEGMENTS), st.sampled_from(list(AssetScopeEdit)),
-                  st.sampled_from(list(AssetMode)), segments))
+                  st.sampled_from(list(AssetMode)), segments, st.one_of(st.none(), st.integers(0, 60))))
     assets = st.sampled_from([companion_id(d, DatasetKind.ASSET) for d in datasets])
     return st.one_of(st.tuples(dataset, command), st.tuples(st.sampled_from(tables), table_command),
                      st.tuples(assets, asset_command))

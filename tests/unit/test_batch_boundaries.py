@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from events import (
+    AssetMode,
+    AssetScopeEdit,
     CreateTag,
     DecodeError,
     DefineSchema,
@@ -23,6 +25,7 @@ from events import (
     IndexRange,
     OnDuplicate,
     RenameTable,
+    ScopeAsset,
     WriteTable,
     decode,
     encode,
@@ -30,10 +33,12 @@ from events import (
 from profiles import examples
 from projector import (
     Changes,
+    DatasetKind,
     LogPosition,
     LogRecord,
     Status,
     apply_batch,
+    companion_id,
     fold,
     layer_table,
     schemas,
@@ -147,6 +152,21 @@ writes_in_parts = st.builds(
     _write_in_parts, busy_table_ids, st.sampled_from(["append", "overwrite", "upsert"]),
     st.lists(st.sampled_from(ROWS[:4]), min_size=3, max_size=3), st.integers(2, 3),
     st.sampled_from([None] * 4 + [0, 1]), st.sampled_from(["w1", "w2"]), clocks)
+ASSETS = companion_id(DATASET_IDS[0], DatasetKind.ASSET)
+"""The first dataset's asset dataset: assets registered, scoped, edited at a revision."""
+scope_edits = st.builds(
+    lambda s, edit, mode, named, revision, t: Event(ASSETS, ScopeAsset(s, edit, mode, tuple(named), revision),
+                                                    produced_at=t),
+    st.sampled_from(SEGMENT_IDS[:1] * 3 + SEGMENT_IDS[1:2]), st.sampled_from(list(AssetScopeEdit)),
+    st.sampled_from(list(AssetMode)), st.lists(st.sampled_from(SEGMENT_IDS), max_size=2),
+    st.one_of(st.none(), st.integers(0, 45)), clocks)
+# An asset registered now and then, then edits of scopes, one after the other.
+asset_commands = st.builds(
+    lambda registered, edits, t: ("parts", [
+        *[register(ASSETS, s, url=f"file:///assets/{s}.rrd", num_chunks=2, on_duplicate=OnDuplicate.REPLACE,
+                   when=t) for s in registered], *edits]),
+    st.lists(st.sampled_from(SEGMENT_IDS[:2]), max_size=1), st.lists(scope_edits, min_size=1, max_size=3),
+    clocks)
 # Repeats weight the kinds a real log has most of (one_of would ignore repeats).
 command_choices = [
     creates,
@@ -177,6 +197,7 @@ commands = st.sampled_from(command_choices).flatmap(lambda kind: kind)
 steps = st.sampled_from([
     *command_choices * 3,
     writes_in_parts,
+    *[asset_commands] * 6,
     st.tuples(st.just("again"), st.integers(0, 1000)),  # an earlier event appended once more
     st.tuples(st.just("raw"), st.sampled_from([b"", b"\xc3\x01\x00\x00", b"not avro"])),
     st.tuples(st.just("truncated"), commands),
@@ -334,6 +355,7 @@ GOALS = {
         "a dataset named" in o.reason for o in c.outcomes.values()) and bool(c.tables),
     "table-deleted": lambda h, c: any(t.deleted for t in c.tables.values()),
     "tag-created": lambda h, c: any(tag is not None for tag in c.tags.values()),
+    "asset-scope-cleared": lambda h, c: None in c.asset_scopes.values(),
 }
 
 

@@ -247,6 +247,10 @@ ASSET_COMMANDS = [
     ScopeAsset("urdf", AssetScopeEdit.UNAPPLY, segments=("ep-2",)),
 ]
 NEW_COMMANDS += ASSET_COMMANDS
+REVISION_COMMANDS = [ScopeAsset("urdf", AssetScopeEdit.APPLY, segments=("ep-2",), expected_revision=2**40),
+                     ScopeAsset("mesh", AssetScopeEdit.CLEAR, expected_revision=0),
+                     ScopeAsset("mesh", AssetScopeEdit.CLEAR)]
+NEW_COMMANDS += REVISION_COMMANDS
 NEW_COMMANDS.append(CreateTable("labels", b"schema", storage_url="s3://bucket/labels.lance"))
 NEW_COMMANDS += [CreateTag("train-2026-11-25 ü", 48213), DeleteTag("train-2026-11-25 ü")]
 
@@ -282,6 +286,14 @@ def test_table_commands_need_version_6(command):
     assert decoded == event
     if isinstance(command, WriteTable):
         assert decoded.command.mode is command.mode
+
+
+@pytest.mark.parametrize("command", REVISION_COMMANDS, ids=repr)
+def test_scope_edits_at_a_revision_and_clears_need_version_10(command):
+    event = Event(uuid.uuid4(), command, produced_at=WHEN)
+    assert decode(encode(event, schema_version=10)) == event
+    with pytest.raises(ValueError):  # the condition, or the edit, older versions cannot carry
+        encode(event, schema_version=9)
 
 
 @pytest.mark.parametrize("command", ASSET_COMMANDS, ids=repr)

@@ -490,8 +490,10 @@ def test_invalid_blueprint_is_invalid(two_datasets, log, droid, blueprint_id, ur
 # -- assets ---------------------------------------------------------------------------------------
 
 
-def scope(assets: uuid.UUID, asset: str, edit: str, segments=(), mode: str = "opt_out") -> Event:
-    return Event(assets, ScopeAsset(asset, AssetScopeEdit(edit), AssetMode(mode), tuple(segments)))
+def scope(assets: uuid.UUID, asset: str, edit: str, segments=(), mode: str = "opt_out", *,
+          expected_revision: int | None = None) -> Event:
+    return Event(assets, ScopeAsset(asset, AssetScopeEdit(edit), AssetMode(mode), tuple(segments),
+                                    expected_revision))
 
 
 @pytest.fixture
@@ -519,6 +521,46 @@ def test_an_asset_scope_is_set_then_edited_in_its_mode(two_datasets, log, assets
     assert urdf.applies_to("ep1") and urdf.applies_to("anything")
     assert [c.detail for c in two_datasets.feed if c.kind is ChangeKind.ASSET_SCOPED][:3] == [
         "opt_in ep1,ep2", "opt_in ep1,ep2,ep3", "opt_in ep1,ep3"]
+
+
+@BATCHING
+def test_a_scope_s_revision_is_the_offset_after_its_last_change_and_an_edit_at_another_is_refused(
+        two_datasets, log, assets, same_batch):
+    records = [log.append(scope(assets, "mesh", "set", ["ep1"], mode="opt_in", expected_revision=0)),
+               log.append(scope(assets, "mesh", "apply", ["ep1"])),  # changes nothing: same revision
+               log.append(scope(assets, "mesh", "apply", ["ep2"], expected_revision=0)),  # read before
+               log.append(scope(assets, "urdf", "unapply", ["ep3"], expected_revision=0))]
+    fold_all(two_datasets, records, same_batch)
+    first = records[0].position.offset + 1
+    assert [status(two_datasets, r) for r in records] == [
+        Status.ACCEPTED, Status.ACCEPTED, Status.REVISION_CONFLICT, Status.ACCEPTED]
+    assert two_datasets.outcomes[records[2].event.event_id].reason == (
+        f"the scope of asset 'mesh' was changed meanwhile: expected revision 0, found {first}")
+    mesh = two_datasets.asset_scope(assets, "mesh")
+    assert (mesh.segments, mesh.revision) == (("ep1",), first)
+    assert two_datasets.asset_scope(assets, "urdf").revision == records[3].position.offset + 1
+
+    edit = log.append(scope(assets, "mesh", "apply", ["ep2"], expected_revision=first))
+    fold_into(two_datasets, [edit])
+    mesh = two_datasets.asset_scope(assets, "mesh")
+    assert (status(two_datasets, edit), mesh.segments, mesh.revision) == (
+        Status.ACCEPTED, ("ep1", "ep2"), edit.position.offset + 1)
+
+
+@BATCHING
+def test_a_cleared_scope_is_gone_and_a_scope_set_at_revision_0_follows(two_datasets, log, assets, same_batch):
+    records = [log.append(scope(assets, "mesh", "set", ["ep1"], mode="opt_in")),
+               log.append(scope(assets, "mesh", "clear", expected_revision=999)),  # stale: refused
+               log.append(scope(assets, "mesh", "clear")),
+               log.append(scope(assets, "mesh", "clear")),  # nothing to clear: accepted, not noted
+               log.append(scope(assets, "mesh", "set", ["ep2"], mode="opt_in", expected_revision=0))]
+    fold_all(two_datasets, records, same_batch)
+    assert [status(two_datasets, r) for r in records] == [
+        Status.ACCEPTED, Status.REVISION_CONFLICT, Status.ACCEPTED, Status.ACCEPTED, Status.ACCEPTED]
+    mesh = two_datasets.asset_scope(assets, "mesh")
+    assert (mesh.segments, mesh.revision) == (("ep2",), records[4].position.offset + 1)
+    assert [c.detail for c in two_datasets.feed if c.kind is ChangeKind.ASSET_SCOPED][-3:] == [
+        "opt_in ep1", "cleared", "opt_in ep2"]
 
 
 def test_an_edit_that_changes_nothing_is_not_noted(two_datasets, log, assets):
