@@ -21,6 +21,7 @@ from rerun_bindings import AlreadyExistsError, NotFoundError
 
 from events import StrataError
 from projector import ProjectionTimeoutError, StoreUnavailableError
+from sdk.errors import RevisionConflictError
 
 
 class DescriptorsUnavailableError(StrataError, RuntimeError):
@@ -57,6 +58,8 @@ def status_of(error: BaseException) -> grpc.StatusCode:
             return grpc.StatusCode.NOT_FOUND
         case UnauthenticatedError():
             return grpc.StatusCode.UNAUTHENTICATED
+        case RevisionConflictError():
+            return grpc.StatusCode.FAILED_PRECONDITION
         case ProjectionTimeoutError():
             return grpc.StatusCode.DEADLINE_EXCEEDED
         case StoreUnavailableError() | ConnectionError():

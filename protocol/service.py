@@ -25,7 +25,7 @@ from google.protobuf.message import DecodeError, Message
 
 import sdk
 import settings
-from protocol import chunks, datasets, entries, tables, tasks, watch
+from protocol import chunks, datasets, entries, properties, tables, tasks, watch
 from protocol.descriptors import SERVICE, message_class, service
 from protocol.direct import DirectServer
 from protocol.errors import status_of
@@ -40,9 +40,10 @@ DEFAULT_PORT = settings.PROTOCOL_PORT
 MAX_MESSAGE_BYTES = 2**31 - 1
 """The largest message grpcio takes (its default receive limit is 4 MB; Rerun's client sends and
 accepts up to 4 GiB)."""
-UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY, **tables.UNARY}
+UNARY: dict[str, Unary] = {**entries.HANDLERS, **datasets.UNARY, **tasks.UNARY, **tables.UNARY,
+                           **properties.UNARY}
 STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING, **chunks.STREAMING,
-                                   **tables.STREAMING, **watch.STREAMING}
+                                   **tables.STREAMING, **watch.STREAMING, **properties.STREAMING}
 GATHERING: dict[str, Gathering] = dict(tables.GATHERING)
 """RPCs of a stream of requests and one response: the stream is read whole, each request
 decoded, before the RPC runs."""

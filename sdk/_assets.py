@@ -1,6 +1,9 @@
 """A dataset's assets: static recordings (meshes, a URDF, calibration) registered as segments of
 the dataset's hidden asset dataset, each with a scope, the segments of the dataset it applies to
-(``ScopeAsset`` commands, which the projector applies in log order)."""
+(``ScopeAsset`` commands, which the projector applies in log order). Rerun's client keeps a scope
+as the asset's segment properties, the ``asset`` property (``property:asset:mode`` and
+``property:asset:segments``), edited at a revision: the same scope, read and written in that
+form here."""
 
 from __future__ import annotations
 
@@ -16,6 +19,12 @@ from projector import AssetScope
 from recordings import LayerFile, ObjectStoreSettings, layer_files
 from sdk._connection import Connection
 from sdk._operations import Operation, RegistrationOperation
+
+MODE_COLUMN = "property:asset:mode"
+SEGMENTS_COLUMN = "property:asset:segments"
+"""The columns of the ``asset`` property, as Rerun's client reads and writes an asset's scope."""
+RERUN_MODES = {AssetMode.OPT_OUT: "OptOut", AssetMode.OPT_IN: "OptIn"}
+"""The mode as that property spells it."""
 
 
 class AssetDataset(Protocol):
@@ -75,6 +84,52 @@ def scope(internal: Connection, assets_id: uuid.UUID, asset: str, edit: AssetSco
     named = (segments,) if isinstance(segments, str) else tuple(segments)  # one id, or several
     Operation.submit(internal, assets_id, ScopeAsset(asset, edit, mode, named),
                      f"scoping asset {asset!r}").wait(timeout_secs)
+
+
+def properties(internal: Connection, assets_id: uuid.UUID, asset: str, *,
+               offset: int | None = None) -> tuple[pa.RecordBatch, int] | None:
+    """The ``asset`` property of ``asset`` (one row: its mode and segments) and its revision;
+    None if it has no scope. With ``offset``, as of the log before it."""
+    store = internal.wait_for_store()
+    read = store if offset is None else store.at(offset)
+    scopes = {s.segment_id: s for s in read.asset_scopes(assets_id)}
+    found = scopes.get(asset)
+    if found is None:
+        return None
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([[RERUN_MODES[found.mode]]], pa.list_(pa.utf8())), pa.array([list(found.segments)],
+                                                                             pa.list_(pa.utf8()))],
+        names=[MODE_COLUMN, SEGMENTS_COLUMN])
+    return batch, found.revision
+
+
+def scope_of(batch: pa.RecordBatch | pa.Table) -> tuple[AssetMode, tuple[str, ...]]:
+    """The mode and segments an ``asset`` property says. ``ValueError`` for another property, or
+    not one row of lists of strings."""
+    other = sorted(set(batch.schema.names) - {MODE_COLUMN, SEGMENTS_COLUMN})
+    if other or batch.num_rows != 1:
+        raise ValueError(
+            f"strata keeps one segment property, the scope of an asset ({MODE_COLUMN}, {SEGMENTS_COLUMN}), "
+            f"in one row: got {batch.num_rows} rows" + (f" and {', '.join(other)}" if other else ""))
+    row = batch.to_pylist()[0]
+    modes, segments = row.get(MODE_COLUMN) or [], row.get(SEGMENTS_COLUMN) or []
+    if not all(isinstance(v, str) for v in [*modes, *segments]) or len(modes) > 1:
+        raise ValueError(f"{MODE_COLUMN} is one string and {SEGMENTS_COLUMN} a list of strings")
+    named = {spelled: mode for mode, spelled in RERUN_MODES.items()} | {str(m): m for m in AssetMode}
+    if modes and modes[0] not in named:
+        raise ValueError(f"{MODE_COLUMN} is {modes[0]!r}: an asset's mode is OptOut or OptIn")
+    return (named[modes[0]] if modes else AssetMode.OPT_OUT), tuple(segments)
+
+
+def edit_at(internal: Connection, assets_id: uuid.UUID, asset: str, command: ScopeAsset,
+            timeout_secs: float | None) -> int:
+    """Send ``command``, an edit of ``asset``'s scope at its ``expected_revision``, wait for it,
+    and return the scope's revision after it (0: it has none). ``RevisionConflictError`` if the
+    scope changed since that revision, ``NotFoundError`` for an asset that is not registered."""
+    operation = Operation.submit(internal, assets_id, command, f"editing the scope of asset {asset!r}")
+    operation.wait(timeout_secs)
+    found = properties(internal, assets_id, asset, offset=operation.position.offset + 1)  # not a later edit's
+    return 0 if found is None else found[1]
 
 
 def for_segment(internal: Connection, assets: AssetDataset, segment_id: str) -> list[str]:

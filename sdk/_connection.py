@@ -34,7 +34,7 @@ from sdk._lance import lance_table
 from sdk._sql import TableNamespaces
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk._writes import Ledger, WriteOutcome
-from sdk.errors import AlreadyExistsError, NotFoundError, WriteRefusedError
+from sdk.errors import AlreadyExistsError, NotFoundError, RevisionConflictError, WriteRefusedError
 
 Found = TypeVar("Found", Dataset, Table)
 T = TypeVar("T")
@@ -72,6 +72,8 @@ def outcome_error(outcome: Outcome, what: str) -> Exception | None:
             return AlreadyExistsError(message)
         case Status.NOT_FOUND:
             return NotFoundError(message)
+        case Status.REVISION_CONFLICT:
+            return RevisionConflictError(message)
         case _:
             return ValueError(message)
 

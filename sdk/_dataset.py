@@ -11,14 +11,14 @@ projection has passed the event's offset and reports the outcome the projector r
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import datafusion
 import pyarrow as pa
 
-from events import AssetMode, AssetScopeEdit, DeleteDataset, OnDuplicate, RenameDataset
+from events import AssetMode, AssetScopeEdit, DeleteDataset, OnDuplicate, RenameDataset, ScopeAsset
 from events.names import check_dataset_name
 from projector import Dataset, DatasetKind, EntryKind, ProjectionReader, Tag, companion_id
 from recordings import Contents, ObjectStoreSettings, Progress, rerun_schema, segment_store
@@ -31,7 +31,7 @@ from sdk._registration import Properties
 from sdk._segment import Layer, Segment
 from sdk._selection import DatasetSelection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
-from sdk.errors import NotFoundError
+from sdk.errors import NotFoundError, RevisionConflictError
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
@@ -271,6 +271,53 @@ class DatasetEntry(Entry[Dataset]):
     def assets_for_segment(self, segment_id: str) -> list[str]:
         """The assets that apply to ``segment_id``, in registration order."""
         return _assets.for_segment(self._internal, self._asset_dataset_of("assets_for_segment"), segment_id)
+
+    # -- segment properties (sdk._assets): an asset's scope, as Rerun's client keeps it ---------
+
+    def get_segment_properties(self, segment_id: str) -> tuple[pa.RecordBatch, int] | None:
+        """The properties of segment ``segment_id`` kept beside its layers, and their revision;
+        None if it has none. strata keeps one such property, the scope of an asset of an asset
+        dataset, as Rerun's client reads it: one row of ``property:asset:mode`` (``OptOut`` or
+        ``OptIn``) and ``property:asset:segments``."""
+        if self._seen.kind is not DatasetKind.ASSET:
+            return None
+        return _assets.properties(self._internal, self._id, segment_id)
+
+    def set_segment_properties(self, segment_id: str, properties: pa.RecordBatch | pa.Table, *,
+                               expected_revision: int | None = None,
+                               timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> int:
+        """Replace the properties of ``segment_id`` (an asset of this asset dataset) with
+        ``properties``, the ``asset`` property as ``get_segment_properties`` gives it, and return
+        their new revision. With ``expected_revision`` (0: it has none), only if they are still
+        at that revision: ``RevisionConflictError`` if they changed since. ``ValueError`` for
+        another property or a dataset that is not an asset dataset, ``NotFoundError`` for an asset
+        that is not registered."""
+        if self._seen.kind is not DatasetKind.ASSET:
+            raise ValueError(f"{self._seen.name!r} is not an asset dataset: strata keeps segment properties "
+                             "only for assets, their scope (register_asset, add_segments_to_asset)")
+        mode, segments = _assets.scope_of(properties)
+        command = ScopeAsset(segment_id, AssetScopeEdit.SET, mode, segments, expected_revision)
+        return _assets.edit_at(self._internal, self._id, segment_id, command, timeout_secs)
+
+    def delete_segment_properties(self, segment_ids: str | Sequence[str], *,
+                                  expected_revisions: Mapping[str, int] | None = None,
+                                  timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Delete the properties of ``segment_ids``: an asset's scope, which then applies to
+        every segment. Deleting properties a segment does not have is a no-op, as in Rerun. A
+        segment in ``expected_revisions`` loses them only if they are still at that revision
+        (``RevisionConflictError`` if not; the segments before it in ``segment_ids`` lost theirs)."""
+        expected = dict(expected_revisions or {})
+        for segment_id in [segment_ids] if isinstance(segment_ids, str) else list(segment_ids):
+            revision = expected.get(segment_id)
+            if revision is None and self.get_segment_properties(segment_id) is None:
+                continue
+            if self._seen.kind is not DatasetKind.ASSET:  # no properties: any revision but 0 is stale
+                if revision:
+                    raise RevisionConflictError(f"segment {segment_id!r} has no properties: expected "
+                                                f"revision {revision}, found 0")
+                continue
+            command = ScopeAsset(segment_id, AssetScopeEdit.CLEAR, expected_revision=revision)
+            _assets.edit_at(self._internal, self._id, segment_id, command, timeout_secs)
 
     def _asset_dataset_of(self, call: str) -> DatasetEntry:
         assets = self.asset_dataset()

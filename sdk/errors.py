@@ -23,6 +23,9 @@
     │                           is refused (expired, signed with another secret)
     ├── DeliveryError (ConnectionError, from producers)
     │                           Kafka did not acknowledge an event in time
+    ├── RevisionConflictError (RuntimeError)
+    │                           an edit at a revision of what changed since (an asset's
+    │                           scope, as Rerun's segment properties): read it again
     ├── WriteRefusedError (ValueError)
     │                           writes the catalog refused after they returned (a table
     │                           deleted meanwhile): raised by the client's next read or flush()
@@ -68,6 +71,12 @@ class EndpointRefusedError(StrataError, PermissionError):
     says why."""
 
 
+class RevisionConflictError(StrataError, RuntimeError):
+    """An edit made at a revision (``set_segment_properties(..., expected_revision=...)``) of
+    something another edit changed since; nothing was changed. Read it again and edit that.
+    A ``RuntimeError``, as Rerun's client raises for a lost revision."""
+
+
 class WriteRefusedError(StrataError, ValueError):
     """Writes of this client that Kafka acknowledged and the catalog then refused (a table or
     dataset deleted meanwhile, rows the table no longer takes), raised by the client's next read
@@ -93,6 +102,7 @@ __all__ = [
     "ObjectStoreError",
     "ProjectionTimeoutError",
     "RecordingChangedError",
+    "RevisionConflictError",
     "StoreUnavailableError",
     "StrataError",
     "WorkerError",

@@ -190,6 +190,48 @@ def test_rerun_s_client_registers_alike_and_gets_the_same_refusal(clients, make_
     assert shown["strata"]["refusal"] == ("ValueError", True)
 
 
+def _static_rrd(path: Path, recording_id: str) -> str:
+    """An .rrd of static data only, an asset; its URI."""
+    with rr.RecordingStream("strata-test", recording_id=recording_id) as rec:
+        rec.save(path)
+        rec.log("mesh", rr.Points3D([[0, 0, 0], [1, 1, 1]]), static=True)
+    return path.as_uri()
+
+
+def test_an_asset_s_scope_is_its_segment_properties_edited_at_their_revision_alike(
+        clients, make_rrd, tmp_path: Path) -> None:
+    """Rerun's ``register_asset`` and its edits go through segment properties: the same scope,
+    the same refusal of a stale revision, the same state once deleted."""
+    tag = os.urandom(3).hex()
+    episodes = [make_rrd(f"props_{tag}_{i}") for i in range(2)]
+    mesh = _static_rrd(tmp_path / "mesh.rrd", f"mesh_{tag}")
+    shown = {}
+    for server, rerun_side in clients.items():
+        dataset = rerun_side.create_dataset(_name("props"))
+        dataset.register(episodes).wait()
+        asset = dataset.register_asset(mesh, mode="opt_in", segments=[f"props_{tag}_0"])
+        assets = dataset.asset_dataset()
+        mode, segments, first = assets._read_asset_property(asset)
+        dataset.add_segments_to_asset(asset, [f"props_{tag}_1"])
+        edited = assets._read_asset_property(asset)
+        with pytest.raises(RuntimeError) as stale:
+            assets._write_asset_property(asset, mode="OptOut", segments=[], expected_revision=first)
+        dataset.remove_segments_from_asset(asset, [f"props_{tag}_0"])
+        applying = [dataset.assets_for_segment(f"props_{tag}_{i}") for i in range(2)]
+        assets.delete_segment_properties([asset, "no-such-segment"])
+        deleted = (assets._internal._get_segment_properties(asset), assets._read_asset_property(asset))
+        assets._write_asset_property(asset, mode="OptIn", segments=[], expected_revision=0)
+        shown[server] = {
+            "asset": asset == f"mesh_{tag}", "read": (mode, segments, first != 0),
+            "edited": (edited[0], edited[1], edited[2] not in (0, first)),
+            "stale": "FailedPrecondition" in str(stale.value), "applying": applying, "deleted": deleted,
+            "scoped again": [dataset.assets_for_segment(f"props_{tag}_{i}") for i in range(2)],
+        }
+    assert shown["strata"] == shown["rerun"]
+    assert shown["strata"]["read"] == ("OptIn", [f"props_{tag}_0"], True)
+    assert shown["strata"]["deleted"] == (None, ("OptOut", [], 0))
+
+
 def test_an_entry_id_is_strata_s_uuid_in_rerun_s_form(clients, own_client: sdk.CatalogClient) -> None:
     name = _name("proto_id")
     made = clients["strata"].create_dataset(name)

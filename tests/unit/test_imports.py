@@ -113,7 +113,8 @@ def test_the_public_names_are_pinned() -> None:
         "EndpointUnavailableError",
         "EntryId", "EntryKind", "Layer", "LayerInfo", "MissingExtraError", "NotFoundError",
         "ObjectStoreError", "OnDuplicate", "OnDuplicateSegmentLayer", "Operation", "ProjectionTimeoutError",
-        "RecordingChangedError", "RegistrationOperation", "RegistrationResult", "Rejection", "Segment",
+        "RecordingChangedError", "RegistrationOperation", "RegistrationResult", "Rejection",
+        "RevisionConflictError", "Segment",
         "SegmentRegistrationResult", "Server", "StoreUnavailableError", "StrataError", "TableEntry", "Tag",
         "VersionInfo", "WorkerError", "WriteOutcome", "WriteRefusedError",
     ]
@@ -121,7 +122,8 @@ def test_the_public_names_are_pinned() -> None:
         "AlreadyExistsError", "DeliveryError", "EndpointRefusedError", "EndpointUnavailableError",
         "MissingExtraError",
         "NotFoundError", "ObjectStoreError",
-        "ProjectionTimeoutError", "RecordingChangedError", "StoreUnavailableError", "StrataError",
+        "ProjectionTimeoutError", "RecordingChangedError", "RevisionConflictError", "StoreUnavailableError",
+        "StrataError",
         "WorkerError", "WriteRefusedError",
     ]
     for name in sdk.__all__:
