@@ -96,9 +96,9 @@ def properties(internal: Connection, assets_id: uuid.UUID, asset: str, *,
     found = scopes.get(asset)
     if found is None:
         return None
+    strings = pa.list_(pa.utf8())
     batch = pa.RecordBatch.from_arrays(
-        [pa.array([[RERUN_MODES[found.mode]]], pa.list_(pa.utf8())), pa.array([list(found.segments)],
-                                                                             pa.list_(pa.utf8()))],
+        [pa.array([[RERUN_MODES[found.mode]]], strings), pa.array([list(found.segments)], strings)],
         names=[MODE_COLUMN, SEGMENTS_COLUMN])
     return batch, found.revision
 

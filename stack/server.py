@@ -318,11 +318,17 @@ class Server:
     def client(self, **kwargs: Any) -> CatalogClient:
         """A client of this server; closed with it. With ``protocol_port``, it is made from
         ``url()``, so its ``url`` is the endpoint's too (which Rerun's helpers that read
-        ``dataset.catalog.url`` need). Raises ``RuntimeError`` if the server is not running, as
+        ``dataset.catalog.url`` need), with a token of its own if ``STRATA_TOKEN_SECRET`` makes
+        the endpoint ask for one. Raises ``RuntimeError`` if the server is not running, as
         Rerun's does."""
         if not self._running:
             raise RuntimeError("Cannot create client: server is not running.")
         if self._protocol_url is not None:
+            secret = settings.token_secret()
+            if secret is not None and "token" not in kwargs:  # its endpoint asks for one: its own
+                from protocol.tokens import mint
+
+                kwargs["token"] = mint(secret, hosts=[self._bind_host], subject="strata-server")
             client = CatalogClient(self._protocol_url, kafka_config=self.kafka_options, **kwargs)
         else:
             client = CatalogClient(self.bootstrap_servers, self.store, kafka_config=self.kafka_options,

@@ -12,6 +12,7 @@ as the size of the registered files and Rerun's server as the bytes of their chu
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import socket
@@ -28,6 +29,7 @@ import rerun as rr
 
 import sdk
 from projector.stores import normalize
+from protocol.tokens import mint
 from stack import Server
 
 pytestmark = pytest.mark.store_agnostic
@@ -278,19 +280,26 @@ def _frames(path: Path) -> Path:
 
 
 @pytest.mark.own_store
-def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(tmp_path: Path,
-                                                                     own_stack: Server) -> None:
+def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(
+        tmp_path: Path, own_stack: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     assert own_stack.protocol_url is None  # not asked for
     recording = _frames(tmp_path / "ep_0.rrd")
+    secret = os.urandom(32)
+    monkeypatch.setenv("STRATA_TOKEN_SECRET", base64.b64encode(secret).decode())  # tokens asked for
     with Server(tmp_path / "stack", protocol_port=0, datasets={"frames": [recording]}) as own:
         url, pid = own.protocol_url, own.protocol_pid
         assert url is not None and url.startswith("rerun+http://127.0.0.1:")
         assert own.url() == url  # as Rerun's Server.url(): both clients take it
         assert pid is not None and pid != os.getpid()  # a process of its own
-        theirs = rr.catalog.CatalogClient(own.url())
+        with pytest.raises(PermissionError, match="this catalog needs a token"):
+            rr.catalog.CatalogClient(own.url()).dataset_names()
+        with pytest.raises(sdk.EndpointRefusedError):
+            sdk.CatalogClient(own.url())
+        token = mint(secret, hosts=["127.0.0.1"])
+        theirs = rr.catalog.CatalogClient(own.url(), token=token)
         theirs.create_dataset("droid")
         assert own.client().url == url  # so that Rerun's segment_url(dataset) takes dataset.catalog.url
-        ours = sdk.CatalogClient(own.url())  # asks the endpoint for the Kafka cluster and store
+        ours = sdk.CatalogClient(own.url(), token=token)  # asks the endpoint for the Kafka cluster and store
         assert (ours.bootstrap_servers, ours.store, ours.url) == (own.bootstrap_servers, own.store, url)
         ours.create_dataset("tables")  # through the stack's log
         assert own.client().dataset_names() == theirs.dataset_names() == ["frames", "droid", "tables"]
