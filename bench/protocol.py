@@ -10,6 +10,13 @@ Each read is ``reader(index="real_time")`` materialised to Arrow: a whole datase
 calls of ``--register-batch``, each call waited for (registrations/s), and then reads the last
 one's ``segment_table()`` to Arrow (the median of ``--repeats``). Compare the ratios to Rerun's
 server within one run: the machine is shared.
+
+With ``--table-segments N``, it measures ``segment_table()`` of one dataset of N small
+recordings instead (one file per segment, registered on each server in calls of 10,000),
+through Rerun's client on both servers and through strata's SDK: the first read after the
+registrations, and the median of ``--repeats`` more.
+
+    python -m bench.protocol --table-segments 100000 --repeats 3
 """
 
 from __future__ import annotations
@@ -95,6 +102,66 @@ def measure(name: str, client: Any, uris: list[str], args: argparse.Namespace) -
     return result
 
 
+TABLE_BATCH = 10_000
+
+
+def _first_and_median_ms(read: Any, repeats: int) -> tuple[float, float, int]:
+    """The milliseconds of the first call of ``read`` (strata's reads then keep what they read
+    until the next commit), the median of ``repeats`` calls after it, and the rows the last gave."""
+    started = time.perf_counter()
+    rows = read().num_rows
+    first = (time.perf_counter() - started) * 1000
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        rows = read().num_rows
+        times.append((time.perf_counter() - started) * 1000)
+    return first, statistics.median(times), rows
+
+
+def table_at_scale(count: int, work: Path, repeats: int) -> int:
+    """``segment_table()`` of ``count`` segments on both servers (see the module's docstring)."""
+    import rerun as rr
+
+    pool = RecordingPool(work / "recordings")
+    pool.ensure("base", count)
+    uris = [pool.path("base", i).as_uri() for i in range(count)]
+    results: dict[str, tuple[float, float, int]] = {}
+    name = f"table_{uuid.uuid4().hex[:8]}"  # a work directory's stack may hold earlier runs'
+    print(f"segment_table() of {count:,} segments", flush=True)
+    theirs = rr.server.Server()
+    try:
+        dataset = theirs.client().create_dataset(name)
+        started = time.perf_counter()
+        for first in range(0, count, TABLE_BATCH):
+            dataset.register(uris[first:first + TABLE_BATCH]).wait()
+        print(f"  Rerun's server: registered in {time.perf_counter() - started:.0f} s", flush=True)
+        results["Rerun's client on Rerun's server"] = _first_and_median_ms(
+            lambda: dataset.segment_table().to_arrow_table(), repeats)
+    finally:
+        theirs.shutdown()
+    with sdk.Server(work / "table-stack", protocol_port=0) as server:
+        ours = server.client()
+        dataset = ours.create_dataset(name)
+        started = time.perf_counter()
+        batches = [uris[first:first + TABLE_BATCH] for first in range(0, count, TABLE_BATCH)]
+        operations = [dataset.register(batch) for batch in batches]
+        for operation in operations:  # all sent, then waited for
+            operation.wait(timeout_secs=3600)
+        print(f"  strata: registered in {time.perf_counter() - started:.0f} s", flush=True)
+        through = rr.catalog.CatalogClient(server.url()).get_dataset(name)
+        results["Rerun's client on strata's endpoint"] = _first_and_median_ms(
+            lambda: through.segment_table().to_arrow_table(), repeats)
+        results["strata's SDK"] = _first_and_median_ms(lambda: pa.table(dataset.segment_table()), repeats)
+    rerun_first, rerun_again, _ = results["Rerun's client on Rerun's server"]
+    print("\n| client and server | rows | first segment_table() ms | vs Rerun's | again, median ms "
+          "| vs Rerun's |\n|---|---:|---:|---:|---:|---:|")
+    for name, (first_ms, again_ms, rows) in results.items():
+        print(f"| {name} | {rows:,} | {first_ms:.0f} | {first_ms / rerun_first:.2f}x | {again_ms:.0f} "
+              f"| {again_ms / rerun_again:.2f}x |")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.protocol", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="datasets the episodes are registered into (default 2)")
     parser.add_argument("--register-batch", type=int, default=100,
                         help="episodes per register() call (default 100)")
+    parser.add_argument("--table-segments", type=int, default=0, metavar="N",
+                        help="measure only segment_table() of a dataset of N small recordings")
     parser.add_argument("--work-dir", type=Path, default=None,
                         help="where the episodes and the stack's state go (default: a temporary directory)")
     args = parser.parse_args(argv)
@@ -112,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="strata-protocol-bench-") as scratch:
         work = args.work_dir or Path(scratch)
+        if args.table_segments:
+            return table_at_scale(args.table_segments, work, args.repeats)
         uris = RecordingPool(work / "recordings").episodes(args.segments)
         paths = [uri[len("file://"):] for uri in uris]
         results: dict[str, dict[str, float]] = {}

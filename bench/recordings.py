@@ -41,8 +41,11 @@ def _write_chunk(args: tuple[str, str, int, int]) -> int:
 
     directory, layer, start, stop = args
     for index in range(start, stop):
+        path = Path(directory) / layer / f"{segment_id(index)}.rrd"
+        if path.exists():  # written by an earlier run into the same directory
+            continue
         rec = rr.RecordingStream("strata-bench", recording_id=segment_id(index))
-        rec.save(Path(directory) / layer / f"{segment_id(index)}.rrd")
+        rec.save(path)
         rec.log(f"{layer}/points", rr.Points3D([[index, index, index]]))
         rec.flush()
         del rec
@@ -95,7 +98,8 @@ class RecordingPool:
                every: int = 10_000) -> None:
         began = time.perf_counter()
         done = start
-        with multiprocessing.get_context("spawn").Pool(self.workers) as workers:
+        # A fresh process per chunk: the recording streams of a process keep threads of their own.
+        with multiprocessing.get_context("spawn").Pool(self.workers, maxtasksperchild=1) as workers:
             for written in workers.imap_unordered(write, chunks):
                 done += written
                 if done == count or done % every < written:
