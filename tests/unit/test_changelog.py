@@ -119,13 +119,19 @@ class LanceDatasets:
             return None if properties is None else Version(properties)
 
 
-def test_a_copy_whose_last_version_has_no_transaction_is_written_again(tmp_path, monkeypatch) -> None:
+def copied_table(monkeypatch) -> tuple[LanceDatasets, str, uuid.UUID, Log]:
+    """Lance replaced by ``LanceDatasets``, and a log that creates a table copied to a URL."""
     lance = LanceDatasets()
     monkeypatch.setitem(sys.modules, "lance", lance)
     url = "file:///copies/labels.lance"
     table_id = uuid.uuid4()
     log = Log()
     log.append(Event(table_id, CreateTable("labels", LABELS.serialize().to_pybytes(), storage_url=url)))
+    return lance, url, table_id, log
+
+
+def test_a_copy_whose_last_version_has_no_transaction_is_written_again(tmp_path, monkeypatch) -> None:
+    lance, url, table_id, log = copied_table(monkeypatch)
     log.append(write(table_id, "append", [{"id": 1, "label": "a"}, {"id": 2, "label": "b"}]))
     store = SqliteStore(tmp_path / "store.db")
     try:
@@ -156,12 +162,7 @@ class WrittenWhileRead(SqliteStore):
 
 
 def test_a_copy_s_version_holds_the_rows_of_the_revision_it_is_tagged_with(tmp_path, monkeypatch) -> None:
-    lance = LanceDatasets()
-    monkeypatch.setitem(sys.modules, "lance", lance)
-    url = "file:///copies/labels.lance"
-    table_id = uuid.uuid4()
-    log = Log()
-    log.append(Event(table_id, CreateTable("labels", LABELS.serialize().to_pybytes(), storage_url=url)))
+    lance, url, table_id, log = copied_table(monkeypatch)
     log.append(write(table_id, "append", [{"id": 1, "label": "a"}]))
     log.append(write(table_id, "append", [{"id": 2, "label": "b"}]))
     store = WrittenWhileRead(tmp_path / "store.db")
