@@ -33,11 +33,12 @@ class Certificate:
     def ssl_context(self) -> ssl.SSLContext:
         """A server context for HTTPS. ``ValueError`` if the files cannot be read or do not make a
         certificate and its key."""
-        self._read()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         try:
             context.load_cert_chain(self.cert, self.key)
         except ssl.SSLError as exc:
             raise ValueError(f"{self.cert} and {self.key} are not a PEM certificate and its key: "
                              f"{exc}") from None
+        except OSError as exc:  # after SSLError, one of its kind
+            raise ValueError(f"cannot read the endpoint's TLS certificate or key: {exc}") from None
         return context
