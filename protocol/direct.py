@@ -7,10 +7,14 @@ layer, its layer's URL, ``http://HOST:PORT/layers/<token>``, where the token nam
 registered file and an expiry (an hour at most, half an hour at least) and is signed with the
 server's secret (``ChunkKeys.token``): nothing but a registered layer's file can be read, no
 header is needed (Rerun's client sends none), and a URL kept past its expiry is refused.
-``s3://`` layers are served the same way, read by the endpoint from the object store. The
-chunk's ``chunk_key`` is then Rerun's own ``ChunkKey``: the URL, the chunk's byte range with the
-16-byte message header before it (what Rerun's client decodes), and the file's ``ETag``, which
-the client sends back as ``If-Match``.
+An ``s3://`` layer's URL is the object's own, presigned for as long (``recordings.presigned``):
+the client reads the object store directly. The object is checked to be the size registered
+when its URL is made, and its ``ETag`` is then the object store's, so that a replaced object is
+refused by the object store itself. Without presigning (``presign=False``, for clients that
+cannot reach the object store), ``s3://`` layers are served as local files are, read by the
+endpoint from the object store. The chunk's ``chunk_key`` is Rerun's own ``ChunkKey``: the URL,
+the chunk's byte range with the 16-byte message header before it (what Rerun's client decodes),
+and the file's ``ETag``, which the client sends back as ``If-Match``.
 
 ``DirectServer`` answers ``GET`` (and ``HEAD``) of one byte range of such a file: ``206`` with
 exactly that range, ``412`` if the file is no longer the one registered (its size changed) or
@@ -33,7 +37,7 @@ from collections.abc import Callable, Sequence
 import recordings
 from protocol.chunk_keys import ChunkKeys, InvalidChunkKeyError, LayerRef
 from protocol.descriptors import cloud, common, enum_value
-from protocol.layer_files import read_ranges
+from protocol.layer_files import changed, read_ranges
 
 PATH = "/layers/"
 """Where layers' files are served: ``PATH`` and a layer's token."""
@@ -55,11 +59,11 @@ def etag(layer: LayerRef) -> str:
     return f'"{digest}"'
 
 
-def direct_keys(url: str, layer: LayerRef, chunk_ids: Sequence[bytes], offsets: Sequence[int],
+def direct_keys(url: str, tag: str, chunk_ids: Sequence[bytes], offsets: Sequence[int],
                 sizes: Sequence[int]) -> list[bytes]:
-    """Rerun's ``ChunkKey`` of each chunk of ``layer`` (its id, the offset and size of its message
-    in the file) fetched from ``url``: the range covers the message's header too."""
-    tag = etag(layer)
+    """Rerun's ``ChunkKey`` of each chunk of a layer (its id, the offset and size of its message
+    in the file) fetched from ``url``, whose ``ETag`` is ``tag``: the range covers the message's
+    header too."""
     made = []
     for chunk_id, offset, size in zip(chunk_ids, offsets, sizes, strict=True):
         location = cloud("RrdChunkLocation", url=url, offset=offset - MESSAGE_HEADER_BYTES,
@@ -141,10 +145,12 @@ class DirectServer:
     """The HTTP server of direct URLs, on ``host`` at a free port, in a background thread; its
     tokens are ``keys``' and its object store reads use ``objects``. A URL is good for at least
     ``lifetime_secs / 2`` after it is handed out, and at most ``lifetime_secs``. With ``tls``, a
-    server context, it serves HTTPS. ``stop()`` ends it."""
+    server context, it serves HTTPS. With ``presign``, ``s3://`` layers' URLs are presigned
+    URLs of the object store. ``stop()`` ends it."""
 
     def __init__(self, keys: ChunkKeys, objects: recordings.ObjectStoreConfig, host: str, *,
-                 lifetime_secs: int = LIFETIME_SECS, tls: ssl.SSLContext | None = None) -> None:
+                 lifetime_secs: int = LIFETIME_SECS, tls: ssl.SSLContext | None = None,
+                 presign: bool = True) -> None:
         self.ranges_served = 0
         """Ranges answered (for tests and measurements)."""
         self._count_lock = threading.Lock()
@@ -155,6 +161,8 @@ class DirectServer:
                                                   do_handshake_on_connect=False)
         self.port = self._server.server_address[1]
         self._keys = keys
+        self._objects = objects
+        self._presign = presign
         self._half_life = max(1, lifetime_secs // 2)
         advertised = socket.gethostname() if host in ("", "0.0.0.0", "::") else host  # noqa: S104
         scheme = "https" if tls else "http"
@@ -173,8 +181,21 @@ class DirectServer:
         return int(time.time()) // self._half_life
 
     def url(self, layer: LayerRef, period: int) -> str:
-        """The direct URL of ``layer``'s file for ``period``."""
+        """The URL of ``layer``'s file on this server for ``period``."""
         return self.base + self._keys.token(layer, (period + 2) * self._half_life)
+
+    def locate(self, layer: LayerRef, period: int) -> tuple[str, str]:
+        """The direct URL of ``layer``'s file for ``period`` and its ``ETag``: for an ``s3://``
+        layer when presigning, the object's presigned URL and the object store's ``ETag``, else
+        ``url()`` and ``etag()``. Raises ``RecordingChangedError`` for an object that is not the
+        size registered, what ``Presigner.presign`` raises for one that cannot be read."""
+        if not (self._presign and recordings.is_object_url(layer.storage_url)):
+            return self.url(layer, period), etag(layer)
+        expires_at = (period + 2) * self._half_life
+        signed = recordings.presigner(self._objects).presign(layer.storage_url, expires_at - int(time.time()))
+        if signed.size != layer.size_bytes:
+            raise changed(layer, signed.size)
+        return signed.url, signed.etag
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -125,8 +125,8 @@ class LayerChunks:
 
             def with_urls() -> pa.Table:
                 index = self.chunks(layer, objects)
-                url = server.url(layer.ref, period)
-                keys = direct_keys(url, layer.ref, index.column("chunk_id").to_pylist(),
+                url, tag = server.locate(layer.ref, period)
+                keys = direct_keys(url, tag, index.column("chunk_id").to_pylist(),
                                    index.column("chunk_byte_offset").to_pylist(),
                                    index.column("chunk_byte_size").to_pylist())
                 rows = self.rows(layer, objects)

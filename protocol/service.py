@@ -272,13 +272,14 @@ class ProtocolServer:
 
 
 def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          max_workers: int = 8, direct_urls: bool = True, token_secret: bytes | None = None,
-          certificate: Certificate | None = None) -> ProtocolServer:
+          max_workers: int = 8, direct_urls: bool = True, presigned_urls: bool = True,
+          token_secret: bytes | None = None, certificate: Certificate | None = None) -> ProtocolServer:
     """Serve Rerun's catalog protocol on ``catalog`` (a strata client: its reads answer, its
     writes go through the log) at ``host:port``, in background threads; ``port=0`` picks a free
     port. Binds this machine only unless ``host`` says otherwise. With ``direct_urls``, also
     serves the registered layers' files over HTTP on ``host`` at a free port, for the queries
-    that ask for direct URLs (``protocol.direct``). With ``token_secret``, every call needs a
+    that ask for direct URLs (``protocol.direct``), and ``s3://`` layers' URLs are presigned URLs
+    of the object store unless ``presigned_urls`` is False. With ``token_secret``, every call needs a
     token it signed (``protocol.tokens``); with ``certificate``, both are served over TLS
     (``rerun+https://``, ``https://``). Raises ``OSError`` if the address cannot be bound,
     ``ValueError`` if the certificate cannot be read, ``DescriptorsUnavailableError`` if the
@@ -314,7 +315,7 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
     if direct_urls:
         try:
             layer_chunks.direct = DirectServer(layer_chunks.keys, catalog.object_store_config, host,
-                                               tls=tls_context)
+                                               tls=tls_context, presign=presigned_urls)
         except OSError:
             server.stop(None)
             raise

@@ -1,7 +1,8 @@
 """Recordings: what every reader of recording files shares (the SDK, the dashboard, the benchmark;
 the changelog's snapshots use its object stores).
 
-Owns where recordings are (``file://`` paths, ``s3://`` objects: ``locations``, ``objects``);
+Owns where recordings are (``file://`` paths, ``s3://`` objects: ``locations``, ``objects``,
+and their presigned URLs: ``presigned``);
 what a file holds without loading its data: its id, size, Arrow schema, properties and an
 ``.rrd``'s chunk index with byte offsets (``files``), many of them read at once (``bulk``);
 Rerun's entity path filters (``contents``); per-segment reads with rerun-sdk's query engine
@@ -20,6 +21,7 @@ from recordings.errors import NotFoundError, ObjectStoreError, RecordingChangedE
 from recordings.files import Recording, chunk_index, read_recording, with_properties
 from recordings.locations import is_object_url, local_path, split
 from recordings.objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, RemoteObject, object_store
+from recordings.presigned import PresignedObject, Presigner, presigner
 from recordings.segments import (
     SEGMENT_ID,
     LayerFile,
@@ -49,6 +51,8 @@ __all__ = [
     "ObjectStoreConfig",
     "ObjectStoreError",
     "ObjectStoreSettings",
+    "PresignedObject",
+    "Presigner",
     "Progress",
     "ReadOptions",
     "Recording",
@@ -65,6 +69,7 @@ __all__ = [
     "local_path",
     "object_store",
     "output_schema",
+    "presigner",
     "read_recording",
     "read_recordings",
     "read_segment",

@@ -71,12 +71,16 @@ def add_listen_address(options: Options, *, service: str, port: int) -> None:
 
 def add_protocol_endpoint(options: Options) -> None:
     """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234),
-    ``--no-direct-urls``, and ``--tls-cert`` with ``--tls-key``."""
+    ``--no-direct-urls``, ``--no-presigned-urls``, and ``--tls-cert`` with ``--tls-key``."""
     add_listen_address(options, service="Rerun's catalog protocol", port=settings.PROTOCOL_PORT)
     options.add_argument("--no-direct-urls", dest="direct_urls", action="store_false",
                          help="serve no direct URLs: Rerun's client then fetches every chunk through "
                               "gRPC (FetchChunks) instead of from the layers' files over HTTP, on a "
                               "free port of the same host")
+    options.add_argument("--no-presigned-urls", dest="presigned_urls", action="store_false",
+                         help="serve s3:// layers' direct URLs from this endpoint, which reads the object "
+                              "store, instead of handing out the objects' presigned URLs: for clients "
+                              "that cannot reach the object store")
     options.add_argument("--tls-cert", type=Path, default=None, metavar="PEM",
                          help="serve over TLS (rerun+https://, and direct URLs over https://) with this "
                               "certificate chain; needs --tls-key. Clients trust it through their CA "
