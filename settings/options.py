@@ -77,6 +77,12 @@ def add_protocol_endpoint(options: Options) -> None:
                          help="serve no direct URLs: Rerun's client then fetches every chunk through "
                               "gRPC (FetchChunks) instead of from the layers' files over HTTP, on a "
                               "free port of the same host")
+    add_tls_files(options)
+
+
+def add_tls_files(options: Options) -> None:
+    """``--tls-cert`` and ``--tls-key`` of Rerun's catalog protocol's endpoint (``tls_files``
+    resolves them): ``strata serve``'s and ``strata up``'s."""
     options.add_argument("--tls-cert", type=Path, default=None, metavar="PEM",
                          help="serve over TLS (rerun+https://, and direct URLs over https://) with this "
                               "certificate chain; needs --tls-key. Clients trust it through their CA "
