@@ -81,6 +81,12 @@ def add_protocol_endpoint(options: Options) -> None:
                          help="serve s3:// layers' direct URLs from this endpoint, which reads the object "
                               "store, instead of handing out the objects' presigned URLs: for clients "
                               "that cannot reach the object store")
+    add_tls_files(options)
+
+
+def add_tls_files(options: Options) -> None:
+    """``--tls-cert`` and ``--tls-key`` of Rerun's catalog protocol's endpoint (``tls_files``
+    resolves them): ``strata serve``'s and ``strata up``'s."""
     options.add_argument("--tls-cert", type=Path, default=None, metavar="PEM",
                          help="serve over TLS (rerun+https://, and direct URLs over https://) with this "
                               "certificate chain; needs --tls-key. Clients trust it through their CA "

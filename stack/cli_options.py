@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import settings
 from settings.options import (
@@ -21,17 +22,19 @@ from settings.options import (
     add_listen_address,
     add_protocol_endpoint,
     add_store,
+    add_tls_files,
     data_dir,
     kafka_config,
     known_cluster,
     store_location,
+    tls_files,
 )
 from spark_streaming.options import add_arguments, add_max_offsets_option
 
 __all__ = [
     "DASHBOARD", "KAFKA", "LOCATION", "PROGRESS", "PROJECTOR", "PROTOCOL", "REPLAY_SPARK", "SPARK",
     "STACK_KAFKA", "STACK_PROTOCOL", "OptionGroup", "cluster", "data_dir", "kafka_config", "known_cluster",
-    "store_location",
+    "protocol_tls", "store_location",
 ]
 
 
@@ -81,11 +84,13 @@ def _dashboard(options: Options) -> None:
 def _stack_protocol(options: Options) -> None:
     served = options.add_mutually_exclusive_group()
     served.add_argument("--protocol-port", type=int, default=settings.PROTOCOL_PORT, metavar="PORT",
-                        help="port Rerun's catalog protocol (rerun+http://) is served on, on this machine "
-                             f"only, for rerun-sdk's own rr.catalog.CatalogClient (default "
-                             f"{settings.PROTOCOL_PORT}, Rerun's; 0: any free port)")
+                        help="port Rerun's catalog protocol (rerun+http://, or rerun+https:// with "
+                             "--tls-cert) is served on, on this machine only, for rerun-sdk's own "
+                             f"rr.catalog.CatalogClient (default {settings.PROTOCOL_PORT}, Rerun's; 0: any "
+                             "free port)")
     served.add_argument("--no-protocol", dest="protocol_port", action="store_const", const=None,
                         help="do not serve Rerun's catalog protocol ('strata serve' serves it later)")
+    add_tls_files(options)
 
 
 def _quiet(options: Options) -> None:
@@ -108,6 +113,17 @@ STACK_PROTOCOL = OptionGroup("Rerun's catalog protocol", (_stack_protocol,))
 """For ``strata up``: the endpoint it starts beside the projector."""
 PROJECTOR = OptionGroup(None, (add_arguments,))
 """``python -m spark_streaming``'s options, which ``strata projector`` takes as they are."""
+
+
+def protocol_tls(args: argparse.Namespace) -> tuple[Path, Path] | None:
+    """The certificate and key ``strata up`` serves its endpoint with (``tls_files``); None
+    without ``--tls-cert``. ``ValueError`` if only one of the two is given, or with
+    ``--no-protocol``."""
+    files = tls_files(args)
+    if files is not None and args.protocol_port is None:
+        raise ValueError("--tls-cert and --tls-key serve Rerun's catalog protocol over TLS, which "
+                         "--no-protocol does not serve: give one or the other")
+    return files
 
 
 def cluster(args: argparse.Namespace, what_to_pass: str) -> str:

@@ -68,13 +68,19 @@ class Server:
     with direct URLs, its log in ``data_dir/protocol.log``), because Rerun's
     client holds Python's global lock while it waits on some calls (``reader(using_index_values=
     ...)``), which an endpoint in the client's own process would then never answer. It starts
-    in about 1 s, while datasets are registered. It needs ``strata[protocol]``.
+    in about 1 s, while datasets are registered. It needs ``strata[protocol]``. With
+    ``protocol_tls``, a certificate chain and its private key (PEM files), the endpoint serves
+    over TLS (``rerun+https://``, its direct URLs over ``https://``), as ``strata serve
+    --tls-cert/--tls-key``: its clients, ``client()`` among them, trust the certificate through
+    their CA roots (the system's, or the file ``SSL_CERT_FILE`` names).
 
     Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
     ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark) or, with
     ``protocol_port``, without ``strata[protocol]``, ``ValueError`` for a ``datasets`` path that
-    is neither a directory nor a recording (``RuntimeError`` too if ``protocol_port`` cannot be
-    bound: the endpoint's process says so at the end of its log).
+    is neither a directory nor a recording, or for ``protocol_tls`` without ``protocol_port`` or
+    naming a file that is not there, both before anything starts (``RuntimeError`` too if
+    ``protocol_port`` cannot be bound, or the files of ``protocol_tls`` are not a certificate and
+    its key: the endpoint's process says so at the end of its log).
     """
 
     def __init__(
@@ -95,12 +101,14 @@ class Server:
         snapshots: str | Path | None = None,
         startup_timeout_secs: float = 240.0,
         protocol_port: int | None = None,
+        protocol_tls: tuple[str | PathLike[str], str | PathLike[str]] | None = None,
     ) -> None:
         if host in ("0.0.0.0", "::"):  # noqa: S104 - refused, not bound
             raise ValueError(
                 f"host={host!r}: the embedded broker tells its clients the address it listens on, "
                 "so give the name or IP address they reach this machine at (or the default "
                 "127.0.0.1 for this machine only)")
+        self.protocol_tls = _tls_files(protocol_tls, protocol_port)
         self._datasets = {name: _recording_paths(name, paths) for name, paths in (datasets or {}).items()}
         self._tables = {name: str(path) for name, path in (tables or {}).items()}
         self.data_dir = Path(data_dir) if data_dir is not None else settings.home()
@@ -141,10 +149,11 @@ class Server:
 
     def url(self) -> str:
         """Where clients reach this server, as Rerun's ``url()``. With ``protocol_port``, the
-        endpoint of Rerun's catalog protocol, ``rerun+http://HOST:PORT``, which both rerun-sdk's
-        ``rr.catalog.CatalogClient(url)`` and strata's ``CatalogClient(url)`` take; without, its
-        Kafka bootstrap servers and its store, ``strata://HOST:PORT?store=...``, which strata's
-        takes. Kafka credentials, if any, still go in ``kafka_config``."""
+        endpoint of Rerun's catalog protocol, ``rerun+http://HOST:PORT`` (``rerun+https://`` with
+        ``protocol_tls``), which both rerun-sdk's ``rr.catalog.CatalogClient(url)`` and strata's
+        ``CatalogClient(url)`` take; without, its Kafka bootstrap servers and its store,
+        ``strata://HOST:PORT?store=...``, which strata's takes. Kafka credentials, if any, still
+        go in ``kafka_config``."""
         if self._protocol_url is not None:
             return self._protocol_url
         return settings.stack_url(self.bootstrap_servers, self.store)
@@ -204,6 +213,9 @@ class Server:
         args = [sys.executable, "-m", "protocol", "--data-dir", str(self.data_dir), "--store", self.store,
                 "--bootstrap-servers", self.bootstrap_servers, "--host", self._bind_host,
                 "--port", str(self.protocol_port)]
+        if self.protocol_tls is not None:
+            cert, key = self.protocol_tls
+            args += ["--tls-cert", str(cert), "--tls-key", str(key)]
         # Kafka settings in the environment, not on the command line, as the projector's.
         env = {"STRATA_KAFKA_OPTIONS": json.dumps(self.kafka_options)}
         self._protocol = processes.start(args, self.protocol_log, env=env, stdout_pipe=True)
@@ -238,8 +250,8 @@ class Server:
     @property
     def protocol_url(self) -> str | None:
         """Where rerun-sdk's own ``rr.catalog.CatalogClient`` reaches this server,
-        ``rerun+http://HOST:PORT``; None unless it was started with ``protocol_port``, and once
-        it is closed."""
+        ``rerun+http://HOST:PORT`` (``rerun+https://`` with ``protocol_tls``); None unless it
+        was started with ``protocol_port``, and once it is closed."""
         return self._protocol_url
 
     @property
@@ -387,6 +399,22 @@ order (projector before broker), while the modules they need are still there."""
 def _close_running() -> None:
     for server in list(_RUNNING):
         server.close()
+
+
+def _tls_files(files: tuple[str | PathLike[str], str | PathLike[str]] | None,
+               protocol_port: int | None) -> tuple[Path, Path] | None:
+    """``protocol_tls`` as absolute paths, checked now: ``ValueError`` without ``protocol_port``
+    or for a file that is not there."""
+    if files is None:
+        return None
+    if protocol_port is None:
+        raise ValueError("protocol_tls serves Rerun's catalog protocol over TLS: it needs protocol_port "
+                         "(0: a free port)")
+    cert, key = (Path(path).absolute() for path in files)
+    for what, path in (("certificate", cert), ("private key", key)):
+        if not path.is_file():
+            raise ValueError(f"protocol_tls: no {what} file at {path}")
+    return cert, key
 
 
 def _recording_paths(name: str, paths: str | PathLike[str] | Sequence[str | PathLike[str]]

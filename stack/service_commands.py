@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import settings
 from events import CATALOG_TOPIC, import_extra
 from stack import output
-from stack.cli_options import cluster, data_dir, kafka_config, known_cluster, store_location
+from stack.cli_options import cluster, data_dir, kafka_config, known_cluster, protocol_tls, store_location
 
 if TYPE_CHECKING:
     from dashboard import Dashboard
@@ -29,14 +29,15 @@ if TYPE_CHECKING:
     from stack.server import Server
 
 
-def _server(args: argparse.Namespace) -> Server:
-    """The stack the arguments describe, not started yet."""
+def _server(args: argparse.Namespace, *, protocol_tls: tuple[Path, Path] | None = None) -> Server:
+    """The stack the arguments describe, started (``protocol_tls``: its endpoint's certificate
+    and key)."""
     from stack.server import Server
 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers, spark_master=args.spark_master,
                   store=args.store, allow_finite_retention=args.allow_finite_retention,
                   kafka_options=kafka_config(args), snapshot_every=getattr(args, "snapshot_every", 0),
-                  protocol_port=getattr(args, "protocol_port", None))
+                  protocol_port=getattr(args, "protocol_port", None), protocol_tls=protocol_tls)
 
 
 def _dashboard_class() -> type[Dashboard]:
@@ -75,10 +76,11 @@ def _describe(server: Server, dashboard: Dashboard) -> None:
 
 def up(args: argparse.Namespace) -> int:
     """``strata up``: runs the stack, its dashboard and (unless ``--no-protocol``) Rerun's catalog
-    protocol until SIGINT or SIGTERM."""
+    protocol (over TLS with ``--tls-cert`` and ``--tls-key``) until SIGINT or SIGTERM."""
+    tls = protocol_tls(args)  # a certificate without its key fails before anything starts
     output.say(f"strata: starting in {data_dir(args).absolute()} ...")
     started = time.monotonic()
-    server = _server(args)
+    server = _server(args, protocol_tls=tls)
     stop = False
 
     def request_stop(signum: int, frame: object) -> None:
