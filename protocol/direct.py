@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import os
 import re
 import socket
 import ssl
@@ -37,7 +38,7 @@ from collections.abc import Callable, Sequence
 import recordings
 from protocol.chunk_keys import ChunkKeys, InvalidChunkKeyError, LayerRef
 from protocol.descriptors import cloud, common, enum_value
-from protocol.layer_files import changed, read_ranges
+from protocol.layer_files import changed, opened, read_ranges
 
 PATH = "/layers/"
 """Where layers' files are served: ``PATH`` and a layer's token."""
@@ -116,29 +117,61 @@ def _handler(keys: ChunkKeys, objects: recordings.ObjectStoreConfig,
                 return self._refuse(416, f"the range starts past the file's end ({layer.size_bytes} bytes)")
             if last - first + 1 > MAX_RANGE_BYTES:
                 return self._refuse(416, f"ask for at most {MAX_RANGE_BYTES} bytes a request")
+            length = last - first + 1
             try:
-                [data] = read_ranges(layer, [(first, last - first + 1)], objects)
+                if recordings.is_object_url(layer.storage_url):
+                    [data] = read_ranges(layer, [(first, length)], objects)
+                    if len(data) != length:
+                        return self._refuse(412, f"{layer.storage_url} ends before byte {last}: it changed "
+                                                 "since it was registered")
+                    self._send_headers(layer, tag, first, last)
+                    if self.command != "HEAD":
+                        self.wfile.write(data)
+                else:
+                    with opened(layer) as descriptor:
+                        self._send_headers(layer, tag, first, last)
+                        self._send_file(descriptor, first, length)
             except recordings.RecordingChangedError as exc:
                 return self._refuse(412, str(exc))
             except recordings.NotFoundError as exc:
                 return self._refuse(404, str(exc))
             except recordings.ObjectStoreError as exc:
                 return self._refuse(502, str(exc))
-            if len(data) != last - first + 1:
-                return self._refuse(412, f"{layer.storage_url} ends before byte {last}: it changed since "
-                                         "it was registered")
+            return None
+
+        def _send_headers(self, layer: LayerRef, tag: str, first: int, last: int) -> None:
             served()
             self.send_response(206)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Range", f"bytes {first}-{last}/{layer.size_bytes}")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Length", str(last - first + 1))
             self.send_header("ETag", tag)
             self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
-            return None
+
+        def _send_file(self, descriptor: int, offset: int, length: int) -> None:
+            """``length`` bytes of the file at ``offset``: by ``sendfile``, from the file to the
+            socket without passing through Python, unless the connection is TLS."""
+            if self.command == "HEAD":
+                return
+            if isinstance(self.connection, ssl.SSLSocket):
+                self.wfile.write(os.pread(descriptor, length, offset))
+                return
+            end = offset + length
+            while offset < end:
+                sent = os.sendfile(self.connection.fileno(), descriptor, offset, end - offset)
+                if sent == 0:
+                    return  # the file ended: it was cut short while it was sent
+                offset += sent
 
     return Handler
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = socket.SOMAXCONN
+    """Connections waiting to be accepted. Rerun's client opens one per range it fetches at once,
+    a hundred or more for a scan; with the default five the kernel drops the others' handshakes,
+    and each is retried after 1, 3, 7, 15, 31 s."""
 
 
 class DirectServer:
@@ -154,8 +187,7 @@ class DirectServer:
         self.ranges_served = 0
         """Ranges answered (for tests and measurements)."""
         self._count_lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer((host, 0), _handler(keys, objects, self._served))
-        self._server.daemon_threads = True
+        self._server = _HTTPServer((host, 0), _handler(keys, objects, self._served))
         if tls is not None:  # each connection's handshake in its own thread, at its first read
             self._server.socket = tls.wrap_socket(self._server.socket, server_side=True,
                                                   do_handshake_on_connect=False)

@@ -4,7 +4,8 @@ size), for ``FetchChunks`` and for direct URLs."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import recordings
 from protocol.chunk_keys import LayerRef
@@ -27,6 +28,15 @@ def read_ranges(layer: LayerRef, ranges: Sequence[tuple[int, int]],
         if remote.size != layer.size_bytes:
             raise changed(layer, remote.size)
         return remote.read_ranges(list(ranges))
+    with opened(layer) as descriptor:
+        return [os.pread(descriptor, length, offset) for offset, length in ranges]
+
+
+@contextmanager
+def opened(layer: LayerRef) -> Iterator[int]:
+    """A descriptor of the local file of ``layer`` (a ``file://`` layer), open for reading while in
+    the block, checked to be the file registered (its size). Raises ``NotFoundError`` for a file
+    gone, ``RecordingChangedError`` for one changed."""
     try:
         descriptor = os.open(recordings.local_path(layer.storage_url), os.O_RDONLY)
     except FileNotFoundError:
@@ -37,6 +47,6 @@ def read_ranges(layer: LayerRef, ranges: Sequence[tuple[int, int]],
         size = os.fstat(descriptor).st_size
         if size != layer.size_bytes:
             raise changed(layer, size)
-        return [os.pread(descriptor, length, offset) for offset, length in ranges]
+        yield descriptor
     finally:
         os.close(descriptor)

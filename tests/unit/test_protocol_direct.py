@@ -5,6 +5,7 @@ the files it handed out URLs of, exactly the range asked, and refuses a file tha
 
 from __future__ import annotations
 
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,9 +18,9 @@ import rerun as rr
 
 import protocol
 from protocol import descriptors, direct, service
-from protocol.chunk_keys import LayerRef
+from protocol.chunk_keys import ChunkKeys, LayerRef
 from protocol.dataframes import decode
-from recordings import chunk_index
+from recordings import ObjectStoreConfig, chunk_index
 
 from .conftest import register, rpc
 from .in_process import InProcessStack
@@ -140,6 +141,23 @@ def test_the_http_server_answers_exactly_the_range_asked_of_the_files_it_handed_
     assert get(served.direct.url(layer, served.direct.period()), Range="bytes=0-3")[:2] == (206, data[:4])
     status, body, _ = get(served.direct.url(layer, served.direct.period() - 2), Range="bytes=0-3")
     assert status == 403 and b"expired" in body
+
+
+def test_a_hundred_connections_opened_at_once_all_wait_to_be_served() -> None:
+    # Rerun's client opens a connection for each range it fetches at once, a hundred or more in a
+    # scan. Those the server has not accepted yet wait in the listening socket's queue; a short
+    # queue would drop their handshakes, which TCP retries only after 1, 3, 7, 15, 31 s.
+    server = direct.DirectServer(ChunkKeys(), ObjectStoreConfig(), "127.0.0.1")
+    server._server.shutdown()  # stop accepting: the socket still listens  # noqa: SLF001
+    opened = []
+    try:
+        for _ in range(100):
+            opened.append(socket.create_connection(("127.0.0.1", server.port), timeout=0.5))
+    finally:
+        for connection in opened:
+            connection.close()
+        server.stop()
+    assert len(opened) == 100
 
 
 def test_a_file_changed_or_gone_since_registration_is_refused_by_url(served, stack, registered) -> None:
