@@ -49,8 +49,9 @@ class DatasetInfo:
 
 
 def layer_table(internal: Connection, dataset_id: uuid.UUID) -> pa.Table:
-    """One row per (segment, layer) of the dataset, as the projection has it."""
-    return internal.wait_for_store().layer_table(dataset_id)
+    """One row per (segment, layer) of the dataset, as the projection has it: read once per
+    commit of the projector."""
+    return internal.kept(("layers", dataset_id), lambda: internal.wait_for_store().layer_table(dataset_id))
 
 
 def arrow_schema(internal: Connection, dataset: Dataset) -> pa.Schema:

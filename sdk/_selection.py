@@ -33,7 +33,7 @@ from recordings import (
     with_manifest_ranges,
 )
 from sdk._connection import Connection
-from sdk._dataset_reads import manifest_of
+from sdk._dataset_reads import layer_table, manifest_of
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
@@ -252,7 +252,7 @@ class DatasetSelection:
 
     def _layers(self) -> pa.Table:
         """The store's layer table, only the selected segments."""
-        layers = self._internal.wait_for_store().layer_table(self._dataset.id)
+        layers = layer_table(self._internal, self._dataset.id)
         if self._segment_ids is None:
             return layers
         wanted = pa.array(sorted(self._segment_ids), pa.string())  # typed: an empty selection too
