@@ -131,12 +131,15 @@ def candidates(layers: Sequence[pa.Table], selection: Selection, timeline_field:
     bounds = [f"{selection.timeline}:start", f"{selection.timeline}:end"] if selection.timeline else []
     work = pa.schema([*CANDIDATE_FIELDS, *DIRECT_URL_FIELDS,
                       *(pa.field(name, pa.int64()) for name in bounds)])
-    tables = []
-    for rows in layers:
-        columns = [rows.column(field.name) if field.name in rows.column_names
-                   else pa.nulls(rows.num_rows, field.type) for field in work]
-        tables.append(pa.Table.from_arrays(columns, schema=work))
-    chosen = selected(pa.concat_tables(tables), selection) if tables else work.empty_table()
+    if layers:  # a column some layers lack is null for their chunks
+        merged = pa.concat_tables(layers, promote_options="permissive")
+        present = set(merged.column_names)
+        merged = pa.Table.from_arrays(
+            [merged.column(field.name) if field.name in present else pa.nulls(merged.num_rows, field.type)
+             for field in work], schema=work)
+        chosen = selected(merged.unify_dictionaries().combine_chunks(), selection)
+    else:
+        chosen = work.empty_table()
     chosen = chosen.unify_dictionaries()  # one dictionary of URLs on the wire
     count = chosen.num_rows
     fields = [*CANDIDATE_FIELDS, *DIRECT_URL_FIELDS] + ([timeline_field] if timeline_field else [])
