@@ -30,6 +30,9 @@ ENTRY_DATASET_KINDS = {EntryKind.DATASET: DatasetKind.DATASET,
                        EntryKind.ASSET_DATASET: DatasetKind.ASSET}
 SYSTEM_TABLE_ENTRIES = "SYSTEM_TABLE_KIND_ENTRIES"
 CAPABILITIES = ["dataset:find_chunks"]
+UNREADABLE_NAME_CHARACTERS = frozenset("(){}")
+"""Characters of strata's entry names that rerun-sdk 0.41's client refuses in a name: it fails a
+whole ``FindEntries`` answer that holds one, so a listing leaves such entries out."""
 """What ``WhoAmI`` advertises: ``FindChunks`` is served (``protocol.chunks``), so Rerun's client
 asks it rather than ``QueryDataset``."""
 
@@ -65,7 +68,9 @@ def details(entry: Entry) -> Message:
 
 def find_entries(request: Request) -> Message:
     """Entries by id, name and kinds (every kind when none is asked for), hidden ones too, as
-    Rerun's client filters them itself. ``InvalidRequestError`` for ``ENTRY_KIND_UNSPECIFIED``."""
+    Rerun's client filters them itself; a listing leaves out the entries whose names Rerun's
+    client cannot read (``UNREADABLE_NAME_CHARACTERS``), which strata's client lists.
+    ``InvalidRequestError`` for ``ENTRY_KIND_UNSPECIFIED``."""
     wanted = request.message.filter
     kinds = set(wanted.entry_kinds)
     if not kinds and wanted.HasField("entry_kind"):
@@ -81,7 +86,8 @@ def find_entries(request: Request) -> Message:
             found += catalog.datasets(include_hidden=True)
         if not kinds or int(EntryKind.TABLE) in kinds:
             found += catalog.tables(include_hidden=True)
-    listed = [details(entry) for entry in found if not kinds or int(entry.kind) in kinds]
+    listed = [details(entry) for entry in found if (not kinds or int(entry.kind) in kinds)
+              and (wanted.HasField("id") or not UNREADABLE_NAME_CHARACTERS.intersection(entry.name))]
     if wanted.HasField("name"):
         listed = [entry for entry in listed if entry.name == wanted.name]
     return cloud("FindEntriesResponse", entries=listed)

@@ -114,3 +114,23 @@ def test_every_rpc_strata_serves_answers_something_else(served) -> None:
     for tables in ("GetTableSchema", "ScanTable", "WriteTable", "UpdateTableEntry"):
         assert statuses[tables] == grpc.StatusCode.INVALID_ARGUMENT  # no table named
     assert statuses["CreateTableEntry"] == statuses["RegisterTable"] == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_rerun_s_client_refuses_exactly_the_name_characters_strata_leaves_out_of_listings() -> None:
+    import rerun as rr
+
+    from events.names import NAME_PUNCTUATION
+    from protocol.entries import UNREADABLE_NAME_CHARACTERS
+
+    server = rr.server.Server()
+    try:
+        client = server.client()
+        refused = set()
+        for number, character in enumerate(NAME_PUNCTUATION):
+            try:
+                client.create_dataset(f"name{number}{character}x")
+            except ValueError:
+                refused.add(character)
+    finally:
+        server.shutdown()
+    assert refused == UNREADABLE_NAME_CHARACTERS

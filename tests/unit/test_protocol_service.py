@@ -97,6 +97,19 @@ def test_rerun_s_client_creates_lists_renames_and_deletes_through_the_log(served
     assert client.dataset_names() == ["droid"]
 
 
+def test_a_name_rerun_s_client_cannot_read_is_left_out_of_its_listings(served, stack) -> None:
+    # strata's names may hold brackets; Rerun's client fails a whole listing on one it refuses.
+    stack.client.create_dataset("droid (cleaned)")
+    stack.client.create_dataset("runs[2]")
+    client = rr.catalog.CatalogClient(served.url)
+    assert sorted(client.dataset_names()) == ["droid", "runs[2]"]
+    assert sorted(e.name for e in client.entries()) == ["droid", "runs[2]"]
+    assert sorted(stack.client.dataset_names()) == ["droid", "droid (cleaned)", "runs[2]"]
+    by_id = rpc(served, "FindEntries", descriptors.cloud("FindEntriesRequest", filter=descriptors.cloud(
+        "EntryFilter", id=entry_id(stack.client.get_dataset("droid (cleaned)").id))))
+    assert [e.name for e in by_id.entries] == ["droid (cleaned)"]  # asked for by id, it is found
+
+
 def test_errors_reach_rerun_s_client_as_its_classes_with_strata_s_messages(served) -> None:
     client = rr.catalog.CatalogClient(served.url)
     with pytest.raises(rr.catalog.AlreadyExistsError, match="a dataset named 'droid'"):
