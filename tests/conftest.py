@@ -199,3 +199,15 @@ def make_parquet(tmp_path: Path) -> Callable[..., str]:
         return path.as_uri()
 
     return make
+
+
+@pytest.fixture
+def fetch_chunks_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per ``FetchChunks`` call of the protocol endpoints started after it."""
+    from protocol import service
+
+    calls: list[int] = []
+    fetch = service.STREAMING["FetchChunks"]
+    monkeypatch.setitem(service.STREAMING, "FetchChunks",
+                        lambda request: (calls.append(1), fetch(request))[1])
+    return calls

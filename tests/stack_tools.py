@@ -1,5 +1,6 @@
 """Helpers for the tests on the real stack (integration and reliability tiers): waiting until the
-store has reached the log's end, crashing the projector, a background pipeline load."""
+store has reached the log's end, crashing the projector, a background pipeline load, a small
+recording."""
 
 from __future__ import annotations
 
@@ -189,3 +190,17 @@ def produce_raw(bootstrap_servers: str, value: bytes) -> Position:
     producer.flush(30)
     assert len(delivered) == 1
     return delivered[0]
+
+
+def frames_recording(path: Path) -> Path:
+    """A recording at ``path`` (its stem the recording id) with a sequence timeline ``frame`` (0 to
+    5) and a value per frame."""
+    import rerun as rr
+
+    with rr.RecordingStream("strata-test", recording_id=path.stem) as rec:
+        rec.save(path)
+        for frame in range(6):
+            rec.set_time("frame", sequence=frame)
+            rec.log("arm/joint", rr.Scalars([frame * 10.0]))
+        rec.reset_time()  # rerun-sdk keeps a thread's times by recording id
+    return path

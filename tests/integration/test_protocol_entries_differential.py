@@ -31,6 +31,7 @@ import sdk
 from projector.stores import normalize
 from protocol.tokens import mint
 from stack import Server
+from stack_tools import frames_recording
 
 pytestmark = pytest.mark.store_agnostic
 
@@ -269,21 +270,12 @@ def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(own_stack
     assert process.stderr.read() == ""  # no grpc noise on the terminal
 
 
-def _frames(path: Path) -> Path:
-    """A recording with a sequence timeline ``frame`` (0 to 5) and a value per frame."""
-    with rr.RecordingStream("strata-test", recording_id=path.stem) as rec:
-        rec.save(path)
-        for frame in range(6):
-            rec.set_time("frame", sequence=frame)
-            rec.log("arm/joint", rr.Scalars([frame * 10.0]))
-    return path
-
 
 @pytest.mark.own_store
 def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(
         tmp_path: Path, own_stack: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     assert own_stack.protocol_url is None  # not asked for
-    recording = _frames(tmp_path / "ep_0.rrd")
+    recording = frames_recording(tmp_path / "ep_0.rrd")
     secret = os.urandom(32)
     monkeypatch.setenv("STRATA_TOKEN_SECRET", base64.b64encode(secret).decode())  # tokens asked for
     with Server(tmp_path / "stack", protocol_port=0, datasets={"frames": [recording]}) as own:

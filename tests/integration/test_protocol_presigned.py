@@ -17,7 +17,7 @@ import rerun as rr
 
 import protocol
 import sdk
-from protocol import direct, service
+from protocol import direct
 from protocol.chunk_keys import LayerRef
 from stack import Server
 from stack.droid import write_episode
@@ -25,16 +25,6 @@ from stack.droid import write_episode
 pytestmark = pytest.mark.store_agnostic
 
 STEPS = 30
-
-
-@pytest.fixture
-def fetch_chunks_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """One entry per ``FetchChunks`` call of the endpoints started after it."""
-    calls: list[int] = []
-    fetch = service.STREAMING["FetchChunks"]
-    monkeypatch.setitem(service.STREAMING, "FetchChunks",
-                        lambda request: (calls.append(1), fetch(request))[1])
-    return calls
 
 
 @pytest.fixture

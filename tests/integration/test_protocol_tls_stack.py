@@ -19,6 +19,7 @@ import rerun as rr
 import sdk
 from secured import make_certificates
 from stack import Server
+from stack_tools import frames_recording
 
 pytestmark = pytest.mark.own_store
 
@@ -38,21 +39,11 @@ print(json.dumps({"datasets": client.dataset_names(),
 direct fetches, so the variable must be set before the process starts."""
 
 
-def _frames(path: Path) -> Path:
-    """A recording with a sequence timeline ``frame`` (0 to 5) and a value per frame."""
-    with rr.RecordingStream("strata-test", recording_id=path.stem) as rec:
-        rec.save(path)
-        for frame in range(6):
-            rec.set_time("frame", sequence=frame)
-            rec.log("arm/joint", rr.Scalars([frame * 10.0]))
-        rec.reset_time()  # rerun-sdk keeps a thread's times by recording id
-    return path
-
 
 def test_a_server_with_protocol_tls_serves_rerun_s_client_over_tls(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     certificates = make_certificates(tmp_path / "tls", ["127.0.0.1"])
-    recording = _frames(tmp_path / "ep_0.rrd")
+    recording = frames_recording(tmp_path / "ep_0.rrd")
     monkeypatch.delenv("STRATA_TOKEN_SECRET", raising=False)
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))  # both clients trust the test's CA
     with Server(tmp_path / "stack", protocol_port=0, protocol_tls=(certificates.cert, certificates.key),

@@ -17,7 +17,7 @@ import pytest
 import rerun as rr
 
 import protocol
-from protocol import descriptors, direct, service
+from protocol import descriptors, direct
 from protocol.chunk_keys import ChunkKeys, LayerRef
 from protocol.dataframes import decode
 from recordings import ObjectStoreConfig, chunk_index
@@ -28,16 +28,6 @@ from .test_protocol_reads import header
 from .test_protocol_reads import registered as registered  # a fixture
 
 SIGNED = descriptors.enum_value("rerun.cloud.v1alpha1.DirectUrlMode", "DIRECT_URL_MODE_SIGNED")
-
-
-@pytest.fixture
-def fetch_chunks_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """One entry per ``FetchChunks`` call of the servers started after it."""
-    calls: list[int] = []
-    fetch = service.STREAMING["FetchChunks"]
-    monkeypatch.setitem(service.STREAMING, "FetchChunks",
-                        lambda request: (calls.append(1), fetch(request))[1])
-    return calls
 
 
 @pytest.fixture
