@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import signal
-import threading
+import time
 from collections.abc import Callable
 
 import sdk
@@ -61,17 +61,20 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
     except BaseException:
         client.close(flush=False)
         raise
-    stop = threading.Event()
+    stop = False
 
     def request_stop(signum: int, frame: object) -> None:
-        stop.set()
+        # A flag, not a threading.Event: the handler runs in the main thread, and Event.set
+        # there, while the main thread waits on the same Event, deadlocks on its lock.
+        nonlocal stop
+        stop = True
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
         announce(served, bootstrap)
-        while not stop.wait(0.2):
-            pass
+        while not stop:
+            time.sleep(0.2)
     finally:
         served.stop()
         client.close(flush=False)  # its writes are entry commands, each waited for when made
