@@ -46,7 +46,7 @@ from events.names import (
     check_table_name,
     check_tag_name,
 )
-from projector import schemas, table_rows
+from projector import derived, schemas, table_rows
 from projector.model import (
     ENTRIES_TABLE_NAME,
     AssetScope,
@@ -198,9 +198,13 @@ def _live_dataset(state: _Overlay, event: Event) -> Dataset:
 
 def _touch(state: _Overlay, dataset: Dataset, event: Event, **fields: Any) -> Dataset:
     """The dataset with ``fields`` changed and ``updated_at`` moved forward to the event."""
-    updated = replace(dataset, updated_at=max(dataset.updated_at, event.produced_at), **fields)
+    updated = _touched(dataset, event, **fields)
     state.put_dataset(updated)
     return updated
+
+
+def _touched(dataset: Dataset, event: Event, **fields: Any) -> Dataset:
+    return replace(dataset, updated_at=max(dataset.updated_at, event.produced_at), **fields)
 
 
 # -- entries ----------------------------------------------------------------------------------
@@ -409,11 +413,11 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
         state.note(ChangeKind.SEGMENT_ADDED, dataset.id, dataset.name, command.segment_id)
         created += 1
     elif event.produced_at > segment.updated_at:
-        state.put_segment(replace(segment, updated_at=event.produced_at))
+        state.put_segment(replace(segment, updated_at=event.produced_at), derivable=True)
     replaced_schemaless = existing is not None and not existing.schema_sha256
     schemaless = dataset.schemaless_layers + (not digest) - replaced_schemaless
-    _touch(state, dataset, event, schema=merged, schema_refs=_with(refs, digest), segments_created=created,
-           schemaless_layers=schemaless)
+    state.put_dataset(_touched(dataset, event, schema=merged, schema_refs=_with(refs, digest),
+                               segments_created=created, schemaless_layers=schemaless), derivable=True)
 
 
 def _unregister_layers(
@@ -843,12 +847,15 @@ class _Overlay:
     def drop_part(self, part: TablePart) -> None:
         self.changes.table_parts[(part.table_id, part.write_id, part.part)] = None
 
-    def put_dataset(self, dataset: Dataset) -> None:
+    def put_dataset(self, dataset: Dataset, *, derivable: bool = False) -> None:
+        """The dataset's new value, and a version of it unless ``derivable`` (a registration's
+        touch) and the change is one the history derives from the layers (``projector.derived``)."""
         previous = self.dataset(dataset.id)
         if previous is not None and not previous.deleted:
             self._names[previous.name] = None
         self.changes.datasets[dataset.id] = dataset
-        self._version(Versioned.DATASET, (dataset.id,), dataset)
+        if not (derivable and previous is not None and derived.same_version(previous, dataset)):
+            self._version(Versioned.DATASET, (dataset.id,), dataset)
         if not dataset.deleted:
             self._names[dataset.name] = dataset.id
 
@@ -863,8 +870,13 @@ class _Overlay:
         _drop_entry(self.changes.table_parts, dataset_id)
         _drop_entry(self._changed_layers, dataset_id)
 
-    def put_segment(self, segment: Segment) -> None:
-        self._set_segment(segment, segment)
+    def put_segment(self, segment: Segment, *, derivable: bool = False) -> None:
+        """The segment's new value, and a version of it unless ``derivable``: a registration's
+        later clock, which the history derives from the layer it leaves (``projector.derived``)."""
+        if derivable:
+            self.changes.segments[(segment.dataset_id, segment.segment_id)] = segment
+        else:
+            self._set_segment(segment, segment)
 
     def drop_segment(self, segment: Segment) -> None:
         self._set_segment(segment, None)

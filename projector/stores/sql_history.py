@@ -9,7 +9,9 @@ A version opened by the record at offset ``valid_from`` and replaced or removed 
 - Datasets, segments, asset scopes, table entries and tags are small rows: ``*_history`` holds every
   version, the current one included, and the current tables stay as they are for today's reads.
   A dataset's merged Arrow schema is kept once per distinct value in ``schemas`` and named by its
-  digest, so the version every registration makes does not copy it.
+  digest, so its versions do not copy it. A registration versions its dataset and segment only
+  when it changes more than the layers give back (``projector.derived``): a new segment, a new
+  schema digest.
 - Layers are the bulk of a catalog: the current ones stay in ``layers`` and the layer table's
   chunks (opened at their ``registered_offset``), and ``layer_history`` holds only the closed
   ones, as Arrow chunks of ``projector.layer_table.HISTORY_COLUMNS`` by the offset that closed

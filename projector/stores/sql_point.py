@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from events import CATALOG_TOPIC
-from projector import layer_table
+from projector import derived, layer_table
 from projector.model import (
     AssetScope,
     Change,
@@ -62,8 +63,27 @@ class PointReader:
                                    f"order by {order}", (*params, self.offset, self.offset))
 
     def _dataset(self, row: dict[str, Any]) -> Dataset:
+        """The dataset a ``dataset_history`` row stands for at the point (``projector.derived``)."""
         digest = row["schema_digest"]
-        return sql_rows.dataset({**row, "schema": self._store.schema(digest) if digest else b""})
+        version = sql_rows.dataset_version(row, self._store.schema(digest) or b"" if digest else b"")
+        registered = self._registrations(version.id, row["valid_from"])["registered_at"]
+        created = self._queries.query(
+            "select max(position) as last from segment_history where dataset_id = ? and valid_from < ?",
+            (row["id"], self.offset))[0]["last"]
+        return derived.dataset_as_of(version, self.layer_table(version.id), pc.max(registered).as_py(),
+                                     0 if created is None else created + 1)
+
+    def _registrations(self, dataset_id: uuid.UUID, since: int) -> pa.Table:
+        """``segment_id``, ``registered_offset`` and ``registered_at`` of every layer registered
+        into the dataset from offset ``since`` to the point, replaced or removed since or not."""
+        columns = ["segment_id", "registered_offset", "registered_at"]
+        blobs = self._queries.read_blobs(
+            "select layers from layer_history where dataset_id = ? and chunk >= ? order by chunk",
+            (str(dataset_id), since // sql_history.HISTORY_CHUNK_OFFSETS))
+        layers = pa.concat_tables([self._store.layer_table(dataset_id).select(columns),
+                                   layer_table.from_ipc(blobs, layer_table.HISTORY_COLUMNS).select(columns)])
+        offsets = layers["registered_offset"]
+        return layers.filter(pc.and_(pc.greater_equal(offsets, since), pc.less(offsets, self.offset)))
 
     def datasets(self) -> list[Dataset]:
         rows = self._versions("dataset_history", "deleted = 0", (), "created_at, id")
@@ -78,9 +98,20 @@ class PointReader:
         return self._dataset(rows[0]) if rows else None
 
     def segments(self, dataset_id: uuid.UUID) -> list[Segment]:
-        return [sql_rows.segment(r) for r in self._versions(
-            "segment_history", "dataset_id = ?", (str(dataset_id),),
-            "created_topic, created_partition, created_offset")]
+        """The ``segment_history`` rows at the point, each ``updated_at`` the later of its own
+        and that of its registrations since (``projector.derived``)."""
+        rows = self._versions("segment_history", "dataset_id = ?", (str(dataset_id),),
+                              "created_topic, created_partition, created_offset")
+        if not rows:
+            return []
+        since = [r["valid_from"] for r in rows]
+        found = self._registrations(dataset_id, min(since)).join(
+            pa.table({"segment_id": [r["segment_id"] for r in rows], "valid_from": since}), "segment_id")
+        found = found.filter(pc.greater_equal(found["registered_offset"], found["valid_from"]))
+        newest = found.group_by("segment_id").aggregate([("registered_at", "max")])
+        at = dict(zip(newest["segment_id"].to_pylist(), newest["registered_at_max"].to_pylist(), strict=True))
+        return [replace(s, updated_at=derived.latest(s.updated_at, at.get(s.segment_id)))
+                for s in map(sql_rows.segment, rows)]
 
     def _closed_layers(self, dataset_id: uuid.UUID) -> pa.Table:
         """The dataset's replaced and removed layers that were its layers at the point."""

@@ -82,8 +82,19 @@ def dataset_history_values(d: Dataset, merged_schemas: dict[bytes, str]) -> tupl
     digest = ""
     if d.schema:
         digest = merged_schemas.get(d.schema) or merged_schemas.setdefault(d.schema, schemas.digest(d.schema))
-    values = dataset_values(d)
-    return (*values[:5], digest, *values[6:])
+    return (str(d.id), d.name, micros(d.created_at), micros(d.updated_at), int(d.deleted), digest,
+            json.dumps([r.digest for r in d.schema_refs]), d.default_blueprint, str(d.kind),
+            d.default_segment_table_blueprint)
+
+
+def dataset_version(r: dict[str, Any], schema: bytes) -> Dataset:
+    """A ``dataset_history`` row, its merged ``schema`` looked up: the dataset with its layer
+    counts at zero, which ``projector.derived.dataset_as_of`` puts back."""
+    return Dataset(uuid.UUID(r["id"]), r["name"], from_micros(r["created_at"]), from_micros(r["updated_at"]),
+                   deleted=bool(r["deleted"]), schema=schema,
+                   schema_refs=tuple(SchemaRef(d, 0) for d in json.loads(r["schema_digests"])),
+                   default_blueprint=r["default_blueprint"], kind=DatasetKind(r["kind"]),
+                   default_segment_table_blueprint=r["default_segment_table_blueprint"])
 
 
 def scope_values(a: AssetScope) -> tuple[Any, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-FORMAT_VERSION = 12
+FORMAT_VERSION = 13
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 Columns = dict[str, type]
@@ -32,9 +32,11 @@ _TABLE: Columns = {"id": str, "name": str, "created_at": int, "updated_at": int,
                    "default_blueprint": str}
 _TAG: Columns = {"dataset_id": str, "name": str, "offset": int, "created_at": int}
 _SPAN: Columns = {"valid_from": int, "valid_to": int}
-_DATASET_VERSION: Columns = dict(("schema_digest", str) if name == "schema" else (name, kind)
-                                 for name, kind in _DATASET.items())
-"""A dataset's version keeps its merged schema by digest (see ``projector.stores.sql_history``)."""
+_DATASET_VERSION: Columns = {
+    "id": str, "name": str, "created_at": int, "updated_at": int, "deleted": int, "schema_digest": str,
+    "schema_digests": str, "default_blueprint": str, "kind": str, "default_segment_table_blueprint": str}
+"""A dataset's version keeps its merged schema by digest (see ``projector.stores.sql_history``),
+and of its layer counts only the digests in order: the counts are the layers' (``projector.derived``)."""
 
 HISTORY_TABLES: dict[str, tuple[Columns, tuple[str, ...]]] = {
     "dataset_history": ({**_DATASET_VERSION, **_SPAN}, ("id", "valid_from")),

@@ -72,6 +72,28 @@ def test_a_replaced_and_a_removed_layer_are_seen_where_they_were(tmp_path):
     store.close()
 
 
+def test_registrations_add_no_dataset_or_segment_version_their_layers_give(tmp_path):
+    d = DATASET_IDS[0]
+    records = build_log([create(d, "alpha", when=at(0)),
+                         register(d, "s1", "base", when=at(1)), register(d, "s1", "extra", when=at(3)),
+                         register(d, "s2", "base", when=at(2)),
+                         register(d, "s1", "base", on_duplicate=OnDuplicate.REPLACE, when=at(4)),
+                         unregister(d, [], ["extra"], when=at(5))])
+    store = SqliteStore(tmp_path / "store.db")
+    apply_batch(store, records)
+    kept = dump(tmp_path / "store.db")
+    # The dataset: created, then unregistered from; the segments: created.
+    assert [row[-2] for row in kept["dataset_history"] if row[0] == str(d)] == [0, 5]
+    assert [(row[1], row[-2]) for row in kept["segment_history"]] == [("s1", 1), ("s1", 5), ("s2", 3)]
+    as_of = [store.at(k).dataset(d) for k in range(2, 7)]
+    assert [x.updated_at for x in as_of] == [at(1), at(3), at(3), at(4), at(5)]
+    assert [x.segments_created for x in as_of] == [1, 1, 2, 2, 2]
+    assert [x.schemaless_layers for x in as_of] == [1, 2, 3, 3, 2]
+    assert [[s.updated_at for s in store.at(k).segments(d)] for k in (3, 5, 6)] == [
+        [at(3)], [at(4), at(2)], [at(5), at(2)]]
+    store.close()
+
+
 def test_a_diff_lists_segments_layers_and_properties_that_changed(tmp_path):
     d = DATASET_IDS[0]
     schema, _ = schemas.properties_parts(pa.table({"property:episode:success": [True]}))
