@@ -18,11 +18,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from events import import_extra
 from projector.ports import StoreUnavailableError
 from projector.stores.sql import SqlStore
-from projector.stores.sql_database import Database
+from projector.stores.sql_database import Database, as_schema
 from projector.stores.sql_schema import FORMAT_VERSION, INDEXES, TABLES, names, upsert
 
 CHANNEL = "strata_commits"
@@ -135,6 +137,25 @@ class PostgresDatabase(Database):
                 self.location, f"a store of format {stored[0]}, this version of strata reads format "
                                f"{FORMAT_VERSION}: rebuild it from the log by starting the projector on an "
                                "empty database (docs/operations.md, 'The store's format')")
+
+    def read_tables(self, statements: Sequence[tuple[str, pa.Schema]]) -> list[pa.Table]:
+        """Read through ADBC's PostgreSQL driver (binary COPY) on a connection of its own, in one
+        repeatable-read transaction: values go from the server to Arrow columns without a Python
+        object each."""
+        dbapi = import_extra("adbc_driver_postgresql.dbapi", "postgres", "reading a PostgreSQL store")
+        try:
+            with contextlib.closing(dbapi.connect(self._conninfo)) as conn, \
+                    contextlib.closing(conn.cursor()) as cursor:
+                # Autocommit is off: the driver has begun the transaction this sets.
+                cursor.execute("set transaction isolation level repeatable read, read only")
+                tables = []
+                for statement, schema in statements:
+                    cursor.execute(statement)
+                    tables.append(as_schema(cursor.fetch_arrow_table(), schema))
+                conn.rollback()
+                return tables
+        except (dbapi.Error, OSError) as exc:  # OSError: from the Arrow stream it reads
+            raise StoreUnavailableError(self.location, _one_line(exc)) from exc
 
     @contextlib.contextmanager
     def read_transaction(self) -> Iterator[None]:

@@ -162,3 +162,11 @@ class Database(abc.ABC):
         return [pa.table([pa.array(column, field.type) for column, field in zip(
             zip(*table_rows, strict=True) if table_rows else [[] for _ in schema], schema, strict=True)],
             schema=schema) for table_rows, (_, schema) in zip(rows, statements, strict=True)]
+
+
+def as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table``, read by a driver that types columns itself, in ``schema``'s types: a column with
+    no value at all may come typed otherwise."""
+    return pa.table([column.cast(field.type) if column.null_count < len(column)
+                     else pa.nulls(len(column), field.type)
+                     for column, field in zip(table.columns, schema, strict=True)], schema=schema)

@@ -19,7 +19,7 @@ import pyarrow as pa
 from events import import_extra
 from projector.ports import StoreUnavailableError
 from projector.stores.sql import SqlStore
-from projector.stores.sql_database import Database
+from projector.stores.sql_database import Database, as_schema
 from projector.stores.sql_schema import FORMAT_VERSION, INDEXES, SMALL_ROWS, TABLES
 
 POLL_SECS = 0.001
@@ -112,7 +112,7 @@ class SqliteDatabase(Database):
                     rows = cursor.fetchone()[0]
                     cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(max(rows, 1))})
                     cursor.execute(statement)
-                    tables.append(_as_schema(cursor.fetch_arrow_table(), schema))
+                    tables.append(as_schema(cursor.fetch_arrow_table(), schema))
                 conn.rollback()
                 return tables
         except (dbapi.Error, OSError) as exc:  # OSError: from the Arrow stream it reads
@@ -158,10 +158,3 @@ class SqliteDatabase(Database):
 
     def close(self) -> None:
         self._conn.close()
-
-
-def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` in ``schema``'s types: a column with no value at all may come typed otherwise."""
-    return pa.table([column.cast(field.type) if column.null_count < len(column)
-                     else pa.nulls(len(column), field.type)
-                     for column, field in zip(table.columns, schema, strict=True)], schema=schema)

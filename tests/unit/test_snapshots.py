@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import uuid
 from pathlib import Path
 
 from changelog.snapshots import Snapshotter, location
@@ -13,7 +12,7 @@ from projector import apply_batch
 from projector.stores import snapshots
 from projector.stores.sqlite import SqliteStore
 
-from .conftest import create, register, register_blueprint
+from .conftest import create, register
 from .test_batch_boundaries import DATASET_IDS, TOPIC, build_log
 
 D = DATASET_IDS[0]
@@ -87,17 +86,3 @@ def test_writing_a_snapshot_tells_its_progress_in_rows_written(tmp_path) -> None
     snapshots.write(store, tmp_path / "kept", progress=lambda done, total: again.append((done, total)))
     assert again == [(0, rows), (rows, rows)]
     store.close()
-
-
-def test_a_snapshot_keeps_a_column_that_is_null_in_a_table_s_first_thousand_rows(tmp_path) -> None:
-    # The SQLite store is read into Arrow by a driver that infers a column's type from its first
-    # batch of rows: a column null in all of them must not come back as integers, or fail.
-    ids = [uuid.UUID(int=n) for n in range(1, 1101)]
-    store = SqliteStore(tmp_path / "store.db")
-    apply_batch(store, build_log([*(create(d, f"d{n}") for n, d in enumerate(ids)),
-                                  register_blueprint(ids[-1], "bp")]))
-    written = snapshots.Snapshot(snapshots.write(store, tmp_path / "kept"))
-    datasets = written.rows("datasets")
-    assert [row[7] for row in datasets if row[0] == str(ids[-1])] == ["bp"]  # default_blueprint
-    assert datasets == store.rows("datasets")
-    assert all(written.rows(table) == store.rows(table) for table in ("layers", "feed", "outcomes"))
