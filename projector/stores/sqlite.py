@@ -18,8 +18,9 @@ import pyarrow as pa
 
 from events import import_extra
 from projector.ports import StoreUnavailableError
+from projector.stores import sqlite_arrow
 from projector.stores.sql import SqlStore
-from projector.stores.sql_database import Database, as_schema
+from projector.stores.sql_database import Database
 from projector.stores.sql_schema import FORMAT_VERSION, INDEXES, SMALL_ROWS, TABLES
 
 POLL_SECS = 0.001
@@ -97,26 +98,10 @@ class SqliteDatabase(Database):
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     def read_tables(self, statements: Sequence[tuple[str, pa.Schema]]) -> list[pa.Table]:
-        """Read through ADBC's SQLite driver on a connection of its own, in one read transaction:
-        values go from SQLite to Arrow columns without a Python object each (a store of 600,000
-        events is read in a third of the time)."""
-        dbapi = import_extra("adbc_driver_sqlite.dbapi", "projector", "reading a SQLite store into Arrow")
-        try:
-            with contextlib.closing(dbapi.connect(f"{self.path.absolute().as_uri()}?mode=ro")) as conn, \
-                    contextlib.closing(conn.cursor()) as cursor:
-                tables = []
-                for statement, schema in statements:  # autocommit is off: one transaction
-                    # One batch per statement: the driver infers each column's type from the rows
-                    # of its first batch, and a column null in all of them comes back as integers.
-                    cursor.execute(f"select count(*) from ({statement})")
-                    rows = cursor.fetchone()[0]
-                    cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(max(rows, 1))})
-                    cursor.execute(statement)
-                    tables.append(as_schema(cursor.fetch_arrow_table(), schema))
-                conn.rollback()
-                return tables
-        except (dbapi.Error, OSError) as exc:  # OSError: from the Arrow stream it reads
-            raise StoreUnavailableError(self.path, str(exc)) from exc
+        """Read through ADBC's SQLite driver in a child process (``sqlite_arrow``), in one read
+        transaction: values go from SQLite to Arrow columns without a Python object each (a
+        store of 600,000 events is snapshotted in 5 s instead of 9)."""
+        return sqlite_arrow.read_tables(self.path, statements)
 
     @contextlib.contextmanager
     def read_transaction(self) -> Iterator[None]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from projector import apply_batch
-from projector.stores import postgres, snapshots, sqlite
+from projector.stores import postgres, snapshots, sqlite_arrow
 from projector.stores.sql_schema import TABLES
 from unit.conftest import create, register, register_blueprint
 from unit.test_batch_boundaries import build_log
@@ -30,13 +30,13 @@ def test_a_snapshot_is_of_one_commit_while_the_projector_commits(store, monkeypa
     before = {table: store.rows(table) for table in TABLES}
     committed: list[bool] = []
 
-    def commit_after_the_first_table(table, schema, convert=sqlite.as_schema):
+    def commit_after_the_first_table(table, schema, convert=sqlite_arrow.as_schema):
         if not committed:  # the projector commits while the snapshot reads its tables
             committed.append(True)
             apply_batch(store, log[1:])
         return convert(table, schema)
 
-    for backend in (sqlite, postgres):
+    for backend in (sqlite_arrow, postgres):
         monkeypatch.setattr(backend, "as_schema", commit_after_the_first_table)
     tables = store.snapshot_tables()
     assert committed and len(store.rows("datasets")) > len(before["datasets"])
