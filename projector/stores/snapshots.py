@@ -118,9 +118,12 @@ class Snapshot:
     def next_offsets(self) -> dict[tuple[str, int], int]:
         return {(t, p): o for t, p, o in self.manifest["offsets"]}
 
-    def rows(self, table: str) -> list[tuple[Any, ...]]:
+    def contents_of(self, table: str) -> pa.Table:
         with self.location.fs.open_input_file(self.location.child(f"{table}.arrow").path) as source:
-            data = pa.ipc.open_file(source).read_all()
+            return pa.ipc.open_file(source).read_all()
+
+    def rows(self, table: str) -> list[tuple[Any, ...]]:
+        data = self.contents_of(table)
         return list(zip(*(data.column(name).to_pylist() for name in data.column_names), strict=True))
 
 

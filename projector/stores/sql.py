@@ -164,6 +164,10 @@ class SqlStore:
         """Every row of every table, as ``rows`` gives them, all as of one commit."""
         return sql_contents.snapshot_rows(self._database)
 
+    def contents_of(self, table: str) -> pa.Table:
+        """Every row of ``table`` (one of ``TABLES``) as Arrow, by primary key."""
+        return sql_contents.contents_of(self._database, table)
+
     def snapshot_tables(self) -> dict[str, pa.Table]:
         """Every table as Arrow, all as of one commit (``snapshot_rows`` as columns)."""
         return sql_contents.snapshot_tables(self._database)

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from projector.model import DatasetKind
 from projector.stores.sql_database import Database
-from projector.stores.sql_schema import TABLES, insert, names
+from projector.stores.sql_schema import TABLES, names
 
 
 class Contents(Protocol):
@@ -20,7 +20,9 @@ class Contents(Protocol):
 
     def next_offsets(self) -> dict[tuple[str, int], int]: ...
 
-    def rows(self, table: str) -> list[tuple[Any, ...]]: ...
+    def contents_of(self, table: str) -> pa.Table:
+        """Every row of ``table`` (one of ``TABLES``) as Arrow, in ``arrow_schema``."""
+        ...
 
 
 def _select_all(table: str) -> str:
@@ -37,15 +39,7 @@ def replace_contents(database: Database, source: Contents) -> bool:
     this store is locked for writing: a projector writing to it waits for no more than that,
     and its next batch skips the records the new contents already hold.
     """
-    theirs = source.next_offsets()
-    with database.write_transaction():
-        for t, p, o in database.execute("select topic, partition, next_offset from offsets"):
-            if theirs.get((t, p), 0) < o:
-                return False
-        for table in TABLES:
-            database.execute(f"delete from {table}")
-            database.executemany(insert(table), source.rows(table))
-    return True
+    return database.replace_tables(source.next_offsets(), list(TABLES), source.contents_of)
 
 
 def snapshot_rows(database: Database) -> dict[str, list[tuple[Any, ...]]]:
@@ -55,15 +49,23 @@ def snapshot_rows(database: Database) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def snapshot_tables(database: Database) -> dict[str, pa.Table]:
-    """Every table as Arrow (``str``, ``int`` and ``bytes`` columns as string, int64 and binary),
-    rows by primary key, all as of one commit."""
-    schemas = {table: pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in columns.items()])
-               for table, (columns, _) in TABLES.items()}
-    return dict(zip(TABLES, database.read_tables([(_select_all(table), schemas[table]) for table in TABLES]),
-                    strict=True))
+    """Every table as Arrow (``arrow_schema``), rows by primary key, all as of one commit."""
+    read = database.read_tables([(_select_all(table), arrow_schema(table)) for table in TABLES])
+    return dict(zip(TABLES, read, strict=True))
+
+
+def contents_of(database: Database, table: str) -> pa.Table:
+    """Every row of ``table`` as Arrow (``arrow_schema``), by primary key."""
+    return database.read_tables([(_select_all(table), arrow_schema(table))])[0]
 
 
 _ARROW_TYPES = {str: pa.string(), int: pa.int64(), bytes: pa.binary()}
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    """Table ``table`` (one of ``TABLES``) in Arrow: ``str``, ``int`` and ``bytes`` columns as
+    string, int64 and binary."""
+    return pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in TABLES[table][0].items()])
 
 
 def rows(database: Database, table: str) -> list[tuple[Any, ...]]:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import abc
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
 
-from projector.stores.sql_schema import upsert
+from projector.stores.sql_schema import insert, upsert
 
 IN_CHUNK = 500
 """Values per ``in (...)`` list: fewer ``?`` than SQLite accepts in one statement."""
@@ -41,6 +41,16 @@ class Queries(Protocol):
     def read_together(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
         """The rows of each of ``statements``, all as of one commit."""
         ...
+
+
+OFFSETS = "select topic, partition, next_offset from offsets"
+"""A store's offsets: (topic, partition, next offset) rows."""
+
+
+def ahead_of(theirs: Mapping[tuple[str, int], int], ours: Iterable[Sequence[Any]]) -> bool:
+    """Whether a store whose ``OFFSETS`` rows are ``ours`` has applied a record that contents
+    with the next offsets ``theirs`` lack: then they must not replace its own."""
+    return any(theirs.get((topic, partition), 0) < offset for topic, partition, offset in ours)
 
 
 class Database(abc.ABC):
@@ -154,6 +164,20 @@ class Database(abc.ABC):
         with self.reading(), self.read_transaction():
             return [[tuple(row) for row in self.execute(statement, params)]
                     for statement, params in statements]
+
+    def replace_tables(self, theirs: Mapping[tuple[str, int], int], tables: Sequence[str],
+                       contents_of: Callable[[str], pa.Table]) -> bool:
+        """In one write transaction: unless the store is ``ahead_of(theirs)``, empty each of
+        ``tables`` and insert ``contents_of(table)`` (an Arrow table of its columns); whether it
+        did. A backend that writes Arrow columns without Python rows overrides it."""
+        with self.write_transaction():
+            if ahead_of(theirs, self.execute(OFFSETS).fetchall()):
+                return False
+            for table in tables:
+                self.execute(f"delete from {table}")
+                columns = [column.to_pylist() for column in contents_of(table).columns]
+                self.executemany(insert(table), list(zip(*columns, strict=True)))
+        return True
 
     def read_tables(self, statements: Sequence[tuple[str, pa.Schema]]) -> list[pa.Table]:
         """The rows of each statement as an Arrow table of its schema (the statement's columns),

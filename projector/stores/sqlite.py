@@ -10,7 +10,7 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,10 @@ class SqliteStore(SqlStore):
         super().__init__(SqliteDatabase(self.path, read_only=read_only))
 
 
+BUSY_TIMEOUT_SECS = 30
+"""How long a statement waits for another connection's write transaction to end."""
+
+
 class SqliteDatabase(Database):
     """A connection to a SQLite file; ``read_only`` for clients, which never write it. Raises
     ``StoreUnavailableError`` if the file cannot be opened (or, read-only, does not exist),
@@ -49,6 +53,7 @@ class SqliteDatabase(Database):
     def __init__(self, path: Path, *, read_only: bool) -> None:
         super().__init__(str(path))
         self.path = path
+        self.read_only = read_only
         with self.faults():
             if read_only:
                 if not self.path.exists():
@@ -56,10 +61,10 @@ class SqliteDatabase(Database):
                         self.path, "no store at this path; start the stack with 'strata up', or give "
                                    "the store it uses (--store, STRATA_STORE)")
                 uri = f"{self.path.absolute().as_uri()}?mode=ro"
-                conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
+                conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=BUSY_TIMEOUT_SECS)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+                conn = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_SECS)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
             self._conn = conn
@@ -96,6 +101,16 @@ class SqliteDatabase(Database):
         for name, indexed in INDEXES:
             db[name].create_index(list(indexed), if_not_exists=True)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+
+    def replace_tables(self, theirs: Mapping[tuple[str, int], int], tables: Sequence[str],
+                       contents_of: Callable[[str], pa.Table]) -> bool:
+        """Through ADBC's SQLite driver in a child process (``sqlite_arrow``), in one write
+        transaction: the driver inserts the Arrow columns without a Python object per value (a
+        600,000-event store's snapshot is restored in 9 s instead of 25)."""
+        if self.read_only:
+            return super().replace_tables(theirs, tables, contents_of)  # refused as any write
+        with self.lock:
+            return sqlite_arrow.replace_tables(self.path, theirs, tables, contents_of)
 
     def read_tables(self, statements: Sequence[tuple[str, pa.Schema]]) -> list[pa.Table]:
         """Read through ADBC's SQLite driver in a child process (``sqlite_arrow``), in one read

@@ -404,6 +404,31 @@ def test_a_batch_is_folded_again_when_the_store_moves_on_during_its_fold(open_na
     assert_applied_exactly_once(locate("live"), end)
 
 
+def test_a_replacement_that_fails_partway_changes_nothing(open_named, locate):
+    _, records = history()
+    live, ahead = open_named("live"), open_named("ahead")
+    apply_batch(live, records[:10])
+    apply_batch(ahead, records)
+    before = dump(locate("live"))
+
+    class CutShort:
+        """Contents whose outcomes cannot be read, after the tables before them were."""
+
+        def next_offsets(self):
+            return ahead.next_offsets()
+
+        def contents_of(self, table):
+            if table == "outcomes":
+                raise OSError("outcomes.arrow: no such file")
+            return ahead.contents_of(table)
+
+    with pytest.raises(OSError, match="outcomes.arrow"):
+        live.replace_contents(CutShort())
+    assert dump(locate("live")) == before
+    assert live.replace_contents(ahead)
+    assert dump(locate("live")) == dump(locate("ahead"))
+
+
 def test_replace_contents_copies_a_store_that_has_applied_at_least_as_much(open_named, locate):
     _, records = history()
     live, ahead, behind = (open_named(name) for name in ("live", "ahead", "behind"))
