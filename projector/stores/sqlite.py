@@ -106,7 +106,7 @@ class SqliteDatabase(Database):
                        contents_of: Callable[[str], pa.Table]) -> bool:
         """Through ADBC's SQLite driver in a child process (``sqlite_arrow``), in one write
         transaction: the driver inserts the Arrow columns without a Python object per value (a
-        600,000-event store's snapshot is restored in 9 s instead of 25)."""
+        600,000-event store's snapshot is restored in about 10 s instead of 30)."""
         if self.read_only:
             return super().replace_tables(theirs, tables, contents_of)  # refused as any write
         with self.lock:

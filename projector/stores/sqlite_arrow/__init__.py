@@ -1,4 +1,5 @@
-"""A SQLite store's tables read into Arrow through ADBC's SQLite driver, in a child process.
+"""A SQLite store's tables read into Arrow and written from it through ADBC's SQLite driver, in
+a child process.
 
 The driver carries a SQLite library of its own, and two SQLite libraries must never have one
 database file open in one process: POSIX locks belong to the process, so the driver closing the
