@@ -82,7 +82,8 @@ def test_registrations_add_no_dataset_or_segment_version_their_layers_give(tmp_p
     store = SqliteStore(tmp_path / "store.db")
     apply_batch(store, records)
     kept = dump(tmp_path / "store.db")
-    # The dataset: created, then unregistered from; the segments: created.
+    # The dataset: created, then unregistered from; the segments: created, and s1 touched by the
+    # unregister.
     assert [row[-2] for row in kept["dataset_history"] if row[0] == str(d)] == [0, 5]
     assert [(row[1], row[-2]) for row in kept["segment_history"]] == [("s1", 1), ("s1", 5), ("s2", 3)]
     as_of = [store.at(k).dataset(d) for k in range(2, 7)]
