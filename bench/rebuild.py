@@ -20,6 +20,7 @@ from bench.scenarios import HISTORY_LAYERS
 from bench.systems import layer_event, layer_templates, schema_event
 from events import CreateDataset, Event, OnDuplicate
 from producers import EventProducer, ensure_topics
+from projector.stores.sql_schema import TABLES
 from projector.stores.sqlite import SqliteStore
 from stack.broker import EmbeddedBroker
 
@@ -75,7 +76,7 @@ def _projection(path: Path) -> dict[str, list[tuple[object, ...]]]:
     the feed's commit times (when, not what)."""
     store = SqliteStore(path, read_only=True)
     try:
-        rows = store.snapshot_rows()
+        rows = {table: store.rows(table) for table in TABLES}
     finally:
         store.close()
     del rows["batches"]

@@ -160,16 +160,12 @@ class SqlStore:
         """
         return sql_contents.replace_contents(self._database, source)
 
-    def snapshot_rows(self) -> dict[str, list[tuple[Any, ...]]]:
-        """Every row of every table, as ``rows`` gives them, all as of one commit."""
-        return sql_contents.snapshot_rows(self._database)
-
     def contents_of(self, table: str) -> pa.Table:
         """Every row of ``table`` (one of ``TABLES``) as Arrow, by primary key."""
         return sql_contents.contents_of(self._database, table)
 
     def snapshot_tables(self) -> dict[str, pa.Table]:
-        """Every table as Arrow, all as of one commit (``snapshot_rows`` as columns)."""
+        """Every table as Arrow, rows by primary key, all as of one commit."""
         return sql_contents.snapshot_tables(self._database)
 
     def rows(self, table: str) -> list[tuple[Any, ...]]:

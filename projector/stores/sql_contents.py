@@ -42,12 +42,6 @@ def replace_contents(database: Database, source: Contents) -> bool:
     return database.replace_tables(source.next_offsets(), list(TABLES), source.contents_of)
 
 
-def snapshot_rows(database: Database) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table, as ``rows`` gives them, all as of one commit."""
-    return dict(zip(TABLES, database.read_together([(_select_all(table), ()) for table in TABLES]),
-                    strict=True))
-
-
 def snapshot_tables(database: Database) -> dict[str, pa.Table]:
     """Every table as Arrow (``arrow_schema``), rows by primary key, all as of one commit."""
     read = database.read_tables([(_select_all(table), arrow_schema(table)) for table in TABLES])

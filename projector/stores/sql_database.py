@@ -107,6 +107,11 @@ class Database(abc.ABC):
         return the data version."""
 
     @abc.abstractmethod
+    def read_tables(self, statements: Sequence[tuple[str, pa.Schema]]) -> list[pa.Table]:
+        """The rows of each statement as an Arrow table of its schema (the statement's columns),
+        all as of one commit, read without a Python object per value."""
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Close the connection."""
 
@@ -179,13 +184,6 @@ class Database(abc.ABC):
                 self.executemany(insert(table), list(zip(*columns, strict=True)))
         return True
 
-    def read_tables(self, statements: Sequence[tuple[str, pa.Schema]]) -> list[pa.Table]:
-        """The rows of each statement as an Arrow table of its schema (the statement's columns),
-        all as of one commit. A backend that reads straight into Arrow overrides it."""
-        rows = self.read_together([(statement, ()) for statement, _ in statements])
-        return [pa.table([pa.array(column, field.type) for column, field in zip(
-            zip(*table_rows, strict=True) if table_rows else [[] for _ in schema], schema, strict=True)],
-            schema=schema) for table_rows, (_, schema) in zip(rows, statements, strict=True)]
 
 
 def as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:

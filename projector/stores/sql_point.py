@@ -66,22 +66,34 @@ class PointReader:
         """The dataset a ``dataset_history`` row stands for at the point (``projector.derived``)."""
         digest = row["schema_digest"]
         version = sql_rows.dataset_version(row, self._store.schema(digest) or b"" if digest else b"")
-        registered = self._registrations(version.id, row["valid_from"])["registered_at"]
+        current, history = self._store.layer_table(version.id), self._history(version.id, row["valid_from"])
+        registered = self._registered(current, history, row["valid_from"])["registered_at"]
         created = self._queries.query(
             "select max(position) as last from segment_history where dataset_id = ? and valid_from < ?",
             (row["id"], self.offset))[0]["last"]
-        return derived.dataset_as_of(version, self.layer_table(version.id), pc.max(registered).as_py(),
+        layers = layer_table.at_offset(current, self._at_point(history), self.offset)
+        return derived.dataset_as_of(version, layers, pc.max(registered).as_py(),
                                      0 if created is None else created + 1)
 
-    def _registrations(self, dataset_id: uuid.UUID, since: int) -> pa.Table:
-        """``segment_id``, ``registered_offset`` and ``registered_at`` of every layer registered
-        into the dataset from offset ``since`` to the point, replaced or removed since or not."""
-        columns = ["segment_id", "registered_offset", "registered_at"]
+    def _history(self, dataset_id: uuid.UUID, since: int) -> pa.Table:
+        """The dataset's closed layers (``layer_table.HISTORY_COLUMNS``) of the ``layer_history``
+        chunks from the one holding offset ``since`` on: every layer closed from ``since`` on."""
         blobs = self._queries.read_blobs(
             "select layers from layer_history where dataset_id = ? and chunk >= ? order by chunk",
             (str(dataset_id), since // sql_history.HISTORY_CHUNK_OFFSETS))
-        layers = pa.concat_tables([self._store.layer_table(dataset_id).select(columns),
-                                   layer_table.from_ipc(blobs, layer_table.HISTORY_COLUMNS).select(columns)])
+        return layer_table.from_ipc(blobs, layer_table.HISTORY_COLUMNS)
+
+    def _at_point(self, history: pa.Table) -> pa.Table:
+        """The rows of ``_history`` (read from the point or earlier) that were layers at the point."""
+        return history.filter(pc.and_(pc.less(history["registered_offset"], self.offset),
+                                      pc.greater_equal(history["valid_to"], self.offset)))
+
+    def _registered(self, current: pa.Table, history: pa.Table, since: int) -> pa.Table:
+        """``segment_id``, ``registered_offset`` and ``registered_at`` of every layer registered
+        into the dataset from offset ``since`` to the point, replaced or removed since or not:
+        ``current`` is its layer table now, ``history`` its ``_history`` from ``since``."""
+        columns = ["segment_id", "registered_offset", "registered_at"]
+        layers = pa.concat_tables([current.select(columns), history.select(columns)])
         offsets = layers["registered_offset"]
         return layers.filter(pc.and_(pc.greater_equal(offsets, since), pc.less(offsets, self.offset)))
 
@@ -105,8 +117,10 @@ class PointReader:
         if not rows:
             return []
         since = [r["valid_from"] for r in rows]
-        found = self._registrations(dataset_id, min(since)).join(
-            pa.table({"segment_id": [r["segment_id"] for r in rows], "valid_from": since}), "segment_id")
+        first = min(since)
+        found = self._registered(self._store.layer_table(dataset_id), self._history(dataset_id, first), first)
+        found = found.join(pa.table({"segment_id": [r["segment_id"] for r in rows], "valid_from": since}),
+                           "segment_id")
         found = found.filter(pc.greater_equal(found["registered_offset"], found["valid_from"]))
         newest = found.group_by("segment_id").aggregate([("registered_at", "max")])
         at = dict(zip(newest["segment_id"].to_pylist(), newest["registered_at_max"].to_pylist(), strict=True))
@@ -115,12 +129,7 @@ class PointReader:
 
     def _closed_layers(self, dataset_id: uuid.UUID) -> pa.Table:
         """The dataset's replaced and removed layers that were its layers at the point."""
-        blobs = self._queries.read_blobs(
-            "select layers from layer_history where dataset_id = ? and chunk >= ? order by chunk",
-            (str(dataset_id), self.offset // sql_history.HISTORY_CHUNK_OFFSETS))
-        closed = layer_table.from_ipc(blobs, layer_table.HISTORY_COLUMNS)
-        return closed.filter(pc.and_(pc.less(closed["registered_offset"], self.offset),
-                                     pc.greater_equal(closed["valid_to"], self.offset)))
+        return self._at_point(self._history(dataset_id, self.offset))
 
     def layer_table(self, dataset_id: uuid.UUID) -> pa.Table:
         return self._layer_table(dataset_id, self._closed_layers(dataset_id))
