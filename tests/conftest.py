@@ -9,6 +9,13 @@ Kafka broker and the Spark projector once per session, on first use. The propert
 from __future__ import annotations
 
 import os
+
+# Before anything imports grpc: a test process talks gRPC and also starts the stack's children,
+# whose fork (preexec_fn) would run grpc's fork handlers, and those can restart grpc's poller in
+# the child after Popen closed its descriptors; the child then aborts before exec ("epoll_wait
+# error: Bad file descriptor", grpc/grpc#43055). The children exec at once and need no handlers.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
