@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import pyarrow as pa
 
@@ -46,11 +46,10 @@ from events.names import (
     check_table_name,
     check_tag_name,
 )
-from projector import derived, schemas, table_rows
+from projector import schemas, table_rows
 from projector.model import (
     ENTRIES_TABLE_NAME,
     AssetScope,
-    Change,
     ChangeKind,
     Changes,
     Dataset,
@@ -66,52 +65,13 @@ from projector.model import (
     TablePart,
     TableWrite,
     Tag,
-    Version,
-    Versioned,
     companion_id,
     companion_name,
 )
+from projector.overlay import FoldReader, Overlay
 
-__all__ = ["MAX_NAME_LENGTH", "MAX_PROPERTIES_BYTES", "FoldReader", "InvalidCommand", "Refused", "fold",
+__all__ = ["MAX_NAME_LENGTH", "MAX_PROPERTIES_BYTES", "FoldReader", "InvalidCommand", "Refused", "apply_record", "fold",
            "log_order"]
-
-
-class FoldReader(Protocol):
-    """The fold's read port: the projection as of the end of the previous batch."""
-
-    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
-        """Also a deleted one (a tombstone)."""
-        ...
-
-    def dataset_by_name(self, name: str) -> Dataset | None: ...
-
-    def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None: ...
-
-    def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None: ...
-
-    def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
-                        layer_names: frozenset[str]) -> list[Layer]:
-        """The dataset's layers in the product of the two sets, an empty set meaning all; in no
-        particular order."""
-        ...
-
-    def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None: ...
-
-    def schema(self, digest: str) -> bytes | None: ...
-
-    def has_outcome(self, event_id: uuid.UUID) -> bool: ...
-
-    def table(self, table_id: uuid.UUID) -> Table | None:
-        """Also a deleted one (a tombstone)."""
-        ...
-
-    def table_by_name(self, name: str) -> Table | None: ...
-
-    def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
-        """The kept parts of a write, by part number."""
-        ...
-
-    def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None: ...
 
 
 class Refused(Exception):  # noqa: N818 - a decision, not an error of the fold
@@ -146,18 +106,20 @@ def fold(view: FoldReader, records: Iterable[LogRecord]) -> Changes:
 
     Every record advances its partition's next offset, whatever its outcome.
     """
-    state = _Overlay(view)
+    state = Overlay(view)
     changes = state.changes
     for record in log_order(records):
         key = (record.position.topic, record.position.partition)
         changes.first_offsets.setdefault(key, record.position.offset)
         changes.next_offsets[key] = record.position.offset + 1
         changes.records[key] = changes.records.get(key, 0) + 1
-        _apply(state, record)
+        apply_record(state, record)
     return state.changes
 
 
-def _apply(state: _Overlay, record: LogRecord) -> None:
+def apply_record(state: Overlay, record: LogRecord) -> None:
+    """Apply one record on top of ``state``: its outcome, and what it changes (``fold`` applies
+    each record of a batch with it)."""
     event = record.event
     state.begin(record)
     if event is None:
@@ -188,7 +150,7 @@ def _checked(check: Callable[..., str], *args: object) -> str:
         raise InvalidCommand(str(exc)) from None
 
 
-def _live_dataset(state: _Overlay, event: Event) -> Dataset:
+def _live_dataset(state: Overlay, event: Event) -> Dataset:
     dataset = state.dataset(event.entry_id)
     if dataset is None or dataset.deleted:
         gone = "was deleted" if dataset else "does not exist"
@@ -196,7 +158,7 @@ def _live_dataset(state: _Overlay, event: Event) -> Dataset:
     return dataset
 
 
-def _touch(state: _Overlay, dataset: Dataset, event: Event, **fields: Any) -> Dataset:
+def _touch(state: Overlay, dataset: Dataset, event: Event, **fields: Any) -> Dataset:
     """The dataset with ``fields`` changed and ``updated_at`` moved forward to the event."""
     updated = _touched(dataset, event, **fields)
     state.put_dataset(updated)
@@ -210,12 +172,12 @@ def _touched(dataset: Dataset, event: Event, **fields: Any) -> Dataset:
 # -- entries ----------------------------------------------------------------------------------
 
 
-def _new_entry(state: _Overlay, event: Event, kind: str) -> None:
+def _new_entry(state: Overlay, event: Event, kind: str) -> None:
     if state.dataset(event.entry_id) is not None or state.table(event.entry_id) is not None:
         raise InvalidCommand(f"{kind} id {event.entry_id} is already used; ids are never reused")
 
 
-def _name_free(state: _Overlay, name: str, entry_id: uuid.UUID) -> None:
+def _name_free(state: Overlay, name: str, entry_id: uuid.UUID) -> None:
     """Entry names are unique across datasets and tables, and the system table's is taken."""
     if name == ENTRIES_TABLE_NAME:
         raise Refused(Status.ALREADY_EXISTS, f"already exists: {name!r} is the catalog's system table")
@@ -231,14 +193,14 @@ _DATASET_COMPANIONS = (DatasetKind.BLUEPRINT, DatasetKind.ASSET)
 _TABLE_COMPANIONS = (DatasetKind.BLUEPRINT,)
 
 
-def _companions_free(state: _Overlay, owner_id: uuid.UUID, kinds: tuple[DatasetKind, ...]) -> None:
+def _companions_free(state: Overlay, owner_id: uuid.UUID, kinds: tuple[DatasetKind, ...]) -> None:
     for kind in kinds:
         if state.dataset(companion_id(owner_id, kind)) is not None:
             raise InvalidCommand(f"the {kind} dataset id of {owner_id} is already used; ids are never reused")
         _name_free(state, companion_name(owner_id, kind), companion_id(owner_id, kind))
 
 
-def _create_companions(state: _Overlay, event: Event, kinds: tuple[DatasetKind, ...]) -> None:
+def _create_companions(state: Overlay, event: Event, kinds: tuple[DatasetKind, ...]) -> None:
     """The owner's hidden datasets, checked free by ``_companions_free``."""
     for kind in kinds:
         dataset = Dataset(companion_id(event.entry_id, kind), companion_name(event.entry_id, kind),
@@ -247,7 +209,7 @@ def _create_companions(state: _Overlay, event: Event, kinds: tuple[DatasetKind, 
         state.note(ChangeKind.DATASET_CREATED, dataset.id, dataset.name, detail=kind)
 
 
-def _delete_companions(state: _Overlay, owner_id: uuid.UUID, event: Event) -> None:
+def _delete_companions(state: Overlay, owner_id: uuid.UUID, event: Event) -> None:
     """Those of the owner's hidden datasets that were not deleted on their own."""
     for kind in _DATASET_COMPANIONS:
         companion = state.dataset(companion_id(owner_id, kind))
@@ -255,7 +217,7 @@ def _delete_companions(state: _Overlay, owner_id: uuid.UUID, event: Event) -> No
             _drop_dataset(state, companion, event)
 
 
-def _create_dataset(state: _Overlay, record: LogRecord, event: Event, command: CreateDataset) -> None:
+def _create_dataset(state: Overlay, record: LogRecord, event: Event, command: CreateDataset) -> None:
     name = _checked(check_dataset_name, command.name)
     _new_entry(state, event, "dataset")
     _name_free(state, name, event.entry_id)
@@ -265,7 +227,7 @@ def _create_dataset(state: _Overlay, record: LogRecord, event: Event, command: C
     _create_companions(state, event, _DATASET_COMPANIONS)
 
 
-def _rename_dataset(state: _Overlay, record: LogRecord, event: Event, command: RenameDataset) -> None:
+def _rename_dataset(state: Overlay, record: LogRecord, event: Event, command: RenameDataset) -> None:
     name = _checked(check_dataset_name, command.name)
     dataset = _live_dataset(state, event)
     _name_free(state, name, dataset.id)
@@ -273,13 +235,13 @@ def _rename_dataset(state: _Overlay, record: LogRecord, event: Event, command: R
     state.note(ChangeKind.DATASET_RENAMED, dataset.id, name, detail=dataset.name)
 
 
-def _delete_dataset(state: _Overlay, record: LogRecord, event: Event, command: DeleteDataset) -> None:
+def _delete_dataset(state: Overlay, record: LogRecord, event: Event, command: DeleteDataset) -> None:
     dataset = _live_dataset(state, event)
     _drop_dataset(state, dataset, event)
     _delete_companions(state, dataset.id, event)
 
 
-def _drop_dataset(state: _Overlay, dataset: Dataset, event: Event) -> None:
+def _drop_dataset(state: Overlay, dataset: Dataset, event: Event) -> None:
     layers = sorted(state.matching_layers(dataset.id, frozenset(), frozenset()),
                     key=lambda x: (x.segment_id, x.layer_name))
     for layer in layers:
@@ -295,7 +257,7 @@ def _drop_dataset(state: _Overlay, dataset: Dataset, event: Event) -> None:
 # -- schemas ----------------------------------------------------------------------------------
 
 
-def _define_schema(state: _Overlay, record: LogRecord, event: Event, command: DefineSchema) -> None:
+def _define_schema(state: Overlay, record: LogRecord, event: Event, command: DefineSchema) -> None:
     actual = schemas.digest(command.arrow_schema)
     if command.sha256 != actual:
         raise InvalidCommand(f"DefineSchema's sha256 {command.sha256!r} is not the SHA-256 of its "
@@ -309,7 +271,7 @@ def _define_schema(state: _Overlay, record: LogRecord, event: Event, command: De
     state.changes.schemas[actual] = command.arrow_schema
 
 
-def _defined(state: _Overlay, digest: str, field: str) -> bytes:
+def _defined(state: Overlay, digest: str, field: str) -> bytes:
     found = state.schema(digest)
     if found is None:
         raise InvalidCommand(f"{field} {digest} names a schema that was never defined: produce a "
@@ -317,7 +279,7 @@ def _defined(state: _Overlay, digest: str, field: str) -> bytes:
     return found
 
 
-def _layer_schema(state: _Overlay, command: RegisterLayer) -> bytes:
+def _layer_schema(state: Overlay, command: RegisterLayer) -> bytes:
     """The layer's schema bytes, inline or by reference; empty when unknown."""
     if command.schema_sha256:
         if command.arrow_schema:
@@ -331,7 +293,7 @@ def _layer_schema(state: _Overlay, command: RegisterLayer) -> bytes:
     return command.arrow_schema
 
 
-def _layer_properties(state: _Overlay, command: RegisterLayer) -> tuple[bytes, str, bytes]:
+def _layer_properties(state: Overlay, command: RegisterLayer) -> tuple[bytes, str, bytes]:
     """The layer's properties: inline (an Arrow IPC stream), or by reference (their schema's
     digest and the compressed batch, checked against the schema); empty when there are none."""
     if command.properties_schema_sha256 or command.properties_batch:
@@ -355,7 +317,7 @@ def _layer_properties(state: _Overlay, command: RegisterLayer) -> tuple[bytes, s
 # -- layers -----------------------------------------------------------------------------------
 
 
-def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: RegisterLayer) -> None:
+def _register_layer(state: Overlay, record: LogRecord, event: Event, command: RegisterLayer) -> None:
     _checked(check_id, "segment_id", command.segment_id)
     _checked(check_layer_name, command.layer_name)
     _checked(check_id, "storage_url", command.storage_url)
@@ -421,7 +383,7 @@ def _register_layer(state: _Overlay, record: LogRecord, event: Event, command: R
 
 
 def _unregister_layers(
-    state: _Overlay, record: LogRecord, event: Event, command: UnregisterLayers
+    state: Overlay, record: LogRecord, event: Event, command: UnregisterLayers
 ) -> None:
     if not command.segment_ids and not command.layer_names:
         raise InvalidCommand("unregister needs segments or layers to drop (both lists are empty)")
@@ -466,7 +428,7 @@ def _without(refs: tuple[SchemaRef, ...], digest: str) -> tuple[SchemaRef, ...]:
                  for r in refs if r.digest != digest or r.layers > 1)
 
 
-def _merged_schema(state: _Overlay, refs: tuple[SchemaRef, ...]) -> bytes:
+def _merged_schema(state: Overlay, refs: tuple[SchemaRef, ...]) -> bytes:
     merged = b""
     for ref in refs:
         merged = schemas.merge_serialized(merged, state.schema(ref.digest))
@@ -477,7 +439,7 @@ def _merged_schema(state: _Overlay, refs: tuple[SchemaRef, ...]) -> bytes:
 # A tag names a point of a dataset's history; reading the dataset as of it is the store's work.
 
 
-def _create_tag(state: _Overlay, record: LogRecord, event: Event, command: CreateTag) -> None:
+def _create_tag(state: Overlay, record: LogRecord, event: Event, command: CreateTag) -> None:
     name = _checked(check_tag_name, command.name)
     dataset = _live_dataset(state, event)
     own = record.position.offset
@@ -492,7 +454,7 @@ def _create_tag(state: _Overlay, record: LogRecord, event: Event, command: Creat
     state.note(ChangeKind.TAG_CREATED, dataset.id, dataset.name, detail=f"{name} {command.offset}")
 
 
-def _delete_tag(state: _Overlay, record: LogRecord, event: Event, command: DeleteTag) -> None:
+def _delete_tag(state: Overlay, record: LogRecord, event: Event, command: DeleteTag) -> None:
     dataset = _live_dataset(state, event)
     if state.tag(dataset.id, command.name) is None:
         raise Refused(Status.NOT_FOUND, f"dataset {dataset.name!r} has no tag {command.name!r}")
@@ -506,7 +468,7 @@ def _delete_tag(state: _Overlay, record: LogRecord, event: Event, command: Delet
 
 
 def _register_blueprint(
-    state: _Overlay, record: LogRecord, event: Event, command: RegisterBlueprint
+    state: Overlay, record: LogRecord, event: Event, command: RegisterBlueprint
 ) -> None:
     """Logs from before hidden blueprint datasets: the blueprint becomes the segment
     ``blueprint_id`` of the dataset's blueprint dataset, its layer ``base`` replaced."""
@@ -521,7 +483,7 @@ def _register_blueprint(
         _set_default_blueprint(state, record, owner_event, SetDefaultBlueprint(command.blueprint_id))
 
 
-def _blueprints_of(state: _Overlay, event: Event, kind: str) -> Dataset:
+def _blueprints_of(state: Overlay, event: Event, kind: str) -> Dataset:
     """The live blueprint dataset of the event's entry (a ``kind``: dataset or table)."""
     blueprints = state.dataset(companion_id(event.entry_id, DatasetKind.BLUEPRINT))
     if blueprints is None or blueprints.deleted:
@@ -532,7 +494,7 @@ def _blueprints_of(state: _Overlay, event: Event, kind: str) -> Dataset:
 
 
 def _set_default_blueprint(
-    state: _Overlay, record: LogRecord, event: Event, command: SetDefaultBlueprint
+    state: Overlay, record: LogRecord, event: Event, command: SetDefaultBlueprint
 ) -> None:
     """Any name, as Rerun's server takes it, while the blueprint dataset exists."""
     if command.blueprint_id is not None:
@@ -558,7 +520,7 @@ def _set_default_blueprint(
 # -- assets -----------------------------------------------------------------------------------
 
 
-def _scope_asset(state: _Overlay, record: LogRecord, event: Event, command: ScopeAsset) -> None:
+def _scope_asset(state: Overlay, record: LogRecord, event: Event, command: ScopeAsset) -> None:
     _checked(check_id, "segment_id", command.segment_id)
     for segment_id in command.segments:
         _checked(check_id, "segments", segment_id)
@@ -600,7 +562,7 @@ def _scope_asset(state: _Overlay, record: LogRecord, event: Event, command: Scop
 # -- tables -----------------------------------------------------------------------------------
 
 
-def _live_table(state: _Overlay, event: Event) -> Table:
+def _live_table(state: Overlay, event: Event) -> Table:
     table = state.table(event.entry_id)
     if table is None or table.deleted:
         gone = "was deleted" if table else "does not exist"
@@ -608,11 +570,11 @@ def _live_table(state: _Overlay, event: Event) -> Table:
     return table
 
 
-def _touch_table(state: _Overlay, table: Table, event: Event, **fields: Any) -> None:
+def _touch_table(state: Overlay, table: Table, event: Event, **fields: Any) -> None:
     state.put_table(replace(table, updated_at=max(table.updated_at, event.produced_at), **fields))
 
 
-def _create_table(state: _Overlay, record: LogRecord, event: Event, command: CreateTable) -> None:
+def _create_table(state: Overlay, record: LogRecord, event: Event, command: CreateTable) -> None:
     name = _checked(check_table_name, command.name)
     _checked(table_rows.table_schema, command.arrow_schema)
     if command.storage_url:
@@ -626,7 +588,7 @@ def _create_table(state: _Overlay, record: LogRecord, event: Event, command: Cre
     _create_companions(state, event, _TABLE_COMPANIONS)
 
 
-def _register_table(state: _Overlay, record: LogRecord, event: Event, command: RegisterTable) -> None:
+def _register_table(state: Overlay, record: LogRecord, event: Event, command: RegisterTable) -> None:
     name = _checked(check_table_name, command.name)
     _checked(check_id, "storage_url", command.storage_url)
     _checked(table_rows.table_schema, command.arrow_schema)
@@ -642,7 +604,7 @@ def _register_table(state: _Overlay, record: LogRecord, event: Event, command: R
     _create_companions(state, event, _TABLE_COMPANIONS)
 
 
-def _rename_table(state: _Overlay, record: LogRecord, event: Event, command: RenameTable) -> None:
+def _rename_table(state: Overlay, record: LogRecord, event: Event, command: RenameTable) -> None:
     name = _checked(check_table_name, command.name)
     table = _live_table(state, event)
     _name_free(state, name, table.id)
@@ -650,7 +612,7 @@ def _rename_table(state: _Overlay, record: LogRecord, event: Event, command: Ren
     state.note(ChangeKind.TABLE_RENAMED, table.id, name, detail=table.name)
 
 
-def _delete_table(state: _Overlay, record: LogRecord, event: Event, command: DeleteTable) -> None:
+def _delete_table(state: Overlay, record: LogRecord, event: Event, command: DeleteTable) -> None:
     table = _live_table(state, event)
     _touch_table(state, table, event, deleted=True, default_blueprint=None)
     state.purge(table.id)
@@ -658,7 +620,7 @@ def _delete_table(state: _Overlay, record: LogRecord, event: Event, command: Del
     _delete_companions(state, table.id, event)
 
 
-def _write_table(state: _Overlay, record: LogRecord, event: Event, command: WriteTable) -> None:
+def _write_table(state: Overlay, record: LogRecord, event: Event, command: WriteTable) -> None:
     """Rows for a table, in one part or several. A write in several parts applies when its last
     part is folded, if parts 0 to the last came in order and all were good; any other part drops
     the write. An upsert's rows replace the rows with their index values, the last of a write's
@@ -728,191 +690,3 @@ _HANDLERS: dict[type, Callable[..., None]] = {
     CreateTag: _create_tag,
     DeleteTag: _delete_tag,
 }
-
-
-class _Overlay:
-    """The view with this batch's changes laid over it, so later records see earlier ones."""
-
-    def __init__(self, view: FoldReader) -> None:
-        self.view = view
-        self.changes = Changes()
-        self._names: dict[str, uuid.UUID | None] = {}
-        self._table_names: dict[str, uuid.UUID | None] = {}
-        self._changed_layers: dict[tuple[uuid.UUID, str], set[str]] = {}
-        """The layer names of each (dataset, segment) that ``changes.layers`` has."""
-        self._record: LogRecord | None = None
-        self._record_feed_start = 0
-
-    def begin(self, record: LogRecord) -> None:
-        """``record`` is the one being applied: ``note`` attributes changes to it."""
-        self._record = record
-        self._record_feed_start = len(self.changes.feed)
-
-    def note(self, kind: ChangeKind, entry_id: uuid.UUID | None, entry_name: str, segment_id: str = "",
-             layer_name: str = "", *, detail: str = "") -> None:
-        """Adds an entry to the change feed for the record being applied."""
-        assert self._record is not None, "note() before begin()"
-        feed = self.changes.feed
-        feed.append(Change(self._record.position, len(feed) - self._record_feed_start, kind, entry_id,
-                           entry_name, segment_id, layer_name, detail))
-    def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
-        if dataset_id in self.changes.datasets:
-            return self.changes.datasets[dataset_id]
-        return self.view.dataset(dataset_id)
-
-    def dataset_by_name(self, name: str) -> Dataset | None:
-        if name in self._names:
-            holder = self._names[name]
-            return None if holder is None else self.changes.datasets[holder]
-        return self.view.dataset_by_name(name)
-
-    def _overlaid(self, changed: dict[_Key, _Value | None], key: _Key,
-                  stored: Callable[..., _Value | None]) -> _Value | None:
-        """A row of one of a dataset's tables: as this batch left it, else (unless the batch
-        deleted the dataset) as the view has it."""
-        if key in changed:
-            return changed[key]
-        if key[0] in self.changes.purged:
-            return None
-        return stored(*key)
-
-    def segment(self, dataset_id: uuid.UUID, segment_id: str) -> Segment | None:
-        return self._overlaid(self.changes.segments, (dataset_id, segment_id), self.view.segment)
-
-    def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None:
-        return self._overlaid(self.changes.layers, (dataset_id, segment_id, layer_name), self.view.layer)
-
-    def matching_layers(self, dataset_id: uuid.UUID, segment_ids: frozenset[str],
-                        layer_names: frozenset[str]) -> list[Layer]:
-        current: dict[tuple[str, str], Layer | None] = {} if dataset_id in self.changes.purged else {
-            (x.segment_id, x.layer_name): x
-            for x in self.view.matching_layers(dataset_id, segment_ids, layer_names)}
-        if segment_ids:
-            changed = [(s, n) for s in segment_ids for n in self._changed_layers.get((dataset_id, s), ())]
-        else:
-            changed = [(s, n) for d, s, n in self.changes.layers if d == dataset_id]
-        for segment_id, layer_name in changed:
-            if not layer_names or layer_name in layer_names:
-                current[(segment_id, layer_name)] = self.changes.layers[(dataset_id, segment_id, layer_name)]
-        return [x for x in current.values() if x is not None]
-
-    def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None:
-        return self._overlaid(self.changes.asset_scopes, (dataset_id, segment_id), self.view.asset_scope)
-
-    def schema(self, digest: str) -> bytes | None:
-        return self.changes.schemas.get(digest) or self.view.schema(digest)
-
-    def has_outcome(self, event_id: uuid.UUID) -> bool:
-        return event_id in self.changes.outcomes or self.view.has_outcome(event_id)
-
-    def table(self, table_id: uuid.UUID) -> Table | None:
-        if table_id in self.changes.tables:
-            return self.changes.tables[table_id]
-        return self.view.table(table_id)
-
-    def table_by_name(self, name: str) -> Table | None:
-        if name in self._table_names:
-            holder = self._table_names[name]
-            return None if holder is None else self.changes.tables[holder]
-        return self.view.table_by_name(name)
-
-    def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None:
-        return self._overlaid(self.changes.tags, (dataset_id, name), self.view.tag)
-
-    def put_tag(self, key: tuple[uuid.UUID, str], tag: Tag | None) -> None:
-        """A dataset's tag (None: deleted)."""
-        self.changes.tags[key] = tag
-        self._version(Versioned.TAG, key, tag)
-
-    def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
-        parts: dict[int, TablePart | None] = {} if table_id in self.changes.purged else {
-            p.part: p for p in self.view.table_parts(table_id, write_id)}
-        for (changed_table, changed_write, number), part in self.changes.table_parts.items():
-            if (changed_table, changed_write) == (table_id, write_id):
-                parts[number] = part
-        return [part for n in sorted(parts) if (part := parts[n]) is not None]
-
-    def put_table(self, table: Table) -> None:
-        previous = self.table(table.id)
-        if previous is not None and not previous.deleted:
-            self._table_names[previous.name] = None
-        self.changes.tables[table.id] = table
-        self._version(Versioned.TABLE, (table.id,), table)
-        if not table.deleted:
-            self._table_names[table.name] = table.id
-
-    def put_part(self, part: TablePart) -> None:
-        self.changes.table_parts[(part.table_id, part.write_id, part.part)] = part
-
-    def drop_part(self, part: TablePart) -> None:
-        self.changes.table_parts[(part.table_id, part.write_id, part.part)] = None
-
-    def put_dataset(self, dataset: Dataset, *, derivable: bool = False) -> None:
-        """The dataset's new value, and a version of it unless ``derivable`` (a registration's
-        touch) and the change is one the history derives from the layers (``projector.derived``)."""
-        previous = self.dataset(dataset.id)
-        if previous is not None and not previous.deleted:
-            self._names[previous.name] = None
-        self.changes.datasets[dataset.id] = dataset
-        if not (derivable and previous is not None and derived.same_version(previous, dataset)):
-            self._version(Versioned.DATASET, (dataset.id,), dataset)
-        if not dataset.deleted:
-            self._names[dataset.name] = dataset.id
-
-    def purge(self, dataset_id: uuid.UUID) -> None:
-        """Everything of a deleted entry (dataset or table) goes."""
-        self.changes.purged.add(dataset_id)
-        self._version(Versioned.PURGE, (dataset_id,), None)
-        _drop_entry(self.changes.segments, dataset_id)
-        _drop_entry(self.changes.layers, dataset_id)
-        _drop_entry(self.changes.asset_scopes, dataset_id)
-        _drop_entry(self.changes.tags, dataset_id)
-        _drop_entry(self.changes.table_parts, dataset_id)
-        _drop_entry(self._changed_layers, dataset_id)
-
-    def put_segment(self, segment: Segment, *, derivable: bool = False) -> None:
-        """The segment's new value, and a version of it unless ``derivable``: a registration's
-        later clock, which the history derives from the layer it leaves (``projector.derived``)."""
-        if derivable:
-            self.changes.segments[(segment.dataset_id, segment.segment_id)] = segment
-        else:
-            self._set_segment(segment, segment)
-
-    def drop_segment(self, segment: Segment) -> None:
-        self._set_segment(segment, None)
-
-    def _set_segment(self, segment: Segment, value: Segment | None) -> None:
-        key = (segment.dataset_id, segment.segment_id)
-        self.changes.segments[key] = value
-        self._version(Versioned.SEGMENT, key, value)
-
-    def put_scope(self, key: tuple[uuid.UUID, str], scope: AssetScope | None) -> None:
-        """An asset's scope (None: dropped, with its segment)."""
-        self.changes.asset_scopes[key] = scope
-        self._version(Versioned.ASSET_SCOPE, key, scope)
-
-    def put_layer(self, layer: Layer) -> None:
-        self._set_layer(layer, layer)
-
-    def drop_layer(self, layer: Layer) -> None:
-        self._set_layer(layer, None)
-
-    def _set_layer(self, layer: Layer, value: Layer | None) -> None:
-        key = (layer.dataset_id, layer.segment_id, layer.layer_name)
-        self.changes.layers[key] = value
-        self._changed_layers.setdefault((layer.dataset_id, layer.segment_id), set()).add(layer.layer_name)
-        self._version(Versioned.LAYER, key, value)
-
-    def _version(self, kind: Versioned, key: tuple[Any, ...], row: Any) -> None:
-        assert self._record is not None, "a change before begin()"
-        self.changes.history.append(Version(self._record.position.offset, kind, key, row))
-
-
-_Key = TypeVar("_Key", bound=tuple[Any, ...])
-_Value = TypeVar("_Value")
-
-
-def _drop_entry(changed: dict[_Key, Any], entry_id: uuid.UUID) -> None:
-    """Drops the keys of ``changed`` that start with ``entry_id``."""
-    for key in [k for k in changed if k[0] == entry_id]:
-        del changed[key]
