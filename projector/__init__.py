@@ -1,7 +1,9 @@
 """The projection: the pure fold of command events into the catalog, and the store it lands in.
 
 Owns every domain rule (entry names, duplicates, last-writer-wins, schema merges, table rows) in
-``fold`` and the modules beside it (``merge``, ``schemas``, ``table_rows``), applied over the batch so far by ``overlay``; the store's ports
+``fold`` and the modules beside it (``merge``, ``schemas``, ``table_rows``), which apply one record
+at a time over the batch so far (``overlay``); ``batch_fold`` makes the same changes with most
+registrations folded as columns (``layer_runs``); the store's ports
 (``ports``: ``ProjectionWriter`` for the projector, ``ProjectionReader`` for clients); applying a
 batch (``apply``); the read models clients share (``views``), the change feed follower
 (``feed``) and waiting until a store has passed log positions (``waiting``); and the backends

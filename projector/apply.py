@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from projector.fold import fold
+from projector.batch_fold import fold_batch
 from projector.model import Changes, LogRecord
 from projector.ports import ProjectionWriter, StaleBatchError
 
@@ -15,7 +15,8 @@ COMMIT_ATTEMPTS = 3
 
 
 def apply_batch(store: ProjectionWriter, records: Iterable[LogRecord]) -> Changes:
-    """Fold the records the store has not seen yet and commit the result atomically.
+    """Fold the records the store has not seen yet (``projector.batch_fold``) and commit the
+    result atomically.
 
     Records below a partition's stored next offset were committed by an earlier run of the same
     batch (a restart after a crash) or by whatever moved the store on, and are skipped, so
@@ -31,7 +32,7 @@ def apply_batch(store: ProjectionWriter, records: Iterable[LogRecord]) -> Change
             r for r in records
             if r.position.offset >= offsets.get((r.position.topic, r.position.partition), 0)
         ]
-        changes = fold(store.batch_view(fresh), fresh)
+        changes = fold_batch(store.batch_view(fresh), fresh)
         if not fresh:
             return changes
         try:

@@ -70,8 +70,8 @@ from projector.model import (
 )
 from projector.overlay import FoldReader, Overlay
 
-__all__ = ["MAX_NAME_LENGTH", "MAX_PROPERTIES_BYTES", "FoldReader", "InvalidCommand", "Refused", "apply_record", "fold",
-           "log_order"]
+__all__ = ["MAX_NAME_LENGTH", "MAX_PROPERTIES_BYTES", "FoldReader", "InvalidCommand", "Refused",
+           "apply_record", "fold", "log_order"]
 
 
 class Refused(Exception):  # noqa: N818 - a decision, not an error of the fold

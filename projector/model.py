@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from events import AssetMode, DecodeError, Event, IndexRange, TableWriteMode, decode
+from events import AssetMode, DecodeError, Event, IndexRange, RegisterLayer, TableWriteMode, decode
 
 
 @dataclass(frozen=True, order=True)
@@ -381,6 +381,91 @@ class Version(NamedTuple):
     row: Any
 
 
+class RunWrite(NamedTuple):
+    """An accepted registration that made a new version of its layer."""
+
+    offset: int
+    event_id: uuid.UUID
+    command: RegisterLayer
+    registered_at: datetime
+    replaced: bool
+    """It replaced a layer of the same (segment, layer name): the feed says ``layer_replaced``."""
+    created: bool
+    """It created its segment."""
+    position: int
+    """Its segment's position."""
+    entry_name: str
+    """The dataset's name when it was folded, as the feed names it."""
+
+
+@dataclass(slots=True)
+class RunSegment:
+    """A segment whose row a run holds: one it created, or a stored one it registered into."""
+
+    created_by: LogPosition
+    position: int
+    updated_at: datetime
+    created_at: datetime | None
+    """The creating registration's time (the segment's first version), None for a stored one."""
+    changed: bool
+    """Its row differs from the stored one: created, or its ``updated_at`` moved."""
+
+
+@dataclass
+class LayerRun:
+    """Registrations into one dataset, from one (topic, partition), in log order, folded as lists
+    (``projector.batch_fold``): what ``projector.fold.fold`` would have made of them as one
+    ``Outcome``, ``Layer``, ``Segment``, ``Change`` and ``Version`` each, which
+    ``projector.layer_runs.materialize_into`` makes."""
+
+    dataset_id: uuid.UUID
+    topic: str
+    partition: int
+    outcomes: list[tuple[int, uuid.UUID, str]] = field(default_factory=list)
+    """(offset, event id, reason) of every record folded into the run: accepted when the reason
+    is empty, else refused as already existing (``on_duplicate="error"``)."""
+    writes: list[RunWrite] = field(default_factory=list)
+    latest: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(segment, layer name): the index in ``writes`` of the layer's current version."""
+    replaced: list[tuple[Layer, int, int]] = field(default_factory=list)
+    """The stored layers the run replaced: (layer, its segment's position, the offset of the
+    registration that replaced it)."""
+    segments: dict[str, RunSegment] = field(default_factory=dict)
+    event_ids: set[uuid.UUID] = field(default_factory=set)
+    """Every event the run decided."""
+
+    def position(self, offset: int) -> LogPosition:
+        return LogPosition(self.topic, self.partition, offset)
+
+    def layer(self, write: RunWrite) -> Layer:
+        """The layer a write made, as the per-event fold makes it."""
+        command = write.command
+        return Layer(
+            dataset_id=self.dataset_id, segment_id=command.segment_id, layer_name=command.layer_name,
+            storage_url=command.storage_url, size_bytes=command.size_bytes,
+            schema_sha256=command.schema_sha256, properties=b"", registered_at=write.registered_at,
+            registered_by=self.position(write.offset), event_id=write.event_id,
+            num_chunks=command.num_chunks, index_ranges=command.index_ranges,
+            properties_schema_sha256=command.properties_schema_sha256,
+            properties_batch=command.properties_batch)
+
+    def segment(self, segment_id: str, row: RunSegment) -> Segment:
+        return Segment(self.dataset_id, segment_id, row.created_by, row.updated_at, row.position)
+
+    def closed_writes(self) -> list[tuple[RunWrite, int]]:
+        """The writes a later write of the same layer replaced within the run, each with the
+        offset of the one that replaced it."""
+        following: dict[tuple[str, str], int] = {}
+        closed = []
+        for write in reversed(self.writes):
+            key = (write.command.segment_id, write.command.layer_name)
+            if key in following:
+                closed.append((write, following[key]))
+            following[key] = write.offset
+        closed.reverse()
+        return closed
+
+
 @dataclass
 class Changes:
     """Everything one batch changes, committed by the store in one transaction."""
@@ -416,3 +501,14 @@ class Changes:
     """For every (topic, partition) in the batch: the offset of its first record."""
     records: dict[tuple[str, int], int] = field(default_factory=dict)
     """For every (topic, partition) in the batch: how many of its records were folded."""
+    runs: list[LayerRun] = field(default_factory=list)
+    """Registrations the batch fold (``projector.batch_fold``) kept as columns: their outcomes,
+    layers, segments, history and feed entries are in these runs, not in the fields above, and
+    touch none of the rows those hold (``projector.layer_runs.materialized`` moves them there)."""
+
+    def statuses(self) -> list[Status]:
+        """The status of every outcome, those of the runs included."""
+        found = [outcome.status for outcome in self.outcomes.values()]
+        for run in self.runs:
+            found += [Status.ALREADY_EXISTS if reason else Status.ACCEPTED for _, _, reason in run.outcomes]
+        return found

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from projector import derived
+from projector import derived, layer_runs
 from projector.model import (
     AssetScope,
     Change,
@@ -18,6 +18,7 @@ from projector.model import (
     Changes,
     Dataset,
     Layer,
+    LayerRun,
     LogRecord,
     Segment,
     Table,
@@ -79,6 +80,14 @@ class Overlay:
         """The layer names of each (dataset, segment) that ``changes.layers`` has."""
         self._record: LogRecord | None = None
         self._record_feed_start = 0
+        self.run_events: set[uuid.UUID] = set()
+        """The events decided in runs of ``projector.batch_fold`` not yet put into ``changes``."""
+
+    def take_run(self, run: LayerRun) -> None:
+        """Put a run's registrations into ``changes``, as if each had been applied here."""
+        for dataset_id, segment_id, layer_name in layer_runs.materialize_into(run, self.changes):
+            self._changed_layers.setdefault((dataset_id, segment_id), set()).add(layer_name)
+        self.run_events -= run.event_ids
 
     def begin(self, record: LogRecord) -> None:
         """``record`` is the one being applied: ``note`` attributes changes to it."""
@@ -140,7 +149,8 @@ class Overlay:
         return self.changes.schemas.get(digest) or self.view.schema(digest)
 
     def has_outcome(self, event_id: uuid.UUID) -> bool:
-        return event_id in self.changes.outcomes or self.view.has_outcome(event_id)
+        return (event_id in self.changes.outcomes or event_id in self.run_events
+                or self.view.has_outcome(event_id))
 
     def table(self, table_id: uuid.UUID) -> Table | None:
         if table_id in self.changes.tables:

@@ -198,10 +198,11 @@ class ProjectorJob:
             log.error("%s", self.store_fault)
             raise
         done = time.perf_counter()
-        refused = sum(1 for o in changes.outcomes.values() if o.status is not Status.ACCEPTED)
+        statuses = changes.statuses()
+        refused = sum(1 for status in statuses if status is not Status.ACCEPTED)
         log.info("batch %d: %d records, %d outcomes (%d not accepted), %d rejections; "
                  "fetch %.0f ms, fold and commit %.0f ms", batch_id, rows.num_rows,
-                 len(changes.outcomes), refused, len(changes.rejections),
+                 len(statuses), refused, len(changes.rejections),
                  (fetched - started) * 1000, (done - fetched) * 1000)
         if self.on_batch is not None:
             self.on_batch(changes)

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from projector import layer_table
-from projector.model import Changes, Version, Versioned
+from projector.model import Changes, LayerRun, Version, Versioned
 from projector.ports import StaleBatchError
 from projector.stores import sql_history, sql_rows, sql_tables
 from projector.stores.sql_database import Database
@@ -75,6 +75,8 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
         "batches": [(t, p, first, changes.next_offsets[(t, p)], changes.records[(t, p)])
                     for (t, p), first in changes.first_offsets.items()],
     }
+    for run in changes.runs:
+        _add_run_rows(rows, run, committed_at)
     # The connection's context rolls the transaction back on any error, so a batch that
     # cannot be written (read-only or full disk) leaves the store exactly as it was.
     statements = sql_tables.Statements(database.execute, database.key_rows, database.key_in)
@@ -85,7 +87,7 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
             raise StaleBatchError(
                 f"store offsets moved from {expected_offsets} to {stored} during the batch")
         chunks = _touched_chunks(database, changes)
-        _keep_history(database, changes.history)
+        _keep_history(database, changes.history, changes.runs)
         purged = [(str(dataset_id),) for dataset_id in changes.purged]
         for table in ("segments", "layers", "layer_chunks", "asset_scopes", "tags"):
             database.executemany(f"delete from {table} where dataset_id = ?", purged)
@@ -116,10 +118,11 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
         tables.finish()
 
 
-def _keep_history(database: Database, history: list[Version]) -> None:
+def _keep_history(database: Database, history: list[Version], runs: list[LayerRun]) -> None:
     """Lay down the batch's versions (``projector.stores.sql_history``): end the versions the
     store held where the batch first changed their rows or purged their entry, then add the
-    batch's own. Runs inside ``commit``'s transaction, before the current tables change."""
+    batch's own, those of its runs too. Runs inside ``commit``'s transaction, before the current
+    tables change."""
     found = sql_history.spans(history)
     closing: dict[Versioned, list[tuple[Any, ...]]] = {}
     for kind, key, offset in found.first_touches:
@@ -146,6 +149,8 @@ def _keep_history(database: Database, history: list[Version]) -> None:
             (*values, span.valid_from, span.valid_to))
     if merged_schemas:
         database.upsert_many("schemas", [(digest, merged) for merged, digest in merged_schemas.items()])
+    for run in runs:
+        _add_run_history(added, closed_layers, run)
     for table, rows in added.items():
         database.executemany(insert(table), rows)
     _add_closed_layers(database, closed_layers, found.spans)
@@ -243,6 +248,10 @@ def _touched_chunks(database: Database, changes: Changes) -> set[tuple[str, int]
     is now and where it will be. Runs inside ``commit``'s transaction, before its writes."""
     chunks = {(sql_rows.id_text(s.dataset_id), s.position // layer_table.CHUNK_SEGMENTS)
               for s in changes.segments.values() if s is not None}
+    for run in changes.runs:  # their segments are where they were, or new
+        dataset_text = sql_rows.id_text(run.dataset_id)
+        chunks.update((dataset_text, position // layer_table.CHUNK_SEGMENTS)
+                      for position in {write.position for write in run.writes})
     touched: dict[str, set[str]] = {}
     for dataset_id, segment_id in [*changes.segments, *((d, s) for d, s, _ in changes.layers)]:
         if dataset_id not in changes.purged:
@@ -254,6 +263,48 @@ def _touched_chunks(database: Database, changes: Changes) -> set[tuple[str, int]
             chunks.update((dataset_text, position // layer_table.CHUNK_SEGMENTS)
                           for (position,) in database.execute(statement, params))
     return chunks
+
+
+def _add_run_rows(rows: dict[str, list[tuple[Any, ...]]], run: LayerRun, committed_at: int) -> None:
+    """The current rows of a run (``projector.layer_runs``): the layers it leaves, the segments
+    it created or moved, its outcomes and its entries of the change feed."""
+    dataset_text = sql_rows.id_text(run.dataset_id)
+    topic, partition = run.topic, run.partition
+    writes = run.writes
+    rows["layers"] += [sql_rows.run_layer_values(dataset_text, topic, partition, writes[index])
+                       for index in run.latest.values()]
+    rows["segments"] += [(dataset_text, segment_id, s.created_by.topic, s.created_by.partition,
+                          s.created_by.offset, sql_rows.micros(s.updated_at), s.position)
+                         for segment_id, s in run.segments.items() if s.changed]
+    rows["outcomes"] += [(str(event_id), topic, partition, offset, "already_exists" if reason else "accepted",
+                          reason) for offset, event_id, reason in run.outcomes]
+    feed = rows["feed"]
+    for write in writes:
+        command = write.command
+        feed.append((topic, partition, write.offset, 0, "layer_replaced" if write.replaced else "layer_added",
+                     dataset_text, write.entry_name, command.segment_id, command.layer_name,
+                     command.storage_url, committed_at))
+        if write.created:
+            feed.append((topic, partition, write.offset, 1, "segment_added", dataset_text, write.entry_name,
+                         command.segment_id, "", "", committed_at))
+
+
+def _add_run_history(added: dict[str, list[tuple[Any, ...]]], closed: dict[str, list[tuple[Any, ...]]],
+                     run: LayerRun) -> None:
+    """A run's versions: the first version of each segment it created, and the layers it
+    closed (the stored ones it replaced, and its own replaced later in the run)."""
+    dataset_text = sql_rows.id_text(run.dataset_id)
+    added.setdefault("segment_history", []).extend(
+        (dataset_text, write.command.segment_id, run.topic, run.partition, write.offset,
+         sql_rows.micros(write.registered_at), write.position, write.offset, None)
+        for write in run.writes if write.created)
+    ended = closed.setdefault(dataset_text, [])
+    ended += [sql_rows.closed_layer_values(layer, position, offset)
+              for layer, position, offset in run.replaced]
+    ended += [sql_rows.closed_layer_values(run.layer(write), write.position, offset)
+              for write, offset in run.closed_writes()]
+    if not ended:
+        del closed[dataset_text]
 
 
 def rewrite_chunks(database: Database, chunks: set[tuple[str, int]]) -> None:

@@ -27,6 +27,7 @@ from projector.model import (
     LogPosition,
     Outcome,
     Rejection,
+    RunWrite,
     SchemaRef,
     Segment,
     Status,
@@ -130,6 +131,14 @@ def layer_values(x: Layer) -> tuple[Any, ...]:
             x.schema_sha256, x.properties, micros(x.registered_at), x.registered_by.topic,
             x.registered_by.partition, x.registered_by.offset, str(x.event_id), x.num_chunks,
             layer_table.ranges_text(x.index_ranges), x.properties_schema_sha256, x.properties_batch)
+
+
+def run_layer_values(dataset_text: str, topic: str, partition: int, write: RunWrite) -> tuple[Any, ...]:
+    """The ``layer_values`` of the layer a run's write made (``projector.layer_runs``)."""
+    c = write.command
+    return (dataset_text, c.segment_id, c.layer_name, c.storage_url, c.size_bytes, c.schema_sha256, b"",
+            micros(write.registered_at), topic, partition, write.offset, str(write.event_id), c.num_chunks,
+            layer_table.ranges_text(c.index_ranges), c.properties_schema_sha256, c.properties_batch)
 
 
 def layer(r: dict[str, Any]) -> Layer:
