@@ -416,6 +416,13 @@ def rows_for(args: argparse.Namespace, strata: StrataResults, rerun: SystemResul
                         kafka["count_events_per_s"], NOT_APPLICABLE, note=note))
         rows.append(Row("replay", "Spark's Kafka source alone, handed to Python as Arrow (events/s)",
                         "higher", kafka["arrow_events_per_s"], NOT_APPLICABLE, note=note))
+        for key, what in [("codec_records", "decoded in Python by the codec (fastavro)"),
+                          ("jvm_arrow", "registrations decoded in the JVM, as Arrow"),
+                          ("jvm_records", "registrations decoded in the JVM, built into records")]:
+            if f"{key}_events_per_s" in kafka:
+                rows.append(Row("replay", f"Spark's Kafka source, {what} (events/s)", "higher",
+                                kafka[f"{key}_events_per_s"], NOT_APPLICABLE,  # type: ignore[literal-required]
+                                note="the fold's records of every event, nothing folded"))
     if "stages" in strata:
         stages = strata["stages"]
         note = f"{stages['events']:,} events in batches of {stages['batch']:,}"

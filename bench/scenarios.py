@@ -33,7 +33,8 @@ from bench.systems import (
 )
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
-from projector import LogRecord, ProjectionReader, fold, open_store, wait_for_positions
+from projector import LogRecord, ProjectionReader, open_store, wait_for_positions
+from projector.batch_fold import fold_batch
 from projector.stores.sql import SqlStore
 from projector.stores.sql_schema import HISTORY_TABLES, TABLES
 from projector.stores.sqlite import SqliteStore
@@ -300,16 +301,22 @@ class KafkaReadResult(TypedDict):
     mean_record_bytes: int
     count_events_per_s: float
     arrow_events_per_s: float
+    codec_records_events_per_s: float
+    jvm_arrow_events_per_s: float
+    jvm_records_events_per_s: float
 
 
 def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
-    """Spark's Kafka source alone, with no Python work: the whole topic, from offset 0, in batch
-    queries of ``batch`` offsets with the projector's Kafka options, as a replay's micro-batches
-    read it. Read twice: counted in the JVM, then handed to Python as Arrow (``toArrow()``, what
-    ``ProjectorJob.process`` does before decoding). The ceiling of replay's rate on this machine."""
+    """Spark's Kafka source alone: the whole topic, from offset 0, in batch queries of ``batch``
+    offsets with the projector's Kafka options, as a replay's micro-batches read it. Read five
+    times: counted in the JVM; handed to Python as Arrow (``toArrow()``); that, decoded into the
+    fold's records by the codec (fastavro) in Python; with the registrations decoded in the JVM
+    (``spark_streaming.decoding``, what ``ProjectorJob`` reads) as Arrow; and that, built into the
+    fold's records. The ceilings of replay's rate on this machine, without and with decoding."""
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
+    from spark_streaming import decoding
     from spark_streaming.job import DEFAULT_KAFKA_OPTIONS, build_session
 
     end = topic_end_offset(bootstrap)
@@ -326,7 +333,6 @@ def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
 
     try:
         between(0).agg(F.count("*")).first()  # untimed: the JVM's first query plans and compiles
-        between(0).select("topic", "partition", "offset", "value").toArrow()
         print(f"  strata: Spark reads {end:,} events in batches of {batch:,}, counting in the JVM",
               flush=True)
         started, records, value_bytes = time.perf_counter(), 0, 0
@@ -334,16 +340,34 @@ def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
             [row] = between(start).agg(F.count("*"), F.sum(F.length("value"))).collect()
             records, value_bytes = records + row[0], value_bytes + row[1]
         counted_s = time.perf_counter() - started
-        print("  strata: ... and again, handed to Python as Arrow", flush=True)
-        started = time.perf_counter()
-        for start in range(0, end, batch):
-            between(start).select("topic", "partition", "offset", "value").toArrow()
-        arrow_s = time.perf_counter() - started
+        kafka = ("topic", "partition", "offset", "value")
+        envelope, registration = decoding.registrations(F.col("value"))
+
+        def raw(start: int) -> pa.Table:
+            return between(start).select(*kafka).toArrow()
+
+        def decoded(start: int) -> pa.Table:
+            return between(start).select(*kafka, envelope).select(*kafka, registration).toArrow()
+
+        rates = {}
+        for name, read in [("arrow", raw), ("codec_records", lambda start: decoding.log_records(raw(start))),
+                           ("jvm_arrow", decoded),
+                           ("jvm_records", lambda start: decoding.log_records(decoded(start)))]:
+            print(f"  strata: ... and again: {name.replace('_', ' ')}", flush=True)
+            read(0)  # untimed: its first query plans and compiles
+            started = time.perf_counter()
+            with paused_gc():  # as the projector decodes
+                for start in range(0, end, batch):
+                    read(start)
+            rates[f"{name}_events_per_s"] = round(records / (time.perf_counter() - started), 1)
     finally:
         spark.stop()
     return {"events": records, "batch": batch, "mean_record_bytes": round(value_bytes / records),
             "count_events_per_s": round(records / counted_s, 1),
-            "arrow_events_per_s": round(records / arrow_s, 1)}
+            "arrow_events_per_s": rates["arrow_events_per_s"],
+            "codec_records_events_per_s": rates["codec_records_events_per_s"],
+            "jvm_arrow_events_per_s": rates["jvm_arrow_events_per_s"],
+            "jvm_records_events_per_s": rates["jvm_records_events_per_s"]}
 
 
 STAGES = ("decode", "batch_view", "fold", "commit")
@@ -388,7 +412,7 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
                 offsets = store.next_offsets()
                 view = store.batch_view(decoded)
                 viewed_at = time.process_time()
-                changes = fold(view, decoded)
+                changes = fold_batch(view, decoded)
                 folded_at = time.process_time()
                 store.commit(changes, expected_offsets=offsets)
                 committed_at = time.process_time()

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 import settings
 from events import TOPICS
-from projector import Changes, LogRecord, ProjectionWriter, Status, apply_batch
+from projector import Changes, ProjectionWriter, Status, apply_batch
 from projector.ports import StoreUnavailableError
+from spark_streaming import decoding
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, java_config
 
 log = logging.getLogger("strata.projector")
@@ -92,14 +94,13 @@ def build_session(master: str = "local[*]", *, app_name: str = "strata-projector
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    # to_avro warns once per task that a nullable column goes to a field that is not (decoding's
+    # check of a record's length): every column it writes was read from that very schema.
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        "org.apache.spark.sql.avro.AvroSerializer", jvm.org.apache.logging.log4j.Level.ERROR)
     return spark
-
-
-def decode_batch(table: pa.Table) -> list[LogRecord]:
-    """Kafka rows (topic, partition, offset, value) as the fold's records, undecodable ones
-    carrying the reason instead of an event."""
-    columns = [table.column(name).to_pylist() for name in ("topic", "partition", "offset", "value")]
-    return [LogRecord.from_kafka(*row) for row in zip(*columns, strict=True)]
 
 
 @contextlib.contextmanager
@@ -182,7 +183,9 @@ class ProjectorJob:
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) in the Java client's names, kafka.-prefixed.
             reader = reader.option(key, value)
-        return reader.load().select("topic", "partition", "offset", "value")
+        kafka = ("topic", "partition", "offset", "value")
+        envelope, registration = decoding.registrations(F.col("value"))
+        return reader.load().select(*kafka, envelope).select(*kafka, registration)
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
@@ -190,7 +193,7 @@ class ProjectorJob:
         fetched = time.perf_counter()
         try:
             with paused_gc():
-                changes = apply_batch(self.store, decode_batch(rows))
+                changes = apply_batch(self.store, decoding.log_records(rows))
         except StoreUnavailableError as exc:
             # Raising fails the micro-batch, so Spark does not mark it done in its checkpoint: a
             # restarted projector gets the same records again and the store's offsets skip none.

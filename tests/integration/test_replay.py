@@ -239,10 +239,14 @@ def test_the_projector_writes_a_snapshot_every_n_records_and_a_replay_starts_fro
     every = 4
     with Server(tmp_path / "stack", store=new_store(), snapshot_every=every) as stack:
         dataset = stack.client().create_dataset("snapshotted")
-        for i in range(6):
-            dataset.register([make_rrd(f"every_{i}")]).wait()
-        end = wait_caught_up(stack.store, stack.bootstrap_servers, timeout_secs=120)[(CATALOG_TOPIC, 0)]
         kept = tmp_path / "stack" / "snapshots"
+        # A snapshot reads the store a moment after it is due, when more records may have come:
+        # register until two are written (at most 30 registrations), however long each took.
+        for i in range(30):
+            dataset.register([make_rrd(f"every_{i}")]).wait()
+            if i >= 5 and len(list(kept.glob("snapshot-*"))) >= 2:
+                break
+        end = wait_caught_up(stack.store, stack.bootstrap_servers, timeout_secs=120)[(CATALOG_TOPIC, 0)]
 
         def newest_offset() -> int:
             newest = snapshots.newest(kept)
