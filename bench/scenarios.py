@@ -341,13 +341,12 @@ def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
             records, value_bytes = records + row[0], value_bytes + row[1]
         counted_s = time.perf_counter() - started
         kafka = ("topic", "partition", "offset", "value")
-        envelope, registration = decoding.registrations(F.col("value"))
 
         def raw(start: int) -> pa.Table:
             return between(start).select(*kafka).toArrow()
 
         def decoded(start: int) -> pa.Table:
-            return between(start).select(*kafka, envelope).select(*kafka, registration).toArrow()
+            return decoding.decoded(between(start).select(*kafka)).toArrow()
 
         rates = {}
         for name, read in [("arrow", raw), ("codec_records", lambda start: decoding.log_records(raw(start))),

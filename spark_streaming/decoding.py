@@ -16,7 +16,7 @@ import functools
 import json
 
 import pyarrow as pa
-from pyspark.sql import Column
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 
@@ -24,10 +24,12 @@ from events import codec
 from projector import LogPosition, LogRecord
 
 COLUMN = "registration"
-"""The column ``registrations`` adds: the envelope's fields and the ``RegisterLayer``'s, or null."""
+"""The column ``decoded`` adds, true for the records the JVM read; their fields are in the
+columns ``registration_<field>`` beside it."""
 _COMMAND = "RegisterLayer"
 _ENVELOPE_FIELDS = ("event_id", "event_type", "produced_at", "producer_id", "dataset_id")
 _ENVELOPE = "__envelope"
+_KAFKA = ("topic", "partition", "offset", "value")
 _TEXT_FIELDS = ("event_id", "producer_id", "dataset_id")
 _COMMAND_TEXT_FIELDS = ("segment_id", "layer_name", "storage_url", "schema_sha256",
                         "properties_schema_sha256")
@@ -45,45 +47,52 @@ def _command_member() -> tuple[str, list[str]]:
     return f"member{index}", [f["name"] for f in branches[index]["fields"]]
 
 
-def registrations(value: Column) -> tuple[Column, Column]:
-    """Two columns to select one after the other from Kafka rows: the envelope read in the JVM
-    (named ``__envelope``), then ``COLUMN`` made of it, null for any record Python decodes."""
+def decoded(kafka: DataFrame) -> DataFrame:
+    """Kafka rows (topic, partition, offset, value) with the registrations the JVM read: the
+    column ``COLUMN``, true for those, and one column per field of theirs (``COLUMN_<field>``),
+    null for any record Python decodes."""
     schema = codec.schema_text(codec.SCHEMA_VERSION)
     size = codec.HEADER_SIZE
+    value = F.col("value")
     body = F.expr(f"substring(value, {size + 1}, length(value) - {size})")
     header = F.lit(codec.header(codec.SCHEMA_VERSION))
-    envelope = F.when(F.substring(value, 1, size) == header,
-                      from_avro(body, schema, {"mode": "PERMISSIVE"})).alias(_ENVELOPE)
-    member, fields = _command_member()
+    columns = [F.col(name) for name in _KAFKA]
     read = F.col(_ENVELOPE)
+    member, fields = _command_member()
     command = read["command"][member]
     texts = [read[name] for name in _TEXT_FIELDS] + [command[name] for name in _COMMAND_TEXT_FIELDS]
     vouched = (read["event_id"].isNotNull() & (read["event_type"] == _COMMAND) & command.isNotNull()
                & F.forall(command["index_ranges"], lambda r: F.is_valid_utf8(r["timeline"]))
                & functools.reduce(lambda a, b: a & b, [F.is_valid_utf8(text) for text in texts])
                & (F.length(to_avro(read, schema)) == F.length(body)))
-    registration = F.when(vouched, F.struct(
-        *[read[name].alias(name) for name in _ENVELOPE_FIELDS],
-        *[command[name].alias(name) for name in fields])).alias(COLUMN)
-    return envelope, registration
+    read_fields = [*((name, read[name]) for name in _ENVELOPE_FIELDS),
+                   *((name, command[name]) for name in fields)]
+    # One step each, so that the envelope is read once and vouched for once.
+    return (kafka.select(*columns, F.when(F.substring(value, 1, size) == header, from_avro(
+                body, schema, {"mode": "PERMISSIVE"})).alias(_ENVELOPE))
+            .select(*columns, read, F.coalesce(vouched, F.lit(False)).alias(COLUMN))
+            .select(*columns, COLUMN, *[F.when(F.col(COLUMN), column).alias(f"{COLUMN}_{name}")
+                                        for name, column in read_fields]))
 
 
 def log_records(table: pa.Table) -> list[LogRecord]:
     """Kafka rows (topic, partition, offset, value and ``COLUMN``) as the fold's records:
     the registrations the JVM read, built into events here, the rest decoded by the codec."""
     columns = [table.column(name).to_pylist() for name in ("topic", "partition", "offset", "value")]
-    decoded = _registrations(table.column(COLUMN)) if COLUMN in table.column_names else None
+    decoded = _registrations(table) if COLUMN in table.column_names else None
     if decoded is None:
         return [LogRecord.from_kafka(*row) for row in zip(*columns, strict=True)]
     records = []
     _, fields = _command_member()
     name = f"strata.events.{_COMMAND}"
-    for topic, partition, offset, value, row in zip(*columns, decoded, strict=True):
-        if row is None:
+    vouched, envelopes, commands = decoded
+    for topic, partition, offset, value, read, envelope, command in zip(
+            *columns, vouched, envelopes, commands, strict=True):
+        if not read:
             records.append(LogRecord.from_kafka(topic, partition, offset, value))
             continue
-        record = {field: row[field] for field in _ENVELOPE_FIELDS}
-        record["command"] = (name, {field: row[field] for field in fields})
+        record = dict(zip(_ENVELOPE_FIELDS, envelope, strict=True))
+        record["command"] = (name, dict(zip(fields, command, strict=True)))
         try:
             event = codec.event_from_record(record)
         except codec.DecodeError:
@@ -93,13 +102,21 @@ def log_records(table: pa.Table) -> list[LogRecord]:
     return records
 
 
-def _registrations(column: pa.ChunkedArray) -> list[dict[str, object] | None] | None:
-    """The rows of ``COLUMN`` as dicts (None where Python decodes), or None if one does not
-    convert (a time out of Python's range), so that the codec decodes the batch and says why."""
-    if column.null_count == len(column):
-        return [None] * len(column)
+_Fields = list[tuple[object, ...]]
+
+
+def _registrations(table: pa.Table) -> tuple[list[bool], _Fields, _Fields] | None:
+    """Which records the JVM read, and their envelope's and command's fields in the order of
+    ``_ENVELOPE_FIELDS`` and of the command's schema; None if a value does not convert (a time
+    out of Python's range), so that the codec decodes the batch and says why."""
+    vouched = table.column(COLUMN).to_pylist()
+    if not any(vouched):
+        return vouched, [()] * len(vouched), [()] * len(vouched)
+    _, fields = _command_member()
     try:
-        rows: list[dict[str, object] | None] = column.to_pylist()
+        envelopes = list(zip(*(table.column(f"{COLUMN}_{name}").to_pylist() for name in _ENVELOPE_FIELDS),
+                             strict=True))
+        commands = list(zip(*(table.column(f"{COLUMN}_{name}").to_pylist() for name in fields), strict=True))
     except (UnicodeDecodeError, ValueError, OverflowError):
         return None
-    return rows
+    return vouched, envelopes, commands

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 import settings
@@ -183,9 +182,7 @@ class ProjectorJob:
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) in the Java client's names, kafka.-prefixed.
             reader = reader.option(key, value)
-        kafka = ("topic", "partition", "offset", "value")
-        envelope, registration = decoding.registrations(F.col("value"))
-        return reader.load().select(*kafka, envelope).select(*kafka, registration)
+        return decoding.decoded(reader.load().select("topic", "partition", "offset", "value"))
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()

@@ -45,14 +45,11 @@ def spark() -> Iterator[object]:
 
 def decoded_in_spark(spark, values: list[bytes]) -> tuple[list[LogRecord], list[bool]]:
     """The records the projector's source makes of ``values``, and which the JVM read."""
-    from pyspark.sql import functions as F
 
     rows = [(TOPIC, 0, offset, value) for offset, value in enumerate(values)]
-    kafka = ("topic", "partition", "offset", "value")
-    envelope, registration = decoding.registrations(F.col("value"))
     frame = spark.createDataFrame(rows, "topic string, partition int, offset long, value binary")
-    table = frame.select(*kafka, envelope).select(*kafka, registration).toArrow()
-    return decoding.log_records(table), table.column(decoding.COLUMN).is_valid().to_pylist()
+    table = decoding.decoded(frame).toArrow()
+    return decoding.log_records(table), table.column(decoding.COLUMN).to_pylist()
 
 
 def decoded_by_the_codec(values: list[bytes]) -> list[LogRecord]:
