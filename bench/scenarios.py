@@ -33,7 +33,7 @@ from bench.systems import (
 )
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
-from projector import LogRecord, ProjectionReader, open_store, wait_for_positions
+from projector import Changes, FoldReader, LogRecord, ProjectionReader, fold, open_store, wait_for_positions
 from projector.batch_fold import fold_batch
 from projector.stores.sql import SqlStore
 from projector.stores.sql_schema import HISTORY_TABLES, TABLES
@@ -41,6 +41,8 @@ from projector.stores.sqlite import SqliteStore
 from spark_streaming.job import paused_gc
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from bench.profile import LogSummary, ProgressSummary
     from bench.systems import Dataset
 
@@ -302,22 +304,18 @@ class KafkaReadResult(TypedDict):
     count_events_per_s: float
     arrow_events_per_s: float
     codec_records_events_per_s: float
-    jvm_arrow_events_per_s: float
-    jvm_records_events_per_s: float
 
 
 def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
     """Spark's Kafka source alone: the whole topic, from offset 0, in batch queries of ``batch``
-    offsets with the projector's Kafka options, as a replay's micro-batches read it. Read five
-    times: counted in the JVM; handed to Python as Arrow (``toArrow()``); that, decoded into the
-    fold's records by the codec (fastavro) in Python; with the registrations decoded in the JVM
-    (``spark_streaming.decoding``, what ``ProjectorJob`` reads) as Arrow; and that, built into the
-    fold's records. The ceilings of replay's rate on this machine, without and with decoding."""
+    offsets with the projector's Kafka options, as a replay's micro-batches read it. Read three
+    times: counted in the JVM; handed to Python as Arrow (``toArrow()``, what
+    ``ProjectorJob.process`` does); and that, decoded into the fold's records as the projector
+    decodes them. The ceilings of replay's rate on this machine, without and with decoding."""
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    from spark_streaming import decoding
-    from spark_streaming.job import DEFAULT_KAFKA_OPTIONS, build_session
+    from spark_streaming.job import DEFAULT_KAFKA_OPTIONS, build_session, decode_batch
 
     end = topic_end_offset(bootstrap)
     spark = build_session(app_name="strata-bench-kafka-read")
@@ -333,6 +331,7 @@ def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
 
     try:
         between(0).agg(F.count("*")).first()  # untimed: the JVM's first query plans and compiles
+        between(0).select("topic", "partition", "offset", "value").toArrow()
         print(f"  strata: Spark reads {end:,} events in batches of {batch:,}, counting in the JVM",
               flush=True)
         started, records, value_bytes = time.perf_counter(), 0, 0
@@ -340,20 +339,13 @@ def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
             [row] = between(start).agg(F.count("*"), F.sum(F.length("value"))).collect()
             records, value_bytes = records + row[0], value_bytes + row[1]
         counted_s = time.perf_counter() - started
-        kafka = ("topic", "partition", "offset", "value")
 
         def raw(start: int) -> pa.Table:
-            return between(start).select(*kafka).toArrow()
-
-        def decoded(start: int) -> pa.Table:
-            return decoding.decoded(between(start).select(*kafka)).toArrow()
+            return between(start).select("topic", "partition", "offset", "value").toArrow()
 
         rates = {}
-        for name, read in [("arrow", raw), ("codec_records", lambda start: decoding.log_records(raw(start))),
-                           ("jvm_arrow", decoded),
-                           ("jvm_records", lambda start: decoding.log_records(decoded(start)))]:
+        for name, read in [("arrow", raw), ("codec_records", lambda start: decode_batch(raw(start)))]:
             print(f"  strata: ... and again: {name.replace('_', ' ')}", flush=True)
-            read(0)  # untimed: its first query plans and compiles
             started = time.perf_counter()
             with paused_gc():  # as the projector decodes
                 for start in range(0, end, batch):
@@ -364,9 +356,7 @@ def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
     return {"events": records, "batch": batch, "mean_record_bytes": round(value_bytes / records),
             "count_events_per_s": round(records / counted_s, 1),
             "arrow_events_per_s": rates["arrow_events_per_s"],
-            "codec_records_events_per_s": rates["codec_records_events_per_s"],
-            "jvm_arrow_events_per_s": rates["jvm_arrow_events_per_s"],
-            "jvm_records_events_per_s": rates["jvm_records_events_per_s"]}
+            "codec_records_events_per_s": rates["codec_records_events_per_s"]}
 
 
 STAGES = ("decode", "batch_view", "fold", "commit")
@@ -383,6 +373,8 @@ class StagesResult(TypedDict):
     us_per_event: dict[str, float]
     total_us_per_event: float
     events_per_s: float
+    per_record_fold_us_per_event: dict[str, float]
+    per_record_fold_events_per_s: float
     floor_us_per_event: Floors
 
 
@@ -391,7 +383,9 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
     register events of DROID-like episodes (their schemas defined first) are encoded, then
     decoded, folded and committed into a fresh SQLite store in batches of ``batch``, as
     ``ProjectorJob.process`` does after its fetch, with the garbage collector paused as there.
-    CPU time of this process (``time.process_time``), so other load on the machine counts less."""
+    Twice, into two stores: folded by the batch fold, as the projector folds, and by the fold one
+    record at a time, its specification. CPU time of this process (``time.process_time``), so
+    other load on the machine counts less."""
     definitions, templates = layer_templates({"base": pool.episodes(1)[0]})
     dataset_id = uuid.uuid4()
     records = [encode(Event(dataset_id, CreateDataset("stages")))]
@@ -399,7 +393,27 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
     records += [encode(layer_event(dataset_id, templates["base"], i, f"file:///stages/{i}.rrd"))
                 for i in range(events)]
     directory.mkdir(parents=True)
-    store = SqliteStore(directory / "store.db")
+    spent = _staged(records, directory / "store.db", batch, fold_batch)
+    spec = _staged(records, directory / "per-record.db", batch, fold)
+    total, spec_total = sum(spent.values()), sum(spec.values())
+    result: StagesResult = {
+        "events": len(records), "batch": batch,
+        "us_per_event": {stage: round(seconds / len(records) * 1e6, 1) for stage, seconds in spent.items()},
+        "total_us_per_event": round(total / len(records) * 1e6, 1),
+        "events_per_s": round(len(records) / total, 1),
+        "per_record_fold_us_per_event": {stage: round(spec[stage] / len(records) * 1e6, 1)
+                                         for stage in ("fold", "commit")},
+        "per_record_fold_events_per_s": round(len(records) / spec_total, 1),
+        "floor_us_per_event": _floors(records[1 + len(definitions):], directory, batch)}
+    print(f"  strata: {result}", flush=True)
+    return result
+
+
+def _staged(records: list[bytes], path: Path, batch: int,
+            folder: Callable[[FoldReader, Sequence[LogRecord]], Changes]) -> dict[str, float]:
+    """CPU seconds of each of ``STAGES`` for ``records`` decoded, folded by ``folder`` and
+    committed into a fresh SQLite store at ``path`` in batches of ``batch``."""
+    store = SqliteStore(path)
     spent = dict.fromkeys(STAGES, 0.0)
     try:
         with paused_gc():
@@ -411,7 +425,7 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
                 offsets = store.next_offsets()
                 view = store.batch_view(decoded)
                 viewed_at = time.process_time()
-                changes = fold_batch(view, decoded)
+                changes = folder(view, decoded)
                 folded_at = time.process_time()
                 store.commit(changes, expected_offsets=offsets)
                 committed_at = time.process_time()
@@ -421,14 +435,7 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
                     spent[stage] += seconds
     finally:
         store.close()
-    per_event = {stage: round(seconds / len(records) * 1e6, 1) for stage, seconds in spent.items()}
-    total = sum(spent.values())
-    result: StagesResult = {"events": len(records), "batch": batch, "us_per_event": per_event,
-              "total_us_per_event": round(total / len(records) * 1e6, 1),
-              "events_per_s": round(len(records) / total, 1),
-              "floor_us_per_event": _floors(records[1 + len(definitions):], directory, batch)}
-    print(f"  strata: {result}", flush=True)
-    return result
+    return spent
 
 
 class _RegisterBody(TypedDict):

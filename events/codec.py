@@ -85,11 +85,6 @@ def schema_fingerprint(schema: dict[str, Any]) -> bytes:
     return fp.to_bytes(8, "little")
 
 
-def schema_text(version: int) -> str:
-    """The JSON text of envelope version ``version``'s schema, as ``events/schemas`` holds it."""
-    return resources.files("events").joinpath("schemas", f"envelope.v{version}.avsc").read_text()
-
-
 def _load_schemas() -> dict[int, Any]:
     """Every envelope version's parsed schema, by version."""
     schemas = {}
@@ -116,11 +111,6 @@ _COMMAND_TYPES: dict[str, type[Command]] = {t.__name__: t for t in (
     RegisterBlueprint, SetDefaultBlueprint, ScopeAsset, CreateTable, RegisterTable, RenameTable,
     DeleteTable, WriteTable, CreateTag, DeleteTag)}
 _BYTES_FIELDS = ("arrow_schema", "properties", "properties_batch")
-
-
-def header(version: int) -> bytes:
-    """The first ``HEADER_SIZE`` bytes of every record written with schema version ``version``."""
-    return MAGIC + _FINGERPRINTS[version]
 
 
 def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
@@ -185,14 +175,10 @@ def decode(data: bytes) -> Event:
         raise DecodeError(f"corrupt or truncated Avro body: {type(exc).__name__}: {exc}") from exc
     if body.read(1):
         raise DecodeError("trailing bytes after the Avro body")
-    return event_from_record(cast(dict[str, Any], record))  # the envelope schema is a record
+    return _event_from_record(cast(dict[str, Any], record))  # the envelope schema is a record
 
 
-def event_from_record(record: dict[str, Any]) -> Event:
-    """The event of an envelope record as an Avro reader of the newest schema gives it: a dict
-    by field name, ids as UUIDs or their text, ``produced_at`` a UTC datetime and ``command`` a
-    (record name, fields) pair. Raises ``DecodeError`` for an id that is not a UUID or a command
-    of another type than ``event_type`` names."""
+def _event_from_record(record: dict[str, Any]) -> Event:
     type_name, fields = record["command"]
     short_name = type_name.rsplit(".", 1)[-1]
     command_type = _COMMAND_TYPES.get(short_name)

@@ -18,9 +18,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 import settings
 from events import TOPICS
-from projector import Changes, ProjectionWriter, Status, apply_batch
+from projector import Changes, LogRecord, ProjectionWriter, Status, apply_batch
 from projector.ports import StoreUnavailableError
-from spark_streaming import decoding
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, java_config
 
 log = logging.getLogger("strata.projector")
@@ -93,13 +92,14 @@ def build_session(master: str = "local[*]", *, app_name: str = "strata-projector
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    # to_avro warns once per task that a nullable column goes to a field that is not (decoding's
-    # check of a record's length): every column it writes was read from that very schema.
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-        "org.apache.spark.sql.avro.AvroSerializer", jvm.org.apache.logging.log4j.Level.ERROR)
     return spark
+
+
+def decode_batch(table: pa.Table) -> list[LogRecord]:
+    """Kafka rows (topic, partition, offset, value) as the fold's records, undecodable ones
+    carrying the reason instead of an event."""
+    columns = [table.column(name).to_pylist() for name in ("topic", "partition", "offset", "value")]
+    return [LogRecord.from_kafka(*row) for row in zip(*columns, strict=True)]
 
 
 @contextlib.contextmanager
@@ -182,7 +182,7 @@ class ProjectorJob:
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) in the Java client's names, kafka.-prefixed.
             reader = reader.option(key, value)
-        return decoding.decoded(reader.load().select("topic", "partition", "offset", "value"))
+        return reader.load().select("topic", "partition", "offset", "value")
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
@@ -190,7 +190,7 @@ class ProjectorJob:
         fetched = time.perf_counter()
         try:
             with paused_gc():
-                changes = apply_batch(self.store, decoding.log_records(rows))
+                changes = apply_batch(self.store, decode_batch(rows))
         except StoreUnavailableError as exc:
             # Raising fails the micro-batch, so Spark does not mark it done in its checkpoint: a
             # restarted projector gets the same records again and the store's offsets skip none.
