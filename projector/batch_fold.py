@@ -114,17 +114,6 @@ class _BatchState(Overlay):
                 self.take_run(run)
         apply_record(self, record)
 
-    def run(self, dataset_id: uuid.UUID, record: LogRecord) -> LayerRun | None:
-        """The dataset's open run, opened if need be; None if it holds records of another
-        partition (one is never folded beside the other)."""
-        run = self.runs.get(dataset_id)
-        position = record.position
-        if run is None:
-            run = self.runs[dataset_id] = LayerRun(dataset_id, position.topic, position.partition)
-        elif (run.topic, run.partition) != (position.topic, position.partition):
-            return None
-        return run
-
 
 class _Folding:
     """A dataset while registrations are folded into its run: the fields of its row they move,

@@ -101,6 +101,7 @@ class Overlay:
         feed = self.changes.feed
         feed.append(Change(self._record.position, len(feed) - self._record_feed_start, kind, entry_id,
                            entry_name, segment_id, layer_name, detail))
+
     def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
         if dataset_id in self.changes.datasets:
             return self.changes.datasets[dataset_id]
