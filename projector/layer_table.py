@@ -79,18 +79,42 @@ def from_rows(rows: Sequence[tuple[Any, ...]], schema: pa.Schema = LAYER_COLUMNS
     """The layer table of ``rows`` in ``schema``'s order (``LAYER_COLUMNS`` or
     ``HISTORY_COLUMNS``), ``schema_sha256`` as hex text (empty when unknown), ``index_ranges``
     as ``ranges_text``."""
-    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in schema]
+    columns: list[Any] = ([list(column) for column in zip(*rows, strict=True)] if rows
+                          else [[] for _ in schema])
     digests = schema.get_field_index("schema_sha256")
     columns[digests] = [bytes.fromhex(d) if d else None for d in columns[digests]]
     ranges = schema.get_field_index("index_ranges")
-    columns[ranges] = [[dict(zip(("timeline", "kind", "start", "end"), r, strict=True))
-                        for r in json.loads(text or "[]")] for text in columns[ranges]]
-    return pa.table(columns, schema=schema)
+    columns[ranges] = _ranges_column(columns[ranges])
+    return pa.Table.from_arrays(
+        [pa.array(column, field.type) for column, field in zip(columns, schema, strict=True)], schema=schema)
+
+
+_RANGE = LAYER_COLUMNS.field("index_ranges").type.value_type
+
+
+def _ranges_column(texts: Sequence[str | None]) -> pa.Array:
+    """The ``index_ranges`` column of rows holding their ranges as ``ranges_text`` (None: no
+    ranges): the texts parsed as one JSON document, the ranges put into flat columns."""
+    parsed = json.loads("[" + ",".join(text or "[]" for text in texts) + "]")
+    offsets, flat = [0], []
+    for row in parsed:
+        flat += row
+        offsets.append(len(flat))
+    values = list(zip(*flat, strict=True)) if flat else [() for _ in _RANGE]
+    struct = pa.StructArray.from_arrays(
+        [pa.array(column, field.type) for column, field in zip(values, _RANGE, strict=True)],
+        fields=list(_RANGE))
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct)
 
 
 def ranges_text(ranges: Sequence[IndexRange]) -> str:
     """Index ranges as the store keeps them in a row: compact JSON."""
-    return json.dumps([[r.timeline, str(r.kind), r.start, r.end] for r in ranges], separators=(",", ":"))
+    return _COMPACT_JSON.encode([[r.timeline, str(r.kind), r.start, r.end] for r in ranges])
+
+
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+"""``json.dumps(..., separators=(",", ":"))``, without making an encoder per call (a batch writes
+one text per layer)."""
 
 
 def range_structs(ranges: Sequence[IndexRange]) -> list[dict[str, Any]]:
