@@ -198,12 +198,12 @@ class _Folding:
         elif found is not None:
             position = found.position
             run.segments[segment_id] = RunSegment(
-                found.created_by, position, _later(found.updated_at, produced_at), None,
+                found.created_by, position, _later(found.updated_at, produced_at),
                 produced_at > found.updated_at)
         else:
             position = self.segments_created
             self.segments_created += 1
-            run.segments[segment_id] = RunSegment(at, position, produced_at, produced_at, True)
+            run.segments[segment_id] = RunSegment(at, position, produced_at, True)
         if stored is not None:
             run.replaced.append((stored, position, at.offset))
         run.latest[(segment_id, layer_name)] = len(run.writes)

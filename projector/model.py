@@ -405,8 +405,6 @@ class RunSegment:
     created_by: LogPosition
     position: int
     updated_at: datetime
-    created_at: datetime | None
-    """The creating registration's time (the segment's first version), None for a stored one."""
     changed: bool
     """Its row differs from the stored one: created, or its ``updated_at`` moved."""
 

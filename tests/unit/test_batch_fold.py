@@ -198,7 +198,9 @@ GOALS = {
     "a-run-replaces-a-stored-layer": _any_run(lambda run: bool(run.replaced)),
     "a-run-refuses-a-duplicate": _any_run(lambda run: any(reason for _, _, reason in run.outcomes)),
     "a-run-moves-a-stored-segment": _any_run(
-        lambda run: any(s.changed and s.created_at is None for s in run.segments.values())),
+        lambda run: any(s.changed and not any(w.created and w.command.segment_id == segment_id
+                                              for w in run.writes)
+                        for segment_id, s in run.segments.items())),
     "a-run-creates-segments": _any_run(lambda run: sum(w.created for w in run.writes) >= 2),
     "a-schemaless-run": _any_run(lambda run: any(not w.command.schema_sha256 for w in run.writes)),
     "a-run-beside-records-one-at-a-time": lambda records: any(
