@@ -21,7 +21,6 @@ from projector.model import (
     LayerRun,
     Outcome,
     Segment,
-    Status,
     Version,
     Versioned,
 )
@@ -34,8 +33,7 @@ def materialize_into(run: LayerRun, changes: Changes) -> list[tuple[uuid.UUID, s
     and feed kept in log order); return the keys of the layers it wrote."""
     dataset_id = run.dataset_id
     for offset, event_id, reason in run.outcomes:
-        status = Status.ALREADY_EXISTS if reason else Status.ACCEPTED
-        changes.outcomes[event_id] = Outcome(event_id, run.position(offset), status, reason)
+        changes.outcomes[event_id] = Outcome(event_id, run.position(offset), run.status(reason), reason)
     history: list[Version] = []
     feed: list[Change] = []
     keys = []
@@ -46,8 +44,7 @@ def materialize_into(run: LayerRun, changes: Changes) -> list[tuple[uuid.UUID, s
         changes.layers[key] = layer
         keys.append(key)
         history.append(Version(write.offset, Versioned.LAYER, key, layer))
-        kind = ChangeKind.LAYER_REPLACED if write.replaced else ChangeKind.LAYER_ADDED
-        feed.append(Change(position, 0, kind, dataset_id, write.entry_name, command.segment_id,
+        feed.append(Change(position, 0, write.change_kind, dataset_id, write.entry_name, command.segment_id,
                            command.layer_name, command.storage_url))
         if write.created:
             created = Segment(dataset_id, command.segment_id, position, write.registered_at,

@@ -397,6 +397,11 @@ class RunWrite(NamedTuple):
     entry_name: str
     """The dataset's name when it was folded, as the feed names it."""
 
+    @property
+    def change_kind(self) -> ChangeKind:
+        """What the feed says the write did to its layer."""
+        return ChangeKind.LAYER_REPLACED if self.replaced else ChangeKind.LAYER_ADDED
+
 
 @dataclass(slots=True)
 class RunSegment:
@@ -434,6 +439,11 @@ class LayerRun:
 
     def position(self, offset: int) -> LogPosition:
         return LogPosition(self.topic, self.partition, offset)
+
+    @staticmethod
+    def status(reason: str) -> Status:
+        """The status of an outcome of ``outcomes`` with ``reason``."""
+        return Status.ALREADY_EXISTS if reason else Status.ACCEPTED
 
     def layer(self, write: RunWrite) -> Layer:
         """The layer a write made, as the per-event fold makes it."""
@@ -508,5 +518,5 @@ class Changes:
         """The status of every outcome, those of the runs included."""
         found = [outcome.status for outcome in self.outcomes.values()]
         for run in self.runs:
-            found += [Status.ALREADY_EXISTS if reason else Status.ACCEPTED for _, _, reason in run.outcomes]
+            found += [run.status(reason) for _, _, reason in run.outcomes]
         return found

@@ -95,10 +95,14 @@ def build_session(master: str = "local[*]", *, app_name: str = "strata-projector
     return spark
 
 
+KAFKA_COLUMNS = ("topic", "partition", "offset", "value")
+"""The columns of Spark's Kafka source the projector reads."""
+
+
 def decode_batch(table: pa.Table) -> list[LogRecord]:
-    """Kafka rows (topic, partition, offset, value) as the fold's records, undecodable ones
-    carrying the reason instead of an event."""
-    columns = [table.column(name).to_pylist() for name in ("topic", "partition", "offset", "value")]
+    """Kafka rows (``KAFKA_COLUMNS``) as the fold's records, undecodable ones carrying the
+    reason instead of an event."""
+    columns = [table.column(name).to_pylist() for name in KAFKA_COLUMNS]
     return [LogRecord.from_kafka(*row) for row in zip(*columns, strict=True)]
 
 
@@ -182,7 +186,7 @@ class ProjectorJob:
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) in the Java client's names, kafka.-prefixed.
             reader = reader.option(key, value)
-        return reader.load().select("topic", "partition", "offset", "value")
+        return reader.load().select(*KAFKA_COLUMNS)
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from projector import layer_table
-from projector.model import ChangeKind, Changes, LayerRun, Status, Version, Versioned
+from projector.model import ChangeKind, Changes, LayerRun, Version, Versioned
 from projector.ports import StaleBatchError
 from projector.stores import sql_history, sql_rows, sql_tables
 from projector.stores.sql_database import Database
@@ -276,15 +276,14 @@ def _add_run_rows(rows: dict[str, list[tuple[Any, ...]]], run: LayerRun, committ
     rows["segments"] += [(dataset_text, segment_id, s.created_by.topic, s.created_by.partition,
                           s.created_by.offset, sql_rows.micros(s.updated_at), s.position)
                          for segment_id, s in run.segments.items() if s.changed]
-    rows["outcomes"] += [(str(event_id), topic, partition, offset,
-                          str(Status.ALREADY_EXISTS if reason else Status.ACCEPTED), reason)
+    rows["outcomes"] += [(str(event_id), topic, partition, offset, str(run.status(reason)), reason)
                          for offset, event_id, reason in run.outcomes]
     feed = rows["feed"]
     for write in writes:
         command = write.command
-        kind = ChangeKind.LAYER_REPLACED if write.replaced else ChangeKind.LAYER_ADDED
-        feed.append((topic, partition, write.offset, 0, str(kind), dataset_text, write.entry_name,
-                     command.segment_id, command.layer_name, command.storage_url, committed_at))
+        feed.append((topic, partition, write.offset, 0, str(write.change_kind), dataset_text,
+                     write.entry_name, command.segment_id, command.layer_name, command.storage_url,
+                     committed_at))
         if write.created:
             feed.append((topic, partition, write.offset, 1, str(ChangeKind.SEGMENT_ADDED), dataset_text,
                          write.entry_name, command.segment_id, "", "", committed_at))
