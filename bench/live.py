@@ -42,7 +42,7 @@ from dashboard import Dashboard
 from events import CATALOG_TOPIC, CreateDataset, Event, encode
 from projector import ChangeKind, LogRecord, fold
 from projector.stores.sqlite import SqliteStore
-from spark_streaming.job import paused_gc
+from spark_streaming.folding import paused_gc
 from stack import Server
 
 if TYPE_CHECKING:

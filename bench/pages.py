@@ -36,7 +36,7 @@ from dashboard import Dashboard
 from events import CATALOG_TOPIC, CreateDataset, Event, encode
 from projector import LogRecord, fold
 from projector.stores.sqlite import SqliteStore
-from spark_streaming.job import paused_gc
+from spark_streaming.folding import paused_gc
 from stack import Server
 from stack.droid import write_episode
 

@@ -38,7 +38,7 @@ from projector.batch_fold import fold_batch
 from projector.stores.sql import SqlStore
 from projector.stores.sql_schema import HISTORY_TABLES, TABLES
 from projector.stores.sqlite import SqliteStore
-from spark_streaming.job import paused_gc
+from spark_streaming.folding import paused_gc
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -315,7 +315,8 @@ def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    from spark_streaming.job import DEFAULT_KAFKA_OPTIONS, KAFKA_COLUMNS, build_session, decode_batch
+    from spark_streaming.folding import KAFKA_COLUMNS, decode_batch
+    from spark_streaming.job import DEFAULT_KAFKA_OPTIONS, build_session
 
     end = topic_end_offset(bootstrap)
     spark = build_session(app_name="strata-bench-kafka-read")

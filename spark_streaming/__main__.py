@@ -87,9 +87,11 @@ def run(args: argparse.Namespace) -> int:
         store.close()
         print(f"projector stopped on an error: {exc} (nothing was read)", file=sys.stderr)
         return 1
+    # PostgreSQL takes a writer per task: large batches are folded where Spark runs their tasks.
     job = ProjectorJob(spark, args.bootstrap_servers, store, args.checkpoint,
                        kafka_options=kafka_options,
-                       max_offsets_per_trigger=args.max_offsets_per_trigger)
+                       max_offsets_per_trigger=args.max_offsets_per_trigger,
+                       executor_store=args.store if scheme(args.store) == "postgresql" else None)
     query = job.start()
     relay = None
     if args.changelog:

@@ -13,9 +13,9 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from confluent_kafka import Producer
 
@@ -114,7 +114,8 @@ def projector_on(bootstrap_servers: str, data_dir: Path, **kwargs) -> Iterator[S
 
 class PipelineLoad(threading.Thread):
     """A pipeline producer in the background: ``total`` RegisterLayer events spread round-robin
-    over ``dataset_ids``, sent in chunks paced over ``duration_secs`` with ``producers.EventProducer``.
+    over ``dataset_ids``, sent in chunks paced over ``duration_secs`` with ``producers.EventProducer``
+    (its ``config`` the Kafka settings).
 
     ``events`` and ``positions`` hold every acknowledged event and where it landed; ``finish()``
     re-raises whatever stopped the thread.
@@ -122,8 +123,9 @@ class PipelineLoad(threading.Thread):
 
     def __init__(self, bootstrap_servers: str, dataset_ids: list[uuid.UUID], total: int, *,
                  prefix: str, chunk: int = 500, duration_secs: float = 60.0,
-                 delivery_timeout_secs: float = 120.0) -> None:
+                 delivery_timeout_secs: float = 120.0, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(name=f"load-{prefix}", daemon=True)
+        self.config = config
         self.bootstrap_servers = bootstrap_servers
         self.dataset_ids = dataset_ids
         self.total = total
@@ -143,7 +145,7 @@ class PipelineLoad(threading.Thread):
 
     def run(self) -> None:
         try:
-            with EventProducer(self.bootstrap_servers,
+            with EventProducer(self.bootstrap_servers, config=self.config,
                                delivery_timeout_secs=self.delivery_timeout_secs) as producer:
                 started = time.monotonic()
                 for n, first in enumerate(range(0, self.total, self.chunk)):

@@ -1,7 +1,7 @@
 """The server host of the several-hosts test (``tests/reliability/test_several_hosts.py``), run
 in its own network namespace: a Kafka broker with a SASL_SSL listener, PostgreSQL taking TLS
-connections with a password, an S3-compatible server, a Spark standalone master with one worker,
-and the projector on that master, all on ``--address``. Once up, it writes ``DIR/ready.json``:
+connections with a password, an S3-compatible server, a Spark standalone master with two
+workers, and the projector on that master, all on ``--address``. Once up, it writes ``DIR/ready.json``:
 what a client host needs (bootstrap servers, the read-only store URL, Kafka and object-store
 settings) and the projector's process id. Like a service manager, it starts the projector again
 whenever it dies, counting restarts in ``ready.json``. Stops on SIGTERM.
@@ -37,27 +37,31 @@ def write_json(path: Path, value: dict) -> None:
     partial.replace(path)
 
 
+SPARK_WORKERS = 2
+
+
 def start_spark_cluster(address: str, directory: Path) -> tuple[str, list[subprocess.Popen]]:
-    """A Spark standalone master and one worker on ``address``, from pyspark's own jars; the
-    master's URL and the processes."""
+    """A Spark standalone master and ``SPARK_WORKERS`` workers of one core each on ``address``,
+    from pyspark's own jars; the master's URL and the processes. The projector gets an executor
+    on each worker."""
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    port, ui_ports = processes.free_port(address), [processes.free_port(address) for _ in range(2)]
+    port = processes.free_port(address)
     master = f"spark://{address}:{port}"
-    started = [
-        processes.start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", address,
-                          "--port", str(port), "--webui-port", str(ui_ports[0])],
-                         directory / "spark-master.log"),
-        processes.start([str(spark_class), "org.apache.spark.deploy.worker.Worker", master,
-                          "--host", address, "--cores", "2", "--memory", "2g",
-                          "--webui-port", str(ui_ports[1]), "--work-dir", str(directory / "work")],
-                         directory / "spark-worker.log"),
-    ]
+    started = [processes.start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", address,
+                                "--port", str(port), "--webui-port", str(processes.free_port(address))],
+                               directory / "spark-master.log")]
+    logs = [directory / f"spark-worker-{n}.log" for n in range(SPARK_WORKERS)]
+    for n, log in enumerate(logs):
+        started.append(processes.start(
+            [str(spark_class), "org.apache.spark.deploy.worker.Worker", master, "--host", address,
+             "--cores", "1", "--memory", "2g", "--webui-port", str(processes.free_port(address)),
+             "--work-dir", str(directory / f"work-{n}")], log))
     deadline = time.monotonic() + 120
-    while "Successfully registered with master" not in processes.tail(directory / "spark-worker.log", 200):
-        if time.monotonic() > deadline or any(p.poll() is not None for p in started):
-            raise RuntimeError(f"the Spark cluster did not start:\n"
-                               f"{processes.tail(directory / 'spark-worker.log')}")
-        time.sleep(0.5)
+    for log in logs:
+        while "Successfully registered with master" not in processes.tail(log, 200):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in started):
+                raise RuntimeError(f"the Spark cluster did not start:\n{processes.tail(log)}")
+            time.sleep(0.5)
     return master, started
 
 

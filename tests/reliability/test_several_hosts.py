@@ -1,18 +1,25 @@
 """Several hosts, all on this machine: network namespaces joined by veth pairs (``hosts``). One
 host runs the broker (SASL_SSL), PostgreSQL (TLS and passwords), an S3-compatible server, a
-Spark standalone master and worker, and the projector on that master (``team_host.py``); two
-others each run a client (``team_client.py``) that reaches them by IP address only, as the
-README's "A team on several machines" describes. Both clients run the
-seeds' layers how-to at once, read each other's writes, and survive a kill -9 of the projector
-half-way, with nothing lost or applied twice."""
+Spark standalone master with two workers, and the projector on that master (``team_host.py``);
+the others reach them by IP address only, as the README's "A team on several machines" describes.
+
+- Two client hosts (``team_client.py``) run the seeds' layers how-to at once, read each other's
+  writes, and survive a kill -9 of the projector half-way.
+- A pipeline host (``team_pipeline.py``) produces a burst that the projector folds on the
+  executors, and one executor is killed with -9 while it folds.
+
+Each time, nothing is lost or applied twice."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,28 +33,42 @@ pytestmark = pytest.mark.own_store  # its store is the server host's PostgreSQL
 TESTS_DIR = Path(__file__).parents[1]
 CLIENTS = {"laptop": "trainer", "trainer": "laptop"}
 """Each client host and its peer."""
+BURST = 60_000
+"""The pipeline's registrations: batches of 20,000 records, each folded for seconds."""
+
+
+@contextlib.contextmanager
+def server_host(hosts: Hosts, tmp_path: Path) -> Iterator[tuple[dict, Callable[[], dict]]]:
+    """``team_host.py`` on host ``server``: its ``ready.json`` once it is up, and a function that
+    reads it again."""
+    server_dir = tmp_path / "server"
+    host_log = tmp_path / "server.log"
+    server = subprocess.Popen(
+        hosts.command("server", [sys.executable, TESTS_DIR / "team_host.py",
+                                 "--address", hosts.address["server"], "--dir", server_dir]),
+        stdout=host_log.open("wb"), stderr=subprocess.STDOUT)
+    ready_file = server_dir / "ready.json"
+    try:
+        def server_ready() -> bool:
+            assert server.poll() is None, f"the server host exited:\n{tail(host_log, 40)}"
+            return ready_file.exists()
+
+        wait_until(server_ready, 300, "the server host")
+        yield json.loads(ready_file.read_text()), lambda: json.loads(ready_file.read_text())
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            server.kill()
 
 
 def test_two_client_hosts_share_the_catalog_and_survive_a_projector_crash(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
-    server_dir = tmp_path / "server"
-    with Hosts(["server", *CLIENTS]) as hosts:
-        host_log = tmp_path / "server.log"
-        server = subprocess.Popen(
-            hosts.command("server", [sys.executable, TESTS_DIR / "team_host.py",
-                                     "--address", hosts.address["server"], "--dir", server_dir]),
-            stdout=host_log.open("wb"), stderr=subprocess.STDOUT)
+    with Hosts(["server", *CLIENTS]) as hosts, server_host(hosts, tmp_path) as (ready, reread):
         clients: dict[str, subprocess.Popen] = {}
         try:
-            ready_file = server_dir / "ready.json"
-
-            def server_ready() -> bool:
-                assert server.poll() is None, f"the server host exited:\n{tail(host_log, 40)}"
-                return ready_file.exists()
-
-            wait_until(server_ready, 300, "the server host")
-            ready = json.loads(ready_file.read_text())
             assert ready["bootstrap_servers"].startswith(hosts.address["server"] + ":")
             assert ready["spark_master"].startswith(f"spark://{hosts.address['server']}:")
             environment = {**os.environ, "STRATA_KAFKA_OPTIONS": json.dumps(ready["kafka_options"]),
@@ -77,7 +98,7 @@ def test_two_client_hosts_share_the_catalog_and_survive_a_projector_crash(tmp_pa
                 client.wait(timeout=600)
                 assert client.returncode == 0, \
                     f"client {name} failed:\n{tail(tmp_path / f'{name}.log', 40)}"
-            ready = json.loads(ready_file.read_text())
+            ready = reread()
             assert ready["restarts"] == 1, ready
             # The clients went on while the projector was down, not after they had finished.
             assert time.monotonic() - killed_at > 1
@@ -85,8 +106,85 @@ def test_two_client_hosts_share_the_catalog_and_survive_a_projector_crash(tmp_pa
             for client in clients.values():
                 if client.poll() is None:
                     client.kill()
-            server.terminate()
-            try:
-                server.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                server.kill()
+
+
+def _children() -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            found.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return found
+
+
+def _python_cpu_ticks(root: int, children: dict[int, list[int]]) -> int:
+    """The CPU time of the Python processes under ``root``: the task workers of an executor."""
+    ticks, pending = 0, list(children.get(root, []))
+    while pending:
+        pid = pending.pop()
+        pending += children.get(pid, [])
+        with contextlib.suppress(OSError):
+            if b"python" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                ticks += int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def executors() -> list[int]:
+    """The process ids of the Spark executors on this machine: the projector's."""
+    return [int(cmdline.parent.name) for cmdline in Path("/proc").glob("[0-9]*/cmdline")
+            if b"CoarseGrainedExecutorBackend" in _read(cmdline)]
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def test_an_executor_killed_while_it_folds_loses_nothing_and_applies_nothing_twice(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    with Hosts(["server", "pipeline"]) as hosts, server_host(hosts, tmp_path) as (ready, reread):
+        # One executor on each worker, where the projector folds large batches.
+        wait_until(lambda: len(executors()) == 2, 120, "the projector's two executors")
+        pipeline_log = tmp_path / "pipeline.log"
+        pipeline = subprocess.Popen(
+            hosts.command("pipeline", [
+                sys.executable, TESTS_DIR / "team_pipeline.py", "--bootstrap-servers",
+                ready["bootstrap_servers"], "--store", ready["store"], "--count", str(BURST),
+                "--dir", shared]),
+            env={**os.environ, "STRATA_KAFKA_OPTIONS": json.dumps(ready["kafka_options"])},
+            stdout=pipeline_log.open("wb"), stderr=subprocess.STDOUT)
+        try:
+            def sent() -> bool:
+                assert pipeline.poll() is None, f"the pipeline failed:\n{tail(pipeline_log, 40)}"
+                return (shared / "pipeline.sent").exists()
+
+            wait_until(sent, 300, "the burst in Kafka")
+            # An executor whose task's Python worker is busy folding: kill it there.
+            ticks_per_sec = os.sysconf("SC_CLK_TCK")
+            killed = None
+            deadline = time.monotonic() + 300
+            before = {pid: _python_cpu_ticks(pid, _children()) for pid in executors()}
+            while killed is None:
+                assert pipeline.poll() is None, \
+                    f"the burst was folded before an executor was seen folding:\n{tail(pipeline_log, 40)}"
+                assert time.monotonic() < deadline, "no executor was seen folding"
+                time.sleep(0.25)
+                children = _children()
+                now = {pid: _python_cpu_ticks(pid, children) for pid in executors()}
+                busy = [pid for pid in now if now[pid] - before.get(pid, now[pid]) >= 0.1 * ticks_per_sec]
+                before = now
+                if busy:
+                    killed = busy[0]
+                    os.kill(killed, signal.SIGKILL)
+            pipeline.wait(timeout=600)
+            assert pipeline.returncode == 0, f"the pipeline failed:\n{tail(pipeline_log, 40)}"
+            assert killed not in executors()
+            # Spark ran the killed executor's task again elsewhere; the projector never stopped.
+            assert reread()["restarts"] == 0
+        finally:
+            if pipeline.poll() is None:
+                pipeline.kill()

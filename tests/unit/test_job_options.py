@@ -9,7 +9,8 @@ import json
 import pytest
 
 from events import CATALOG_TOPIC
-from spark_streaming.job import paused_gc, starting_offsets
+from spark_streaming.folding import paused_gc
+from spark_streaming.job import starting_offsets
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, add_max_offsets_option
 
 
