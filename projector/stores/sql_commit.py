@@ -17,7 +17,7 @@ from projector.model import ChangeKind, Changes, LayerRun, Version, Versioned
 from projector.ports import StaleBatchError
 from projector.stores import sql_history, sql_rows, sql_tables
 from projector.stores.sql_database import Database
-from projector.stores.sql_schema import insert, names, upsert
+from projector.stores.sql_schema import names, upsert
 
 _LAYER_TABLE_COLUMNS = (
     "l.segment_id, l.layer_name, l.storage_url, l.size_bytes, l.registered_at, l.schema_sha256, "
@@ -49,6 +49,11 @@ def next_offset(database: Database, topic: str, partition: int) -> int:
     rows = database.query("select next_offset from offsets where topic = ? and partition = ?",
                           (topic, partition))
     return rows[0]["next_offset"] if rows else 0
+
+
+_APPENDED = frozenset({"feed", "rejections", "batches"})
+"""Tables whose rows are keyed by the log position of the record that made them: a commit, which
+folds each record once, only ever adds rows to them."""
 
 
 def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple[str, int], int]) -> None:
@@ -107,7 +112,9 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
             "delete from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
             [(str(d), s, n) for (d, s, n), layer in changes.layers.items() if layer is None])
         for table, values in rows.items():
-            if values:
+            if values and table in _APPENDED:
+                database.insert_many(table, values)
+            elif values:
                 database.upsert_many(table, values)
         rewrite_chunks(database, chunks)
         for write in changes.table_writes:
@@ -152,7 +159,7 @@ def _keep_history(database: Database, history: list[Version], runs: list[LayerRu
     for run in runs:
         _add_run_history(added, closed_layers, run)
     for table, rows in added.items():
-        database.executemany(insert(table), rows)
+        database.insert_many(table, rows)
     _add_closed_layers(database, closed_layers, found.spans)
 
 

@@ -125,6 +125,10 @@ class Database(abc.ABC):
         """Insert ``rows`` (with distinct keys) into ``table``, replacing rows of the same key."""
         self.executemany(upsert(table), rows)
 
+    def insert_many(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows``, whose keys ``table`` does not hold, into ``table``."""
+        self.executemany(insert(table), rows)
+
     def key_in(self, keys: list[str]) -> tuple[str, Any]:
         """A condition that column ``key`` is one of ``keys``, and its one parameter."""
         subquery, param = self.key_rows(keys)
