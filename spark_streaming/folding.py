@@ -58,6 +58,7 @@ def fold_rows(store: ProjectionWriter, rows: pa.Table) -> Changes:
     with paused_gc():
         return apply_batch(store, decode_batch(rows))
 
+
 _SUMMARY = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("first_offset", pa.int64()),
     ("last_offset", pa.int64()), ("records", pa.int64()), ("outcomes", pa.int64()),
