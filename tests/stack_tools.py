@@ -23,7 +23,7 @@ from events import CATALOG_TOPIC, Event, RegisterLayer
 from producers import EventProducer, Position, end_offsets
 from projector import StoreUnavailableError
 from stack import Server
-from stores import Offsets, store_offsets
+from stores import Offsets, assert_applied_exactly_once, store_offsets
 
 T = TypeVar("T")
 
@@ -69,6 +69,13 @@ def wait_caught_up(store: str | Path, bootstrap_servers: str, timeout_secs: floa
 
     wait_until(caught_up, timeout_secs, f"the store {store} to reach the log end {end}", poll_secs=0.5)
     return end
+
+
+def assert_whole_log_applied_once(store: str | Path, bootstrap_servers: str, timeout_secs: float = 300,
+                                  *, config: dict[str, str] | None = None) -> None:
+    """Wait until the store has applied every record in the log (``wait_caught_up``), then check
+    that each was folded by exactly one committed batch (``stores.assert_applied_exactly_once``)."""
+    assert_applied_exactly_once(store, wait_caught_up(store, bootstrap_servers, timeout_secs, config=config))
 
 
 def _process_group(pgid: int) -> list[int]:

@@ -24,8 +24,7 @@ import rerun as rr
 import sdk
 import settings
 from stack.demo import SEGMENT_IDS
-from stack_tools import wait_caught_up, wait_until
-from stores import assert_applied_exactly_once
+from stack_tools import assert_whole_log_applied_once, wait_until
 
 LAYERS = ["base", "tracking_error", "quality"]
 WAIT_SECS = 300.0
@@ -118,9 +117,8 @@ def main() -> int:
     assert theirs["tracking_good"] == [[flag] for flag in tracking_good(args.peer)]
 
     # Nothing lost or applied twice, across the projector's crash.
-    end = wait_caught_up(args.store, args.bootstrap_servers, timeout_secs=WAIT_SECS,
-                         config=settings.kafka_options())
-    assert_applied_exactly_once(args.store, end)
+    assert_whole_log_applied_once(args.store, args.bootstrap_servers, WAIT_SECS,
+                                  config=settings.kafka_options())
     client.close()
     print(f"{args.name}: ok")
     return 0

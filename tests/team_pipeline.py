@@ -14,8 +14,7 @@ from pathlib import Path
 
 import sdk
 import settings
-from stack_tools import PipelineLoad, wait_caught_up, wait_until
-from stores import assert_applied_exactly_once
+from stack_tools import PipelineLoad, assert_whole_log_applied_once, wait_until
 
 WAIT_SECS = 600.0
 
@@ -42,9 +41,8 @@ def main() -> int:
     segments = dataset.segment_table().to_arrow_table().column("rerun_segment_id").to_pylist()
     assert sorted(segments) == [load.event(i).command.segment_id for i in range(args.count)], \
         f"{len(segments):,} segment rows, {len(set(segments)):,} distinct, for {args.count:,} events"
-    end = wait_caught_up(args.store, args.bootstrap_servers, timeout_secs=WAIT_SECS,
-                         config=settings.kafka_options())
-    assert_applied_exactly_once(args.store, end)
+    assert_whole_log_applied_once(args.store, args.bootstrap_servers, WAIT_SECS,
+                                  config=settings.kafka_options())
     client.close()
     print(f"pipeline: {args.count:,} registrations, each applied once")
     return 0

@@ -164,25 +164,27 @@ def test_an_executor_killed_while_it_folds_loses_nothing_and_applies_nothing_twi
 
             wait_until(sent, 300, "the burst in Kafka")
             # An executor whose task's Python worker is busy folding: kill it there.
-            ticks_per_sec = os.sysconf("SC_CLK_TCK")
-            killed = None
-            deadline = time.monotonic() + 300
-            before = {pid: _python_cpu_ticks(pid, _children()) for pid in executors()}
-            while killed is None:
+            busy_ticks = 0.1 * os.sysconf("SC_CLK_TCK")  # CPU time in one 0.25 s poll
+            ticks = {pid: _python_cpu_ticks(pid, _children()) for pid in executors()}
+            killed: list[int] = []
+
+            def killed_one_folding() -> bool:
                 assert pipeline.poll() is None, \
                     f"the burst was folded before an executor was seen folding:\n{tail(pipeline_log, 40)}"
-                assert time.monotonic() < deadline, "no executor was seen folding"
-                time.sleep(0.25)
                 children = _children()
                 now = {pid: _python_cpu_ticks(pid, children) for pid in executors()}
-                busy = [pid for pid in now if now[pid] - before.get(pid, now[pid]) >= 0.1 * ticks_per_sec]
-                before = now
+                busy = [pid for pid in now if now[pid] - ticks.get(pid, now[pid]) >= busy_ticks]
+                ticks.clear()
+                ticks.update(now)
                 if busy:
-                    killed = busy[0]
-                    os.kill(killed, signal.SIGKILL)
+                    os.kill(busy[0], signal.SIGKILL)
+                    killed.append(busy[0])
+                return bool(killed)
+
+            wait_until(killed_one_folding, 300, "an executor seen folding", poll_secs=0.25)
             pipeline.wait(timeout=600)
             assert pipeline.returncode == 0, f"the pipeline failed:\n{tail(pipeline_log, 40)}"
-            assert killed not in executors()
+            assert killed[0] not in executors()
             # Spark ran the killed executor's task again elsewhere; the projector never stopped.
             assert reread()["restarts"] == 0
         finally:
