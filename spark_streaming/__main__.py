@@ -15,7 +15,7 @@ from pyspark.errors import StreamingQueryException
 import settings
 from producers import wait_for_topics
 from projector import StoreUnavailableError, open_store
-from projector.stores import scheme
+from projector.stores import fault_advice, scheme
 from spark_streaming.options import add_arguments, java_config, parse_key_values
 
 
@@ -37,12 +37,6 @@ TOPICS_TIMEOUT_SECS = 240.0
 
 STORE_FAULT_EXIT_CODE = 2
 """The exit code when the store cannot be opened or written (read-only, full): fix it, restart."""
-
-
-def _store_advice(location: str) -> str:
-    if scheme(location) == "sqlite":
-        return f"Make {Path(location).absolute().parent} writable and give it free space"
-    return "Check that the PostgreSQL server is up and reachable and that its user may create tables"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(args.store)
     except StoreUnavailableError as exc:
         log.error("cannot open the projection store, nothing was read: %s. %s, then start the "
-                  "projector again.", exc, _store_advice(args.store))
+                  "projector again.", exc, fault_advice(args.store))
         return STORE_FAULT_EXIT_CODE
     spark = build_session(args.spark_master)
     # Started beside its broker (sdk.Server starts both at once), the projector builds its Spark

@@ -18,6 +18,7 @@ import settings
 from events import TOPICS
 from projector import Changes, ProjectionWriter, Status
 from projector.ports import StoreUnavailableError
+from projector.stores import fault_advice
 from spark_streaming.folding import KAFKA_COLUMNS, SUMMARY_SCHEMA, fold_partitions, fold_rows
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, java_config
 
@@ -114,9 +115,9 @@ def store_fault_message(exc: StoreUnavailableError, batch_id: int, rows: pa.Tabl
     """One line for the operator: which batch, which store, why, and what to do next."""
     offsets = rows.column("offset").to_pylist()
     span = f"offsets {min(offsets)}..{max(offsets)}" if offsets else "no records"
-    return (f"batch {batch_id} ({span}) was not committed: {exc}. Nothing of it was written. Make "
-            f"{Path(str(exc.path)).parent} writable and give it free space, then restart the "
-            "projector: it resumes from the store's offsets.")
+    return (f"batch {batch_id} ({span}) was not committed: {exc}. Nothing of it was written. "
+            f"{fault_advice(str(exc.path))}, then restart the projector: it resumes from the store's "
+            "offsets.")
 
 
 class ProjectorJob:
@@ -213,8 +214,8 @@ class ProjectorJob:
                 self.store_fault = (
                     f"batch {batch_id} ({failed.topic}/{failed.partition} offsets "
                     f"{failed.first_offset}..{failed.last_offset}) was not committed: {failed.fault}. "
-                    "Nothing of that partition's records was written. Make the store reachable and "
-                    "writable, then restart the projector: it resumes from the store's offsets.")
+                    f"Nothing of that partition's records was written. {fault_advice(location)}, then "
+                    "restart the projector: it resumes from the store's offsets.")
                 log.error("%s", self.store_fault)
                 raise RuntimeError(self.store_fault)
         log.info("batch %d: %d records of %d partitions, %d outcomes (%d not accepted), %d "

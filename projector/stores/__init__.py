@@ -33,6 +33,13 @@ def describe(location: str | Path) -> str:
     return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", str(location))
 
 
+def fault_advice(location: str | Path) -> str:
+    """What an operator does about a store that cannot be opened or written, as a sentence."""
+    if scheme(location) == "sqlite":
+        return f"Make {Path(location).absolute().parent} writable and give it free space"
+    return "Check that the PostgreSQL server is up and reachable and that its user may create tables"
+
+
 def normalize(location: str | Path) -> str:
     """``location`` as a string that means the same from any directory: a path made absolute, a
     URL as it is. ``ValueError`` for a scheme strata cannot open."""

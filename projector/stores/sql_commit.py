@@ -51,9 +51,6 @@ def next_offset(database: Database, topic: str, partition: int) -> int:
     return rows[0]["next_offset"] if rows else 0
 
 
-_APPENDED = frozenset({"feed", "rejections", "batches"})
-"""Tables whose rows are keyed by the log position of the record that made them: a commit, which
-folds each record once, only ever adds rows to them."""
 
 
 def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple[str, int], int]) -> None:
@@ -74,14 +71,19 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
         "tables": [sql_rows.table_values(t) for t in changes.tables.values()],
         "table_parts": [sql_rows.table_part_values(p) for p in changes.table_parts.values() if p is not None],
         "outcomes": [sql_rows.outcome_values(o) for o in changes.outcomes.values()],
+        "offsets": [(t, p, o) for (t, p), o in changes.next_offsets.items()],
+    }
+    # Rows whose keys the store holds no row of: those keyed by the log position of the record
+    # that made them (a commit folds each record once), and the layers runs make of new keys.
+    added: dict[str, list[tuple[Any, ...]]] = {
         "rejections": [sql_rows.rejection_values(r) for r in changes.rejections],
         "feed": [sql_rows.change_values(c, committed_at) for c in changes.feed],
-        "offsets": [(t, p, o) for (t, p), o in changes.next_offsets.items()],
         "batches": [(t, p, first, changes.next_offsets[(t, p)], changes.records[(t, p)])
                     for (t, p), first in changes.first_offsets.items()],
+        "layers": [],
     }
     for run in changes.runs:
-        _add_run_rows(rows, run, committed_at)
+        _add_run_rows(rows, added, run, committed_at)
     # The connection's context rolls the transaction back on any error, so a batch that
     # cannot be written (read-only or full disk) leaves the store exactly as it was.
     statements = sql_tables.Statements(database.execute, database.key_rows, database.key_in)
@@ -112,10 +114,11 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
             "delete from layers where dataset_id = ? and segment_id = ? and layer_name = ?",
             [(str(d), s, n) for (d, s, n), layer in changes.layers.items() if layer is None])
         for table, values in rows.items():
-            if values and table in _APPENDED:
-                database.insert_many(table, values)
-            elif values:
+            if values:
                 database.upsert_many(table, values)
+        for table, values in added.items():
+            if values:
+                database.insert_many(table, values)
         rewrite_chunks(database, chunks)
         for write in changes.table_writes:
             tables.apply(write)
@@ -272,20 +275,24 @@ def _touched_chunks(database: Database, changes: Changes) -> set[tuple[str, int]
     return chunks
 
 
-def _add_run_rows(rows: dict[str, list[tuple[Any, ...]]], run: LayerRun, committed_at: int) -> None:
-    """The current rows of a run (``projector.layer_runs``): the layers it leaves, the segments
-    it created or moved, its outcomes and its entries of the change feed."""
+def _add_run_rows(rows: dict[str, list[tuple[Any, ...]]], added: dict[str, list[tuple[Any, ...]]],
+                  run: LayerRun, committed_at: int) -> None:
+    """The current rows of a run (``projector.layer_runs``): the layers it leaves (``added`` those
+    of keys the store held no layer of), the segments it created or moved, its outcomes and its
+    entries of the change feed."""
     dataset_text = sql_rows.id_text(run.dataset_id)
     topic, partition = run.topic, run.partition
     writes = run.writes
-    rows["layers"] += [sql_rows.run_layer_values(dataset_text, topic, partition, writes[index])
-                       for index in run.latest.values()]
+    replaced = {(layer.segment_id, layer.layer_name) for layer, _, _ in run.replaced}
+    for key, index in run.latest.items():
+        (rows if key in replaced else added)["layers"].append(
+            sql_rows.run_layer_values(dataset_text, topic, partition, writes[index]))
     rows["segments"] += [(dataset_text, segment_id, s.created_by.topic, s.created_by.partition,
                           s.created_by.offset, sql_rows.micros(s.updated_at), s.position)
                          for segment_id, s in run.segments.items() if s.changed]
     rows["outcomes"] += [(str(event_id), topic, partition, offset, str(run.status(reason)), reason)
                          for offset, event_id, reason in run.outcomes]
-    feed = rows["feed"]
+    feed = added["feed"]
     for write in writes:
         command = write.command
         feed.append((topic, partition, write.offset, 0, str(write.change_kind), dataset_text,

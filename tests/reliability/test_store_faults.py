@@ -145,9 +145,11 @@ def test_a_full_store_stops_the_projector_cleanly_and_it_resumes(
             producer.send(events)
 
         line = stop_line(projector)
+        store_parent = re.escape(str(Path(projector.store).absolute().parent))
         assert re.search(r"projector stopped: batch \d+ \(offsets \d+\.\.\d+\) was not committed: "
                          rf"store {re.escape(str(projector.store))}: database or disk is full\. "
-                         r"Nothing of it was written\..*restart the projector", line), line
+                         rf"Nothing of it was written\. Make {store_parent} "
+                         r"writable and give it free space, then restart the projector", line), line
 
         store_dir.free()
         # No part of the failed batch was committed.
@@ -204,7 +206,8 @@ def test_a_postgresql_server_gone_stops_the_projector_cleanly_and_it_resumes(
         line = stop_line(projector)
         location = re.escape(f"postgresql://strata@{pg.host}:{pg.port}/")
         assert re.search(rf"projector stopped: batch \d+ \(offsets \d+\.\.\d+\) was not committed: "
-                         rf"store {location}\w+: .*Nothing of it was written\..*restart the projector",
+                         rf"store {location}\w+: .*Nothing of it was written\. Check that the PostgreSQL "
+                         r"server is up and reachable.*, then restart the projector",
                          line), line
 
         pg.resume()
