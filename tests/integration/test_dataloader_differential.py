@@ -1,20 +1,28 @@
-"""Rerun's training loaders' sample index (``rerun.experimental.dataloader.SampleIndex``) built
-on a strata dataset and on Rerun's server from the same DROID-like episodes.
+"""Rerun's training loaders (``rerun.experimental.dataloader``) on a strata dataset and on
+Rerun's server, from the same DROID-like episodes.
 
 ``SampleIndex.build`` reads a dataset through ``get_index_ranges()`` and ``filter_segments()``:
-those must give it the same sample space on both. Its ``RerunIterableDataset`` and
-``RerunMapDataset`` then reconnect in each loader worker with rerun-sdk's own gRPC client
-(``CatalogClientInternal(url)``), which only a Rerun server answers (README, "Worker processes").
+those must give it the same sample space on strata's client and on Rerun's. Rerun's
+``RerunIterableDataset`` and ``RerunMapDataset`` reconnect in each PyTorch loader worker with
+rerun-sdk's own gRPC client, so they run on Rerun's client of strata's endpoint of Rerun's
+protocol (``endpoints``): one epoch through a ``DataLoader`` of 2 spawned workers must give the
+same samples in the same order as on Rerun's server, for the same seed.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import rerun as rr
 from rerun.experimental.dataloader import DataSource, Field, FixedRateSampling, SampleIndex
 
+import loaders
 import sdk
+from endpoints import endpoint
+from stack import Server
 from stack.droid import write_episode
 
 pytestmark = pytest.mark.store_agnostic
@@ -64,3 +72,24 @@ def test_a_timestamp_index_without_a_sampling_rate_is_refused_alike(pair) -> Non
         messages.append(str(raised.value))
     assert messages[0] == messages[1]
 
+
+
+@pytest.fixture(scope="module")
+def loaded(server: Server, pair) -> Iterator[tuple[Any, Any]]:
+    """The pair's datasets as Rerun's client sees them: through strata's endpoint, and on
+    Rerun's server."""
+    ours, theirs = pair
+    with endpoint(server) as url:
+        yield rr.catalog.CatalogClient(url).get_dataset(ours.name), theirs
+
+
+@pytest.mark.parametrize("segments", [None, ["ep_2", "ep_0"]])
+@pytest.mark.parametrize("kind", ["iterable", "map"])
+def test_rerun_s_loaders_give_rerun_s_samples_in_rerun_s_order(loaded, kind: str,
+                                                              segments: list[str] | None) -> None:
+    datasets = [loaders.loader_dataset(kind, dataset, segments) for dataset in loaded]
+    epochs = [loaders.epoch(data, workers=2, seed=7) for data in datasets]
+    assert len(epochs[0]) == len(datasets[0]) == len(datasets[1]) > 0
+    assert epochs[0] == epochs[1]
+    first = epochs[0][0]
+    assert len(first["action"]) == 7 and len(first["image"]) == 3  # 7 joints; a 3-channel image

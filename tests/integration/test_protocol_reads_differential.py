@@ -7,23 +7,16 @@ field metadata) must be equal, rows sorted where Rerun does not define their ord
 runs through both of Rerun's query paths: ``FindChunks`` (strata's ``WhoAmI`` advertises
 ``dataset:find_chunks``) and ``QueryDataset`` (an endpoint that does not).
 
-strata's endpoint runs in a process of its own beside the session's stack, reading its store as
-``strata serve`` does: Rerun's client blocks in DataFusion calls holding the GIL while it waits
-for the server (``using_index_values``), so a Python server in the client's own process would
-never answer.
+strata's endpoint runs in a process of its own beside the session's stack (``endpoints``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -31,8 +24,7 @@ import rerun as rr
 from datafusion import col, lit
 
 import sdk
-from projector.stores import normalize
-from protocol import descriptors
+from endpoints import endpoint
 from stack import Server
 from stack.droid import EPOCH_NS, STEP_NS, write_episode
 
@@ -40,52 +32,12 @@ pytestmark = pytest.mark.store_agnostic
 
 SECOND = 1_000_000_000
 T0 = 1_700_000_000 * SECOND
-SERVE = """
-import sys
-import protocol, sdk
-from protocol import entries
-if sys.argv[2] == "query_dataset":
-    entries.CAPABILITIES.clear()
-with protocol.serve(sdk.CatalogClient(store=sys.argv[1], workers=0), port=0) as served:
-    print(served.url, flush=True)
-    sys.stdin.read()
-"""
-"""strata's endpoint on the stack's store (reads only), until its standard input closes; with
-``query_dataset``, one that does not advertise ``dataset:find_chunks``."""
-
-
-@contextlib.contextmanager
-def _endpoint(server: Server, path: str, environment: dict[str, str] | None = None) -> Iterator[str]:
-    """strata's endpoint on ``server``'s store in a process of its own, for the query ``path``."""
-    process = subprocess.Popen([sys.executable, "-c", SERVE, normalize(server.store), path],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, **(environment or {})})
-    try:
-        url = process.stdout.readline().strip()  # type: ignore[union-attr]
-        assert url.startswith("rerun+http://127.0.0.1:")
-        advertised = {"find_chunks": ["dataset:find_chunks"], "query_dataset": []}[path]
-        assert _capabilities(url) == advertised
-        yield url
-    finally:
-        process.stdin.close()  # type: ignore[union-attr]
-        process.wait(60)
 
 
 @pytest.fixture(scope="module", params=["find_chunks", "query_dataset"])
 def strata_url(request: pytest.FixtureRequest, server: Server) -> Iterator[str]:
-    with _endpoint(server, request.param) as url:
+    with endpoint(server, request.param) as url:
         yield url
-
-
-def _capabilities(url: str) -> list[str]:
-    """What the endpoint's ``WhoAmI`` advertises."""
-    who_am_i = descriptors.service().methods_by_name["WhoAmI"]
-    with grpc.insecure_channel(url.removeprefix("rerun+http://")) as channel:
-        answer = channel.unary_unary(
-            f"/{descriptors.SERVICE}/WhoAmI", request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=descriptors.message_class(who_am_i.output_type.full_name).FromString,
-        )(descriptors.message_class(who_am_i.input_type.full_name)(), timeout=30)
-    return list(answer.capabilities.capabilities)
 
 
 def _small(path: Path, recording_id: str) -> str:
@@ -232,7 +184,7 @@ def test_a_recording_in_an_object_store_reads_as_the_same_file_on_rerun_s_server
     name = f"protocol-reads-s3-{tag}"
     client.create_dataset(name).register([url], object_store_config=s3.config()).wait()
     rerun_client.create_dataset(name).register([path.as_uri()]).wait()
-    with _endpoint(server, "find_chunks", s3.environment()) as strata_url:
+    with endpoint(server, "find_chunks", s3.environment()) as strata_url:
         datasets = {"strata": rr.catalog.CatalogClient(strata_url).get_dataset(name),
                     "rerun": rerun_client.get_dataset(name)}
         read = {side: _sorted(dataset.reader(index="real_time").to_arrow_table())
