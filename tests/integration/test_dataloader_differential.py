@@ -73,7 +73,6 @@ def test_a_timestamp_index_without_a_sampling_rate_is_refused_alike(pair) -> Non
     assert messages[0] == messages[1]
 
 
-
 @pytest.fixture(scope="module")
 def loaded(server: Server, pair) -> Iterator[tuple[Any, Any]]:
     """The pair's datasets as Rerun's client sees them: through strata's endpoint, and on
