@@ -1,6 +1,8 @@
 """Rerun's training loaders (``rerun.experimental.dataloader``) over DROID-like episodes, through
-Rerun's client on Rerun's OSS server and on strata's endpoint of Rerun's catalog protocol (with
-direct URLs, and through FetchChunks only), in one run. Prints a table; nothing is asserted.
+Rerun's client on Rerun's OSS server and on strata's endpoint of Rerun's catalog protocol, in one
+run: the stack's endpoint with direct URLs, one through FetchChunks only beside the same stack, and
+one alone on the same store once the broker and the projector are stopped (an endpoint on a host
+of its own). Prints a table; nothing is asserted.
 
     python -m bench.loaders --segments 100 --workers 2 --epochs 2
 
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import sdk
-from bench.protocol import fetch_chunks_endpoint
+from bench.protocol import endpoint_process, fetch_chunks_endpoint
 from bench.recordings import RecordingPool
 
 EXTRA = Path(__file__).resolve().parents[1] / ".cache" / "dataloader"
@@ -118,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
             with fetch_chunks_endpoint(server, work / "fetch-chunks-endpoint.log") as url:
                 print("strata's endpoint, FetchChunks", flush=True)
                 results["strata, FetchChunks"] = epochs(rr.catalog.CatalogClient(url), args)
+            store = server.store
+        # An endpoint on a host of its own, as training machines would read a PostgreSQL catalog:
+        # here the same store with the broker and the projector stopped.
+        with endpoint_process(store, work / "endpoint-alone.log") as url:
+            print("strata's endpoint alone (no broker, no projector beside it), direct URLs", flush=True)
+            results["strata alone, direct URLs"] = epochs(rr.catalog.CatalogClient(url), args)
     rerun = results["Rerun's server"]
     print("\n| server | samples per epoch | samples/s | vs Rerun's | first sample s |")
     print("|---|---:|---:|---:|---:|")

@@ -23,6 +23,7 @@ reported, and the others measured.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -42,20 +43,31 @@ from stack import processes
 
 
 @contextmanager
-def fetch_chunks_endpoint(server: sdk.Server, log: Path) -> Iterator[str]:
-    """An endpoint of ``server``'s catalog that serves no direct URLs, in a process of its own
-    (its errors in ``log``)."""
-    process = processes.start(
-        [sys.executable, "-m", "protocol", "--store", server.store, "--bootstrap-servers",
-         server.bootstrap_servers, "--port", "0", "--no-direct-urls"], log, stdout_pipe=True)
+def endpoint_process(store: str, log: Path, *, bootstrap_servers: str | None = None,
+                     direct_urls: bool = True) -> Iterator[str]:
+    """strata's endpoint of the catalog in ``store``, in a process of its own (its errors in
+    ``log``): read-only without ``bootstrap_servers``; without ``direct_urls``, chunks only
+    through ``FetchChunks``."""
+    command = [sys.executable, "-m", "protocol", "--store", store, "--port", "0"]
+    if bootstrap_servers is not None:
+        command += ["--bootstrap-servers", bootstrap_servers]
+    if not direct_urls:
+        command.append("--no-direct-urls")
+    process = processes.start(command, log, stdout_pipe=True)
     try:
         line = processes.read_line(process, 60)
         url = None if line is None else url_of(line)
         if url is None:
-            raise RuntimeError(f"the endpoint without direct URLs did not start; see {log}")
+            raise RuntimeError(f"the endpoint did not start; see {log}")
         yield url
     finally:
         processes.stop(process)
+
+
+def fetch_chunks_endpoint(server: sdk.Server, log: Path) -> contextlib.AbstractContextManager[str]:
+    """An endpoint of ``server``'s catalog that serves no direct URLs, in a process of its own
+    (its errors in ``log``)."""
+    return endpoint_process(server.store, log, bootstrap_servers=server.bootstrap_servers, direct_urls=False)
 
 
 def measure(name: str, client: Any, uris: list[str], args: argparse.Namespace) -> dict[str, float]:

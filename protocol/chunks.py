@@ -169,11 +169,16 @@ def _field(number: int, data: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(data)) + data
 
 
-def arrow_msg(data: bytes, segment_id: str) -> bytes:
-    """An ``ArrowMsg`` read from a file, its ``store_id.recording_id`` set to ``segment_id``: a
-    ``store_id`` appended to the message is merged into the one it has (protobuf merges a message
-    field met twice, the later scalar winning), so the payload is not decoded."""
-    return data + _field(1, _field(2, segment_id.encode()))
+def fetch_response(chunks: Sequence[bytes | memoryview], segment_ids: Sequence[str]) -> bytes:
+    """An encoded ``FetchChunksResponse`` of ``chunks``, ``ArrowMsg``s read from files, each one's
+    ``store_id.recording_id`` set to its segment id: a ``store_id`` appended to a message is merged
+    into the one it has (protobuf merges a message field met twice, the later scalar winning), so
+    the payload is not decoded. Each chunk's bytes are copied once, by the final join."""
+    parts: list[bytes | memoryview] = []
+    for chunk, segment_id in zip(chunks, segment_ids, strict=True):
+        store_id = _field(1, _field(2, segment_id.encode()))
+        parts += (_varint(1 << 3 | 2) + _varint(len(chunk) + len(store_id)), chunk, store_id)
+    return b"".join(parts)
 
 
 def _coalesced(wanted: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -188,10 +193,12 @@ def _coalesced(wanted: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def chunk_bytes(locations: Sequence[ChunkLocation], objects: recordings.ObjectStoreConfig) -> list[bytes]:
-    """Each location's ``ArrowMsg`` bytes, in order: one file open and a few coalesced reads per
-    file. Raises what ``read_ranges`` raises, and ``RecordingChangedError`` if a file ends early."""
-    found: list[bytes] = [b""] * len(locations)
+def chunk_bytes(locations: Sequence[ChunkLocation],
+                objects: recordings.ObjectStoreConfig) -> list[memoryview]:
+    """Each location's ``ArrowMsg`` bytes, in order, as views of the reads: one file open and a
+    few coalesced reads per file. Raises what ``read_ranges`` raises, and
+    ``RecordingChangedError`` if a file ends early."""
+    found: list[memoryview] = [memoryview(b"")] * len(locations)
     by_file: dict[LayerRef, list[int]] = {}
     for number, location in enumerate(locations):
         by_file.setdefault(location.layer, []).append(number)
@@ -205,7 +212,7 @@ def chunk_bytes(locations: Sequence[ChunkLocation], objects: recordings.ObjectSt
             while location.offset >= reads[at][0] + reads[at][1]:
                 at += 1
             start = location.offset - reads[at][0]
-            found[number] = blobs[at][start:start + location.length]
+            found[number] = memoryview(blobs[at])[start:start + location.length]
             if len(found[number]) != location.length:
                 raise changed(layer, reads[at][0] + len(blobs[at]))
     return found
@@ -222,8 +229,7 @@ def _fetch_responses(locations: list[ChunkLocation],
             size += location.length
         if batch and (location is None or size >= RESPONSE_BYTES):
             data = chunk_bytes(batch, objects)
-            yield b"".join(_field(1, arrow_msg(chunk, where.layer.segment_id))
-                           for chunk, where in zip(data, batch, strict=True))
+            yield fetch_response(data, [where.layer.segment_id for where in batch])
             batch, size = [], 0
 
 

@@ -203,12 +203,18 @@ def test_a_segment_s_manifest_is_its_layers_chunk_indexes_one_after_the_other() 
 
 def test_an_arrow_msg_is_sent_as_read_with_the_segment_id_as_its_recording_id(tmp_path) -> None:
     uri = episode(tmp_path / "rec.rrd", "inside_the_file")
-    index = chunk_index(uri).slice(1, 1)
+    index = chunk_index(uri).slice(0, 2)
     data = (tmp_path / "rec.rrd").read_bytes()
-    offset, size = index.column("chunk_byte_offset")[0].as_py(), index.column("chunk_byte_size")[0].as_py()
+    offsets = index.column("chunk_byte_offset").to_pylist()
+    sizes = index.column("chunk_byte_size").to_pylist()
+    offset, size = offsets[1], sizes[1]
     arrow_msg = descriptors.message_class("rerun.log_msg.v1alpha1.ArrowMsg")
     original = arrow_msg.FromString(data[offset:offset + size])
-    sent = arrow_msg.FromString(chunks.arrow_msg(data[offset:offset + size], "the_segment"))
+    response = descriptors.message_class("rerun.cloud.v1alpha1.FetchChunksResponse").FromString(
+        chunks.fetch_response([data[offsets[0]:offsets[0] + sizes[0]],
+                               memoryview(data)[offset:offset + size]], ["other", "the_segment"]))
+    assert response.chunks[0].store_id.recording_id == "other"
+    sent = response.chunks[1]
     assert original.store_id.recording_id == "inside_the_file"
     assert sent.store_id.recording_id == "the_segment"
     assert sent.store_id.application_id == original.store_id.application_id
