@@ -23,20 +23,24 @@ import protocol, sdk
 from protocol import entries
 if sys.argv[2] == "query_dataset":
     entries.CAPABILITIES.clear()
-with protocol.serve(sdk.CatalogClient(store=sys.argv[1], workers=0), port=0) as served:
+bootstrap = sys.argv[3] or None
+with protocol.serve(sdk.CatalogClient(bootstrap, store=sys.argv[1], workers=0), port=0) as served:
     print(served.url, flush=True)
     sys.stdin.read()
 """
-"""strata's endpoint on the stack's store (reads only), until its standard input closes; with
-``query_dataset``, one that does not advertise ``dataset:find_chunks``."""
+"""strata's endpoint on the stack's store until its standard input closes: it writes through the
+stack's broker if given one, else it only reads; with ``query_dataset``, one that does not
+advertise ``dataset:find_chunks``."""
 
 
 @contextlib.contextmanager
-def endpoint(server: Server, path: str = "find_chunks", environment: dict[str, str] | None = None
-             ) -> Iterator[str]:
+def endpoint(server: Server, path: str = "find_chunks", environment: dict[str, str] | None = None, *,
+             writes: bool = False) -> Iterator[str]:
     """The URL of strata's endpoint on ``server``'s store in a process of its own, for the query
-    ``path`` (``find_chunks`` or ``query_dataset``), with ``environment`` added to its own."""
-    process = subprocess.Popen([sys.executable, "-c", SERVE, normalize(server.store), path],
+    ``path`` (``find_chunks`` or ``query_dataset``), with ``environment`` added to its own; with
+    ``writes``, it writes through ``server``'s broker, else it only reads."""
+    bootstrap = server.bootstrap_servers if writes else ""
+    process = subprocess.Popen([sys.executable, "-c", SERVE, normalize(server.store), path, bootstrap],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                env={**os.environ, **(environment or {})})
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,8 @@ def loader_dataset(kind: str, dataset: Any, segments: list[str] | None = None
         return kinds[kind](source=source, index="real_time", fields=fields(), timeline_sampling=SAMPLING)
 
 
-def epoch(data: RerunIterableDataset | RerunMapDataset, *, workers: int = 2, seed: int = 7
-          ) -> list[dict[str, Any]]:
+def samples(data: RerunIterableDataset | RerunMapDataset, *, workers: int = 2, seed: int = 7
+            ) -> Iterator[dict[str, Any]]:
     """One epoch of ``data`` through a PyTorch ``DataLoader`` of ``workers`` spawned processes, in
     the order it yields them, shuffled by ``seed`` (the iterable dataset's epoch; the map
     dataset's sampler), each sample as plain lists."""
@@ -71,4 +72,11 @@ def epoch(data: RerunIterableDataset | RerunMapDataset, *, workers: int = 2, see
         generator.manual_seed(seed)
     loader = DataLoader(data, batch_size=None, num_workers=workers, multiprocessing_context="spawn",
                         shuffle=generator is not None, generator=generator)
-    return [{name: value.tolist() for name, value in sample.items()} for sample in loader]
+    for sample in loader:
+        yield {name: value.tolist() for name, value in sample.items()}
+
+
+def epoch(data: RerunIterableDataset | RerunMapDataset, *, workers: int = 2, seed: int = 7
+          ) -> list[dict[str, Any]]:
+    """``samples`` of one whole epoch."""
+    return list(samples(data, workers=workers, seed=seed))
