@@ -57,7 +57,8 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
     client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
     try:
         served = serve(client, host=args.host, port=args.port, direct_urls=args.direct_urls,
-                       presigned_urls=args.presigned_urls, token_secret=secret, certificate=certificate)
+                       presigned_urls=args.presigned_urls, token_secret=secret, certificate=certificate,
+                       web_port=args.web_port)
     except BaseException:
         client.close(flush=False)
         raise

@@ -29,6 +29,7 @@ from protocol import chunks, datasets, entries, properties, tables, tasks, watch
 from protocol.descriptors import SERVICE, message_class, service
 from protocol.direct import DirectServer
 from protocol.errors import status_of
+from protocol.grpc_web import WebServer
 from protocol.layer_chunks import LayerChunks
 from protocol.requests import Gathering, Request, Streaming, Unary
 from protocol.tls import Certificate
@@ -236,13 +237,15 @@ class ProtocolServer:
     end of a ``with`` block)."""
 
     def __init__(self, server: grpc.Server, host: str, port: int, direct: DirectServer | None = None, *,
-                 tls: bool = False) -> None:
+                 tls: bool = False, web: WebServer | None = None) -> None:
         self._server = server
         self.host = host
         self.port = port
         self.direct = direct
         """The HTTP server of the chunks' direct URLs (None if it serves none)."""
         self.tls = tls
+        self.web = web
+        """The server of gRPC-web, for Rerun's web viewer (None if it serves none)."""
 
     @property
     def url(self) -> str:
@@ -250,12 +253,24 @@ class ProtocolServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"rerun+{'https' if self.tls else 'http'}://{host}:{self.port}"
 
+    @property
+    def web_url(self) -> str | None:
+        """What Rerun's web viewer connects to (its ``?url=``): the gRPC-web server's
+        ``rerun+http://HOST:PORT``; None without one."""
+        if self.web is None:
+            return None
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"rerun+{'https' if self.tls else 'http'}://{host}:{self.web.port}"
+
     def __repr__(self) -> str:
         return f"ProtocolServer({self.url})"
 
     def stop(self, grace_secs: float | None = 1.0) -> None:
         """Stop serving: calls in progress get ``grace_secs`` to finish. Safe to call twice."""
         self._server.stop(grace_secs).wait()
+        if self.web is not None:
+            self.web.stop()
+            self.web = None
         if self.direct is not None:
             self.direct.stop()
             self.direct = None
@@ -273,7 +288,8 @@ class ProtocolServer:
 
 def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
           max_workers: int = 8, direct_urls: bool = True, presigned_urls: bool = True,
-          token_secret: bytes | None = None, certificate: Certificate | None = None) -> ProtocolServer:
+          token_secret: bytes | None = None, certificate: Certificate | None = None,
+          web_port: int | None = None) -> ProtocolServer:
     """Serve Rerun's catalog protocol on ``catalog`` (a strata client: its reads answer, its
     writes go through the log) at ``host:port``, in background threads; ``port=0`` picks a free
     port. Binds this machine only unless ``host`` says otherwise. With ``direct_urls``, also
@@ -281,7 +297,9 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
     that ask for direct URLs (``protocol.direct``), and ``s3://`` layers' URLs are presigned URLs
     of the object store unless ``presigned_urls`` is False. With ``token_secret``, every call needs a
     token it signed (``protocol.tokens``); with ``certificate``, both are served over TLS
-    (``rerun+https://``, ``https://``). Raises ``OSError`` if the address cannot be bound,
+    (``rerun+https://``, ``https://``). With ``web_port``, the same RPCs are also served over
+    gRPC-web on ``host`` at that port (0: a free one), for Rerun's web viewer
+    (``protocol.grpc_web``; ``web_url``). Raises ``OSError`` if an address cannot be bound,
     ``ValueError`` if the certificate cannot be read, ``DescriptorsUnavailableError`` if the
     installed rerun-sdk's protocol cannot be read.
 
@@ -293,9 +311,10 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
     gate = Gate(token_secret)
     credentials = None if certificate is None else certificate.grpc_credentials()
     tls_context = None if certificate is None else certificate.ssl_context()
+    handlers = [generic_handler(catalog, layer_chunks, gate), location_handler(catalog, gate)]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-protocol"),
-        handlers=[generic_handler(catalog, layer_chunks, gate), location_handler(catalog, gate)],
+        handlers=handlers,
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                  ("grpc.so_reuseport", 0)])
@@ -319,5 +338,15 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
         except OSError:
             server.stop(None)
             raise
+    web = None
+    if web_port is not None:
+        try:
+            files = None if certificate is None else (str(certificate.cert), str(certificate.key))
+            web = WebServer(handlers, host, web_port, tls_files=files)
+        except OSError:
+            server.stop(None)
+            if layer_chunks.direct is not None:
+                layer_chunks.direct.stop()
+            raise
     server.start()
-    return ProtocolServer(server, host, bound, layer_chunks.direct, tls=certificate is not None)
+    return ProtocolServer(server, host, bound, layer_chunks.direct, tls=certificate is not None, web=web)

@@ -71,7 +71,8 @@ def add_listen_address(options: Options, *, service: str, port: int) -> None:
 
 def add_protocol_endpoint(options: Options) -> None:
     """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234),
-    ``--no-direct-urls``, ``--no-presigned-urls``, and ``--tls-cert`` with ``--tls-key``."""
+    ``--no-direct-urls``, ``--no-presigned-urls``, ``--web-port``, and ``--tls-cert`` with
+    ``--tls-key``."""
     add_listen_address(options, service="Rerun's catalog protocol", port=settings.PROTOCOL_PORT)
     options.add_argument("--no-direct-urls", dest="direct_urls", action="store_false",
                          help="serve no direct URLs: Rerun's client then fetches every chunk through "
@@ -81,6 +82,10 @@ def add_protocol_endpoint(options: Options) -> None:
                          help="serve s3:// layers' direct URLs from this endpoint, which reads the object "
                               "store, instead of handing out the objects' presigned URLs: for clients "
                               "that cannot reach the object store")
+    options.add_argument("--web-port", type=int, default=None,
+                         help="also serve the protocol over gRPC-web on this port (0: any free port), for "
+                              "Rerun's web viewer, which cannot speak gRPC: open the viewer with "
+                              "?url=rerun+http://HOST:WEB_PORT (default: none)")
     add_tls_files(options)
 
 

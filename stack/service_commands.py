@@ -158,8 +158,9 @@ def serve(args: argparse.Namespace) -> int:
         writes = f"writes through Kafka at {bootstrap}" if bootstrap else "read-only: no Kafka cluster known"
         tokens = settings.token_secret() is not None
         connect = f"{served.url!r}, token=..." if tokens else repr(served.url)
+        web = f"; Rerun's web viewer: ?url={served.web_url}" if served.web_url else ""
         output.say(f"strata serve: {served.url}  ({writes}{'; every call needs a token' * tokens}); "
-                   f"connect with rr.catalog.CatalogClient({connect}); Ctrl-C to stop")
+                   f"connect with rr.catalog.CatalogClient({connect}){web}; Ctrl-C to stop")
 
     try:
         run(args, announce)
