@@ -31,11 +31,14 @@ __all__ = ["ARROW_STREAM", "DEFAULT_PORT", "DEFAULT_VIEWER_PORT", "Dashboard", "
 class Dashboard:
     """The dashboard of ``store`` served by uvicorn, in this thread (``serve``) or in a
     background one (``start``/``stop``). ``port=0`` picks a free port. With ``viewer_port``,
-    Rerun's web viewer is served on that port too (``dashboard.viewer``; 0: a free one)."""
+    Rerun's web viewer is served on that port too (``dashboard.viewer``; 0: a free one), which
+    segment pages open their segment in: through ``catalog_url``, the gRPC-web endpoint of Rerun's
+    catalog protocol on the same store (``strata up`` serves one), if given."""
 
     def __init__(self, store: str, *, bootstrap_servers: str | None = None,
                  kafka_config: Mapping[str, Any] | None = None,
-                 host: str = "127.0.0.1", port: int = DEFAULT_PORT, viewer_port: int | None = None) -> None:
+                 host: str = "127.0.0.1", port: int = DEFAULT_PORT, viewer_port: int | None = None,
+                 catalog_url: str | None = None) -> None:
         self._socket = _bind(host, port)
         try:
             self.viewer_port = None if viewer_port is None else web_viewer(viewer_port)
@@ -44,7 +47,7 @@ class Dashboard:
             self._socket.close()
             raise
         self.app = create_app(store, bootstrap_servers=bootstrap_servers, kafka_config=kafka_config,
-                              viewer_port=self.viewer_port)
+                              viewer_port=self.viewer_port, catalog_url=catalog_url)
         # Open event streams are cut after a second at shutdown; their pages reconnect later.
         self._server = uvicorn.Server(uvicorn.Config(self.app, host=host, port=port, log_level="warning",
                                                      timeout_graceful_shutdown=1, access_log=False))

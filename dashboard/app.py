@@ -131,16 +131,19 @@ class Sources:
     feed: FeedHub
     viewer_port: int | None
     """Where Rerun's web viewer is served on the page's host, if it is."""
+    catalog_url: str | None
+    """The gRPC-web endpoint of Rerun's catalog protocol on the same store, if one serves it: the
+    viewer opens segments through it."""
 
     @classmethod
     def of(cls, store: str, bootstrap_servers: str | None, kafka_config: Mapping[str, Any] | None,
-           viewer_port: int | None) -> Sources:
+           viewer_port: int | None, catalog_url: str | None = None) -> Sources:
         """The parts reading the store at ``store``, none started."""
         reads = StoreReads(store)
         feed_hub = FeedHub(reads.open_connection)
         return cls(reads, RecordingReads(), SegmentTables(_as_of), StatsProbe(
             store, reads.open_connection, feed_hub, bootstrap_servers=bootstrap_servers,
-            kafka_config=kafka_config), feed_hub, viewer_port)
+            kafka_config=kafka_config), feed_hub, viewer_port, catalog_url)
 
     async def start(self) -> None:
         """Open the store and start following its feed. Raises what opening the store raises."""
@@ -324,14 +327,16 @@ async def segment(request: Request) -> Response:
     has data on and the one its page opens on (``dashboard.segment``)."""
     _known_parameters(request, "as_of")
     sources = _sources(request)
-    detail = await _segment(request)
+    dataset = await _dataset(sources, request.path_params["name"])
+    detail = await _segment_of(sources, dataset, request)
     try:
         timelines: dict[str, list[str]] | None = await sources.recordings.run(
             _recording().entity_timelines, detail)
     except HTTPException:
         timelines = None  # its recordings out of reach: the routes reading them say why when asked
     return _json({**segment_json(request.path_params["name"], detail, timelines),
-                  "viewer_port": sources.viewer_port})
+                  "viewer_port": sources.viewer_port, "catalog_url": sources.catalog_url,
+                  "dataset_id": dataset.id.hex})
 
 
 def _recording() -> Any:
@@ -555,11 +560,14 @@ async def _error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(store: str, *, bootstrap_servers: str | None = None,
-               kafka_config: Mapping[str, Any] | None = None, viewer_port: int | None = None) -> Starlette:
+               kafka_config: Mapping[str, Any] | None = None, viewer_port: int | None = None,
+               catalog_url: str | None = None) -> Starlette:
     """The dashboard of the store at ``store`` (a path or a postgresql:// URL), with the lag
     measured against the Kafka cluster at ``bootstrap_servers`` if given, and segment pages
-    linking to Rerun's web viewer on ``viewer_port`` of the page's host if given."""
-    sources = Sources.of(store, bootstrap_servers, kafka_config, viewer_port)
+    linking to Rerun's web viewer on ``viewer_port`` of the page's host if given: opening the
+    segment through ``catalog_url`` (the gRPC-web endpoint of Rerun's catalog protocol on the
+    same store) if given, else its merged ``.rrd``, as it does for a segment as of a point."""
+    sources = Sources.of(store, bootstrap_servers, kafka_config, viewer_port, catalog_url)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

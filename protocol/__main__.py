@@ -34,7 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _announce(served: ProtocolServer, bootstrap_servers: str | None) -> None:
-    print(ready_line(served.url), flush=True)
+    print(ready_line(served.url, served.web_url), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 shared options of ``settings.options`` name (store, Kafka cluster and its settings, address) until
 SIGINT or SIGTERM. ``python -m protocol`` and ``strata serve`` run it; a process that starts
 ``python -m protocol`` learns its URL from the one line it prints when it serves
-(``ready_line``, read back with ``url_of``).
+(``ready_line``, read back with ``url_of`` and ``web_url_of``).
 """
 
 from __future__ import annotations
@@ -21,17 +21,27 @@ from settings.options import kafka_config, known_cluster, store_location, tls_fi
 
 READY = "strata protocol: serving "
 """What the line ``python -m protocol`` prints once it serves starts with, before the URL."""
+WEB = " gRPC-web "
+"""What comes between the URL and the gRPC-web URL in the ready line, if gRPC-web is served."""
 
 
-def ready_line(url: str) -> str:
-    """The line that says the endpoint serves at ``url``."""
-    return f"{READY}{url}"
+def ready_line(url: str, web_url: str | None = None) -> str:
+    """The line that says the endpoint serves at ``url`` (and gRPC-web at ``web_url``)."""
+    return f"{READY}{url}" + (f"{WEB}{web_url}" if web_url else "")
 
 
 def url_of(line: str) -> str | None:
     """The URL a ``ready_line`` names; None for any other line."""
     line = line.strip()
-    return line[len(READY):] if line.startswith(READY) else None
+    return line[len(READY):].split(WEB)[0] if line.startswith(READY) else None
+
+
+def web_url_of(line: str) -> str | None:
+    """The gRPC-web URL a ``ready_line`` names; None for another line or one without it."""
+    line = line.strip()
+    if not line.startswith(READY) or WEB not in line:
+        return None
+    return line.split(WEB, 1)[1]
 
 
 def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None], None]) -> None:

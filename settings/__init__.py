@@ -155,6 +155,10 @@ PROTOCOL_PORT = 51234
 """The port ``strata serve`` serves Rerun's catalog protocol on, unless told otherwise (Rerun's own
 default for its catalog server)."""
 
+PROTOCOL_WEB_PORT = 51235
+"""The port ``strata up`` serves Rerun's catalog protocol over gRPC-web on (for Rerun's web viewer),
+unless told otherwise: the one after ``PROTOCOL_PORT``, as grpcio serves gRPC alone."""
+
 SERVER_FILE = "server.json"
 """What a running stack writes about itself in its state directory (its Kafka cluster, store and
 Spark master), removed when it stops; clients read it to connect (``from_state_dir``)."""

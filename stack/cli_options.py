@@ -90,6 +90,13 @@ def _stack_protocol(options: Options) -> None:
                              "free port)")
     served.add_argument("--no-protocol", dest="protocol_port", action="store_const", const=None,
                         help="do not serve Rerun's catalog protocol ('strata serve' serves it later)")
+    web = options.add_mutually_exclusive_group()
+    web.add_argument("--protocol-web-port", type=int, default=settings.PROTOCOL_WEB_PORT, metavar="PORT",
+                     help="port the protocol is also served on over gRPC-web, for Rerun's web viewer, "
+                          "which segment pages then open their segment through (default "
+                          f"{settings.PROTOCOL_WEB_PORT}; 0: any free port)")
+    web.add_argument("--no-protocol-web", dest="protocol_web_port", action="store_const", const=None,
+                     help="serve no gRPC-web: segment pages open their segment in the viewer as an .rrd")
     add_tls_files(options)
 
 

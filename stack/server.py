@@ -72,7 +72,9 @@ class Server:
     ``protocol_tls``, a certificate chain and its private key (PEM files), the endpoint serves
     over TLS (``rerun+https://``, its direct URLs over ``https://``), as ``strata serve
     --tls-cert/--tls-key``: its clients, ``client()`` among them, trust the certificate through
-    their CA roots (the system's, or the file ``SSL_CERT_FILE`` names).
+    their CA roots (the system's, or the file ``SSL_CERT_FILE`` names). With
+    ``protocol_web_port`` as well, the endpoint also serves the protocol over gRPC-web at that port
+    (0: a free one) for Rerun's web viewer (``protocol_web_url``).
 
     Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
     ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark) or, with
@@ -102,6 +104,7 @@ class Server:
         startup_timeout_secs: float = 240.0,
         protocol_port: int | None = None,
         protocol_tls: tuple[str | PathLike[str], str | PathLike[str]] | None = None,
+        protocol_web_port: int | None = None,
     ) -> None:
         if host in ("0.0.0.0", "::"):  # noqa: S104 - refused, not bound
             raise ValueError(
@@ -109,6 +112,9 @@ class Server:
                 "so give the name or IP address they reach this machine at (or the default "
                 "127.0.0.1 for this machine only)")
         self.protocol_tls = _tls_files(protocol_tls, protocol_port)
+        if protocol_web_port is not None and protocol_port is None:
+            raise ValueError("protocol_web_port serves Rerun's catalog protocol over gRPC-web beside "
+                             "its gRPC endpoint: it needs protocol_port too")
         self._datasets = {name: _recording_paths(name, paths) for name, paths in (datasets or {}).items()}
         self._tables = {name: str(path) for name, path in (tables or {}).items()}
         self.data_dir = Path(data_dir) if data_dir is not None else settings.home()
@@ -126,8 +132,10 @@ class Server:
         self._projector: subprocess.Popen[bytes] | None = None
         self._bind_host = host
         self.protocol_port = protocol_port
+        self.protocol_web_port = protocol_web_port
         self._protocol: subprocess.Popen[bytes] | None = None
         self._protocol_url: str | None = None
+        self._protocol_web_url: str | None = None
         self._clients: list[CatalogClient] = []
         self._running = False
         self.start()
@@ -213,6 +221,8 @@ class Server:
         args = [sys.executable, "-m", "protocol", "--data-dir", str(self.data_dir), "--store", self.store,
                 "--bootstrap-servers", self.bootstrap_servers, "--host", self._bind_host,
                 "--port", str(self.protocol_port)]
+        if self.protocol_web_port is not None:
+            args += ["--web-port", str(self.protocol_web_port)]
         if self.protocol_tls is not None:
             cert, key = self.protocol_tls
             args += ["--tls-cert", str(cert), "--tls-key", str(key)]
@@ -225,13 +235,13 @@ class Server:
         or does not serve in time."""
         if self._protocol is None:
             return
-        from protocol.endpoint import url_of
+        from protocol.endpoint import url_of, web_url_of
 
         deadline = time.monotonic() + self.startup_timeout_secs
         while self._protocol_url is None:
             line = processes.read_line(self._protocol, timeout_secs=0.2)
-            self._protocol_url = None if line is None else url_of(line)
-            if self._protocol_url is not None:
+            if line is not None and (url := url_of(line)) is not None:
+                self._protocol_url, self._protocol_web_url = url, web_url_of(line)
                 break
             if line is None and self._protocol.poll() is not None:
                 failure = f"exited with code {self._protocol.returncode}"
@@ -246,6 +256,7 @@ class Server:
         processes.stop(self._protocol, timeout_secs=30)
         self._protocol = None
         self._protocol_url = None
+        self._protocol_web_url = None
 
     @property
     def protocol_url(self) -> str | None:
@@ -253,6 +264,13 @@ class Server:
         ``rerun+http://HOST:PORT`` (``rerun+https://`` with ``protocol_tls``); None unless it
         was started with ``protocol_port``, and once it is closed."""
         return self._protocol_url
+
+    @property
+    def protocol_web_url(self) -> str | None:
+        """Where Rerun's web viewer reaches this server's catalog (its ``?url=``), the gRPC-web
+        endpoint ``rerun+http://HOST:PORT``; None unless it was started with
+        ``protocol_web_port``, and once it is closed."""
+        return self._protocol_web_url
 
     @property
     def protocol_pid(self) -> int | None:

@@ -37,7 +37,9 @@ def _server(args: argparse.Namespace, *, protocol_tls: tuple[Path, Path] | None 
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers, spark_master=args.spark_master,
                   store=args.store, allow_finite_retention=args.allow_finite_retention,
                   kafka_options=kafka_config(args), snapshot_every=getattr(args, "snapshot_every", 0),
-                  protocol_port=getattr(args, "protocol_port", None), protocol_tls=protocol_tls)
+                  protocol_port=getattr(args, "protocol_port", None), protocol_tls=protocol_tls,
+                  protocol_web_port=(getattr(args, "protocol_web_port", None)
+                                     if getattr(args, "protocol_port", None) is not None else None))
 
 
 def _dashboard_class() -> type[Dashboard]:
@@ -53,7 +55,7 @@ def _stack_dashboard(server: Server, args: argparse.Namespace) -> Dashboard:
     """The dashboard of the stack of ``server``, to serve in the background."""
     return _dashboard_class()(server.store, bootstrap_servers=server.bootstrap_servers,
                               kafka_config=server.kafka_options, host=args.host, port=args.port,
-                              viewer_port=args.viewer_port)
+                              viewer_port=args.viewer_port, catalog_url=server.protocol_web_url)
 
 
 def _describe(server: Server, dashboard: Dashboard) -> None:
@@ -70,8 +72,12 @@ def _describe(server: Server, dashboard: Dashboard) -> None:
     if server.protocol_url is not None:
         output.say(f"  protocol   {server.protocol_url}  (rr.catalog.CatalogClient({server.protocol_url!r}), "
                    f"log {server.protocol_log})")
+    if server.protocol_web_url is not None:
+        output.say(f"  gRPC-web   {server.protocol_web_url}  (Rerun's web viewer's ?url=)")
     if dashboard.viewer_port is not None:
-        output.say(f"  viewer     Rerun's web viewer on port {dashboard.viewer_port} (segment pages open it)")
+        through = " through the catalog" if server.protocol_web_url is not None else ""
+        output.say(f"  viewer     Rerun's web viewer on port {dashboard.viewer_port} (segment pages open "
+                   f"their segment in it{through})")
 
 
 def up(args: argparse.Namespace) -> int:

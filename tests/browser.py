@@ -13,8 +13,10 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
-def chromium(*, width: int = 1400, height: int = 1000) -> webdriver.Chrome:
-    """A headless chromium; fails with what to install if the Debian packages are missing."""
+def chromium(*, width: int = 1400, height: int = 1000, network_log: bool = False) -> webdriver.Chrome:
+    """A headless chromium; fails with what to install if the Debian packages are missing. With
+    ``network_log``, its DevTools events are kept for ``get_log("performance")`` (the requests a
+    page makes, whose bodies ``Network.getResponseBody`` then reads)."""
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if shutil.which(p) is None]
     if missing:
         raise RuntimeError(f"{', '.join(missing)} missing: install Debian's chromium and chromium-driver "
@@ -25,4 +27,6 @@ def chromium(*, width: int = 1400, height: int = 1000) -> webdriver.Chrome:
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                      f"--window-size={width},{height}"):
         options.add_argument(argument)
+    if network_log:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))

@@ -151,13 +151,13 @@ def test_watch_prints_changes_as_they_happen(server: Server, client: sdk.Catalog
 @pytest.mark.own_store
 def test_up_serves_the_dashboard_and_rerun_s_protocol_and_prints_their_urls(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "stack.cli", "up", "--data-dir", str(tmp_path), "--port", "0",
-               "--viewer-port", "0", "--protocol-port", "0"]
+               "--viewer-port", "0", "--protocol-port", "0", "--protocol-web-port", "0"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         printed = []
         for line in process.stdout:  # ends if up exits
             printed.append(line)
-            if line.split()[:1] == ["protocol"]:
+            if line.split()[:1] == ["viewer"]:
                 break
         [shown] = [line for line in printed if line.split()[:1] == ["dashboard"]]
         url = shown.split()[1]
@@ -166,8 +166,12 @@ def test_up_serves_the_dashboard_and_rerun_s_protocol_and_prints_their_urls(tmp_
         assert stats["kafka_error"] is None and stats["lag_records"] == 0
         assert stats["store"] == str(tmp_path / "store.db")
 
-        assert printed[-1].split()[:1] == ["protocol"], "".join(printed)
-        protocol_url = printed[-1].split()[1]
+        [protocol_line, web_line, viewer_line] = printed[-3:]
+        assert protocol_line.split()[:1] == ["protocol"], "".join(printed)
+        protocol_url = protocol_line.split()[1]
+        web_url = web_line.split()[1]
+        assert web_line.split()[:1] == ["gRPC-web"] and web_url.startswith("rerun+http://127.0.0.1:")
+        assert viewer_line.rstrip().endswith("(segment pages open their segment in it through the catalog)")
         assert protocol_url.startswith("rerun+http://127.0.0.1:")
         theirs = rr.catalog.CatalogClient(protocol_url)
         assert theirs.dataset_names() == []
@@ -178,5 +182,6 @@ def test_up_serves_the_dashboard_and_rerun_s_protocol_and_prints_their_urls(tmp_
         process.send_signal(signal.SIGINT)
         process.wait(120)
     assert process.returncode == 0
-    with socket.socket() as probe:  # stopped with the stack
-        assert probe.connect_ex(("127.0.0.1", int(protocol_url.rsplit(":", 1)[1]))) != 0
+    for url in (protocol_url, web_url):  # stopped with the stack
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", int(url.rsplit(":", 1)[1]))) != 0

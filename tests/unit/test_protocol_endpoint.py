@@ -20,7 +20,7 @@ import pytest
 import rerun as rr
 
 import sdk
-from protocol.endpoint import READY, ready_line, url_of
+from protocol.endpoint import READY, ready_line, url_of, web_url_of
 from protocol.tokens import mint
 from secured import make_certificates
 from settings.options import store_location
@@ -53,6 +53,9 @@ def test_the_ready_line_names_the_url_and_nothing_else_is_one() -> None:
     assert url_of(ready_line(url) + "\n") == url
     assert url_of(f"strata serve: {url}") is None
     assert url_of("") is None
+    web = "rerun+http://127.0.0.1:51235"
+    assert url_of(ready_line(url, web)) == url and web_url_of(ready_line(url, web)) == web
+    assert web_url_of(ready_line(url)) is None and web_url_of(f"strata serve: {url}") is None
 
 
 def test_rerun_s_client_reads_at_index_values_through_the_endpoint_s_own_process(

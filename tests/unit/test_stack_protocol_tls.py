@@ -76,8 +76,11 @@ def test_strata_up_gives_the_server_its_certificate_and_key(
                   "--tls-key", "k.pem"])
     with pytest.raises(NotStarted):
         cli.main(["up", "--data-dir", str(tmp_path)])
-    assert [(kwargs["protocol_port"], kwargs["protocol_tls"]) for kwargs in made] == [
-        (0, (Path("c.pem"), Path("k.pem"))), (51234, None)]
+    with pytest.raises(NotStarted):
+        cli.main(["up", "--data-dir", str(tmp_path), "--no-protocol"])
+    given = [(made_with["protocol_port"], made_with["protocol_tls"], made_with["protocol_web_port"])
+             for made_with in made]
+    assert given == [(0, (Path("c.pem"), Path("k.pem")), 51235), (51234, None, 51235), (None, None, None)]
 
 
 def test_a_server_refuses_tls_without_a_protocol_port(tmp_path: Path, pem_files: tuple[Path, Path],
