@@ -11,6 +11,7 @@ import argparse
 import signal
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 import sdk
 import settings
@@ -44,19 +45,37 @@ def web_url_of(line: str) -> str | None:
     return line.split(WEB, 1)[1]
 
 
+def point(client: sdk.CatalogClient, given: int | datetime | tuple[str, str]) -> int | datetime:
+    """The point ``--as-of`` names (``settings.options.as_of_point``): a tag ``(dataset, tag)``
+    as its log offset. ``ValueError`` naming what there is for a dataset or tag there is not."""
+    if not isinstance(given, tuple):
+        return given
+    name, tag = given
+    try:
+        tags = client.get_dataset(name=name).tags()
+    except LookupError:
+        raise ValueError(f"--as-of {name}/{tag}: there is no dataset {name!r} (its datasets: "
+                         f"{', '.join(map(repr, client.dataset_names())) or 'none'})") from None
+    for found in tags:
+        if found.name == tag:
+            return found.offset
+    raise ValueError(f"--as-of {name}/{tag}: dataset {name!r} has no tag {tag!r} (its tags: "
+                     f"{', '.join(repr(t.name) for t in tags) or 'none'})")
+
+
 def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None], None]) -> None:
     """Serve Rerun's catalog protocol on the catalog ``args`` names (``settings.options``'s
     location, Kafka and protocol address options) until SIGINT or SIGTERM, then stop it and its
     client. ``announce(served, bootstrap_servers)`` is called once it serves; without a Kafka
-    cluster known the catalog is served read-only. Installs its signal handlers, so it runs in
-    the main thread.
+    cluster known the catalog is served read-only, and with ``--as-of`` as of that point.
+    Installs its signal handlers, so it runs in the main thread.
 
     With ``STRATA_TOKEN_SECRET`` set, every call needs a token signed with it
     (``protocol.tokens``); with ``--tls-cert`` and ``--tls-key``, it serves ``rerun+https://``.
 
     Raises ``StoreUnavailableError`` if the store cannot be read, ``ValueError`` for a malformed
-    store URL, Kafka setting, token secret or certificate, ``OSError`` if the address cannot be
-    bound.
+    store URL, Kafka setting, token secret or certificate, or an ``--as-of`` point the catalog
+    does not have, ``OSError`` if the address cannot be bound.
     """
     secret = settings.token_secret()
     files = tls_files(args)
@@ -66,7 +85,8 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
     bootstrap = known_cluster(args)
     client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
     try:
-        served = serve(client, host=args.host, port=args.port, direct_urls=args.direct_urls,
+        catalog = client if args.as_of is None else client.as_of(point(client, args.as_of))
+        served = serve(catalog, host=args.host, port=args.port, direct_urls=args.direct_urls,
                        presigned_urls=args.presigned_urls, token_secret=secret, certificate=certificate,
                        web_port=args.web_port)
     except BaseException:

@@ -237,8 +237,11 @@ class ProtocolServer:
     end of a ``with`` block)."""
 
     def __init__(self, server: grpc.Server, host: str, port: int, direct: DirectServer | None = None, *,
-                 tls: bool = False, web: WebServer | None = None) -> None:
+                 tls: bool = False, web: WebServer | None = None,
+                 catalog: sdk.CatalogClient | None = None) -> None:
         self._server = server
+        self.catalog = catalog
+        """The catalog it serves (a view ``as_of`` a point, for one served as of then)."""
         self.host = host
         self.port = port
         self.direct = direct
@@ -349,4 +352,5 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
                 layer_chunks.direct.stop()
             raise
     server.start()
-    return ProtocolServer(server, host, bound, layer_chunks.direct, tls=certificate is not None, web=web)
+    return ProtocolServer(server, host, bound, layer_chunks.direct, tls=certificate is not None, web=web,
+                          catalog=catalog)

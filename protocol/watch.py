@@ -1,10 +1,12 @@
 """``WatchEvents``: the entries created and deleted from the moment the call starts, as the
 projector commits them to the change feed (``projector.feed``), read on a connection of the
 call's own, until the client cancels or goes away (checked at least every ``POLL_SECS``). Rerun's
-viewer watches them to list a catalog's entries live."""
+viewer watches them to list a catalog's entries live. A catalog served as of a point
+(``strata serve --as-of``) does not change: its watches wait, with no event, until they end."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 from google.protobuf.message import Message
@@ -30,6 +32,8 @@ def watch_events(request: Request) -> Iterator[Message]:
     for kind in request.message.kinds:
         if kind.WhichOneof("kind") != "entry":
             raise InvalidRequestError(f"WatchEvents: strata watches entries' events only, not {kind}")
+    if request.catalog.point is not None:
+        return _unchanging(request)
     store = open_store(request.catalog.store, read_only=True)
     after = feed.start(store, None)
 
@@ -50,6 +54,13 @@ def watch_events(request: Request) -> Iterator[Message]:
             store.close()
 
     return respond()
+
+
+def _unchanging(request: Request) -> Iterator[Message]:
+    """The watch of a catalog as of a point: no event, until the client goes away."""
+    while request.active():
+        time.sleep(POLL_SECS)
+    yield from ()
 
 
 STREAMING: dict[str, Streaming] = {"WatchEvents": watch_events}

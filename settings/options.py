@@ -9,6 +9,7 @@ Imports nothing of strata but ``settings``.
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 from pathlib import Path
 
 import settings
@@ -71,8 +72,8 @@ def add_listen_address(options: Options, *, service: str, port: int) -> None:
 
 def add_protocol_endpoint(options: Options) -> None:
     """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234),
-    ``--no-direct-urls``, ``--no-presigned-urls``, ``--web-port``, and ``--tls-cert`` with
-    ``--tls-key``."""
+    ``--no-direct-urls``, ``--no-presigned-urls``, ``--as-of``, ``--web-port``, and ``--tls-cert``
+    with ``--tls-key``."""
     add_listen_address(options, service="Rerun's catalog protocol", port=settings.PROTOCOL_PORT)
     options.add_argument("--no-direct-urls", dest="direct_urls", action="store_false",
                          help="serve no direct URLs: Rerun's client then fetches every chunk through "
@@ -82,6 +83,11 @@ def add_protocol_endpoint(options: Options) -> None:
                          help="serve s3:// layers' direct URLs from this endpoint, which reads the object "
                               "store, instead of handing out the objects' presigned URLs: for clients "
                               "that cannot reach the object store")
+    options.add_argument("--as-of", type=as_of_point, default=None, metavar="POINT",
+                         help="serve the catalog as it was at POINT, read-only: a log offset, a time "
+                              "with its zone (2026-12-05T10:00:00+00:00), or a dataset's tag as "
+                              "DATASET/TAG. Rerun's clients, viewer and loaders then open that point "
+                              "at this endpoint's URL (default: the catalog as it is)")
     options.add_argument("--web-port", type=int, default=None,
                          help="also serve the protocol over gRPC-web on this port (0: any free port), for "
                               "Rerun's web viewer, which cannot speak gRPC: open the viewer with "
@@ -98,6 +104,28 @@ def add_tls_files(options: Options) -> None:
                               "roots (SSL_CERT_FILE)")
     options.add_argument("--tls-key", type=Path, default=None, metavar="PEM",
                          help="the private key of --tls-cert")
+
+
+def as_of_point(text: str) -> int | datetime | tuple[str, str]:
+    """``--as-of``'s point: a log offset, a timezone-aware ISO 8601 time, or a dataset's tag as
+    ``(dataset, tag)`` from ``DATASET/TAG`` (a dataset's name has no ``/``).
+    ``argparse.ArgumentTypeError`` saying what it takes for anything else."""
+    if text.strip().isdigit():
+        return int(text)
+    dataset, slash, tag = text.partition("/")
+    if slash:
+        if not dataset or not tag:
+            raise argparse.ArgumentTypeError(f"{text!r}: a tag is given as DATASET/TAG, both named")
+        return dataset, tag
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a log offset, a time (2026-12-05T10:00:00+00:00) nor a tag "
+            "(DATASET/TAG)") from None
+    if when.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no time zone: give one (2026-12-05T10:00:00Z)")
+    return when
 
 
 def tls_files(args: argparse.Namespace) -> tuple[Path, Path] | None:

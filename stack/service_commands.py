@@ -162,6 +162,8 @@ def serve(args: argparse.Namespace) -> int:
 
     def announce(served: ProtocolServer, bootstrap: str | None) -> None:
         writes = f"writes through Kafka at {bootstrap}" if bootstrap else "read-only: no Kafka cluster known"
+        if served.catalog is not None and served.catalog.point is not None:
+            writes = f"read-only: the catalog as of log offset {served.catalog.point}"
         tokens = settings.token_secret() is not None
         connect = f"{served.url!r}, token=..." if tokens else repr(served.url)
         web = f"; Rerun's web viewer: ?url={served.web_url}" if served.web_url else ""

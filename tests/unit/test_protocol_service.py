@@ -357,6 +357,23 @@ def test_watch_events_streams_the_entries_created_and_deleted_after_it_starts(se
     assert seen.index(("entry_created", entry_id(table.id))) < deleted
 
 
+def test_a_watch_of_the_catalog_as_of_a_point_sees_no_entry_made_since(stack) -> None:
+    point = stack.client.get_dataset("droid").create_tag("then").offset
+    events: queue.Queue[Any] = queue.Queue()
+    with protocol.serve(stack.client.as_of(point), port=0) as then, \
+            grpc.insecure_channel(f"127.0.0.1:{then.port}") as channel:
+        stream = _watch(channel)
+        reader = threading.Thread(target=_drain, args=(stream, events), daemon=True)
+        reader.start()
+        for index in range(5):
+            stack.client.create_dataset(f"after_{index}")
+            time.sleep(0.05)
+        time.sleep(1.5)  # more than a live watch takes to see the first (its POLL_SECS)
+        stream.cancel()
+        reader.join(30)
+    assert events.empty()
+
+
 def test_a_cancelled_watch_gives_its_thread_back(served) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{served.port}") as channel:
         for _ in range(12):  # more than the server's 8 threads
