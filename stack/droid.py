@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,14 @@ def measured_joints(index: int, steps: int, tracking_noise: float) -> np.ndarray
     return commanded_joints(index, steps) + rng.normal(0.0, tracking_noise, (steps, JOINTS))
 
 
+def _times(index: int, steps: int) -> Any:
+    """The ``real_time`` column of episode ``index``'s ``steps`` steps."""
+    import rerun as rr
+
+    return rr.TimeColumn("real_time", timestamp=(
+        EPOCH_NS + index * 10**12 + np.arange(steps, dtype=np.int64) * STEP_NS).astype("datetime64[ns]"))
+
+
 def write_episode(path: Path, recording_id: str, index: int, *, steps: int = 120,
                   tracking_noise: float = 0.02, image_size: tuple[int, int] = (64, 48),
                   application_id: str = "droid") -> None:
@@ -48,8 +57,7 @@ def write_episode(path: Path, recording_id: str, index: int, *, steps: int = 120
 
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(1_000 + index)
-    times = rr.TimeColumn("real_time", timestamp=(
-        EPOCH_NS + index * 10**12 + np.arange(steps, dtype=np.int64) * STEP_NS).astype("datetime64[ns]"))
+    times = _times(index, steps)
     commanded = commanded_joints(index, steps)
     measured = measured_joints(index, steps, tracking_noise)
     with rr.RecordingStream(application_id, recording_id=recording_id) as rec:
@@ -78,3 +86,21 @@ def write_episode(path: Path, recording_id: str, index: int, *, steps: int = 120
         rec.send_property("episode", rr.AnyValues(
             success=bool(index % 3), scene_id=int(index % 7), building="ILIAD",
             num_steps=int(steps)))
+
+
+def write_tracking_error(path: Path, recording_id: str, index: int, *, steps: int = 120,
+                         tracking_noise: float = 0.02) -> None:
+    """Write the tracking error of ``write_episode``'s episode of the same ``index``, ``steps``
+    and ``tracking_noise`` (the L2 norm of commanded minus measured joints per step) to ``path``
+    as ``/derived/tracking_error`` on its ``real_time`` timeline, under ``recording_id``: a
+    second layer of that episode's segment, as the layers how-to registers."""
+    import rerun as rr
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    times = _times(index, steps)
+    measured = measured_joints(index, steps, tracking_noise)
+    error = np.linalg.norm(commanded_joints(index, steps) - measured, axis=1)
+    with rr.RecordingStream("tracking_error", recording_id=recording_id) as rec:
+        rec.save(path)
+        rec.send_columns("/derived/tracking_error", indexes=[times],
+                         columns=rr.Scalars.columns(scalars=error))

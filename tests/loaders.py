@@ -46,17 +46,19 @@ def fields() -> dict[str, Field]:
     }
 
 
-def loader_dataset(kind: str, dataset: Any, segments: list[str] | None = None
-                   ) -> RerunIterableDataset | RerunMapDataset:
+def loader_dataset(kind: str, dataset: Any, segments: list[str] | None = None, *,
+                   more_fields: dict[str, Field] | None = None) -> RerunIterableDataset | RerunMapDataset:
     """Rerun's ``RerunIterableDataset`` (``kind`` "iterable") or ``RerunMapDataset`` ("map") of
-    ``dataset`` (an ``rr.catalog`` dataset entry) on ``real_time`` at 15 Hz."""
+    ``dataset`` (an ``rr.catalog`` dataset entry) on ``real_time`` at 15 Hz, of ``fields()`` and
+    ``more_fields``."""
     source = DataSource(dataset=dataset, segments=segments)
     kinds = {"iterable": RerunIterableDataset, "map": RerunMapDataset}
     with warnings.catch_warnings():
         # It warns of the process's default start method, fork; ``epoch`` gives its DataLoader
         # the spawn context, which the constructor cannot see.
         warnings.filterwarnings("ignore", "The default multiprocessing start method", RuntimeWarning)
-        return kinds[kind](source=source, index="real_time", fields=fields(), timeline_sampling=SAMPLING)
+        return kinds[kind](source=source, index="real_time", fields={**fields(), **(more_fields or {})},
+                           timeline_sampling=SAMPLING)
 
 
 def samples(data: RerunIterableDataset | RerunMapDataset, *, workers: int = 2, seed: int = 7

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ import loaders
 import sdk
 from endpoints import endpoint
 from stack import Server
-from stack.droid import write_episode
+from stack.droid import write_episode, write_tracking_error
 
 pytestmark = pytest.mark.store_agnostic
 
@@ -93,6 +94,30 @@ def test_rerun_s_loaders_give_rerun_s_samples_in_rerun_s_order(loaded, kind: str
     assert epochs[0] == epochs[1]
     first = epochs[0][0]
     assert len(first["action"]) == 7 and len(first["image"]) == 3  # 7 joints; a 3-channel image
+
+
+def test_a_segment_of_two_layers_is_one_recording_to_rerun_s_loaders(
+        server: Server, client: sdk.CatalogClient, rerun_client, tmp_path: Path) -> None:
+    """Each episode's tracking error registered as a second layer, ``tracking_error``: a sample
+    holds a field of that layer beside the base layer's, as on Rerun's server."""
+    base, errors = [], []
+    for index, steps in enumerate((30, 45)):
+        write_episode(tmp_path / f"ep_{index}.rrd", f"ep_{index}", index, steps=steps)
+        write_tracking_error(tmp_path / f"ep_{index}_error.rrd", f"ep_{index}", index, steps=steps)
+        base.append((tmp_path / f"ep_{index}.rrd").as_uri())
+        errors.append((tmp_path / f"ep_{index}_error.rrd").as_uri())
+    name = f"layered-{os.urandom(3).hex()}"
+    ours, theirs = client.create_dataset(name), rerun_client.create_dataset(name)
+    for dataset in (ours, theirs):
+        dataset.register(base).wait()
+        dataset.register(errors, layer_name="tracking_error").wait()
+    more = {"error": Field("/derived/tracking_error:Scalars:scalars", decode=loaders.NumericDecoder())}
+    with endpoint(server) as url:
+        through = rr.catalog.CatalogClient(url).get_dataset(name)
+        epochs = [loaders.epoch(loaders.loader_dataset("iterable", dataset, more_fields=more))
+                  for dataset in (through, theirs)]
+    assert epochs[0] == epochs[1] and len(epochs[0]) > 60  # 75 steps, less those the window cuts
+    assert all(len(sample["error"]) == 1 and len(sample["action"]) == 7 for sample in epochs[0])
 
 
 # The segments Rerun's how-to (docs/snippets/all/howto/dataloader.py) reads, of its five DROID

@@ -26,7 +26,7 @@ from protocol import descriptors
 from protocol.dataframes import decode
 from protocol.grpc_web import FRAME, TRAILERS
 from stack import Server
-from stack.droid import write_episode
+from stack.droid import write_episode, write_tracking_error
 
 pytestmark = pytest.mark.store_agnostic  # the viewer reads through the endpoint, as on either store
 
@@ -34,13 +34,16 @@ pytestmark = pytest.mark.store_agnostic  # the viewer reads through the endpoint
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A stack serving Rerun's protocol over gRPC and gRPC-web, with a dataset of 3 DROID-like
-    episodes."""
+    episodes, the second with its tracking error as a second layer."""
     work = tmp_path_factory.mktemp("viewer")
     paths = []
     for index in range(3):
         paths.append(work / f"episode_{index}.rrd")
         write_episode(paths[-1], f"episode_{index}", index, steps=30)
+    write_tracking_error(work / "episode_1_error.rrd", "episode_1", 1, steps=30)
     with Server(work / "stack", protocol_port=0, protocol_web_port=0, datasets={"droid": paths}) as running:
+        running.client().get_dataset("droid").register(
+            [(work / "episode_1_error.rrd").as_uri()], layer_name="tracking_error").wait()
         yield running
 
 
@@ -135,7 +138,7 @@ def test_the_viewer_lists_the_datasets_and_shows_the_segment_table_segment_table
     assert set(client.dataset_names()) <= names[-1]
 
 
-def test_a_segment_page_opens_its_segment_in_the_viewer_through_the_catalog(
+def test_a_segment_page_opens_its_segment_of_two_layers_in_the_viewer_through_the_catalog(
         stack: Server, dashboard: Dashboard) -> None:
     dataset = stack.client().get_dataset("droid")
     page = f"{dashboard.url}/api/datasets/droid/segments/episode_1"
@@ -157,8 +160,9 @@ def test_a_segment_page_opens_its_segment_in_the_viewer_through_the_catalog(
     manifest = manifests[0].rrd_manifest
     assert manifest.store_id.recording_id == "episode_1"
     paths = set(decode(manifest.data).column("chunk_entity_path").to_pylist())
-    # Every entity of the segment, as the dashboard reads it, and its properties, which the
-    # dashboard shows apart.
+    # Every entity of the segment's two layers, as the dashboard reads it, and its properties,
+    # which the dashboard shows apart.
+    assert {"/derived/tracking_error", "/observation/joint_positions"} <= entities
     assert entities and {path for path in paths if not path.startswith("/__properties")} == entities
     assert "/__properties/episode" in paths
 
