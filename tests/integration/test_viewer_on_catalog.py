@@ -8,6 +8,7 @@ protocol's messages. Each test checks those answers against strata's own reads o
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
+import sdk
 from browser import chromium
 from dashboard import Dashboard
 from protocol import descriptors
@@ -99,10 +101,19 @@ def _messages(method: str, data: bytes) -> list[Any]:
     return messages
 
 
-def _open(browser: Any, viewer_port: int, url: str) -> ViewerCalls:
-    calls = ViewerCalls(browser)
-    browser.get(f"http://127.0.0.1:{viewer_port}/?url={urllib.parse.quote(url, safe='')}")
-    return calls
+@contextlib.contextmanager
+def viewer_on(stack: Server, dashboard: Dashboard, dataset: sdk.DatasetEntry) -> Iterator[ViewerCalls]:
+    """The dashboard's web viewer in a new Chromium, opened on ``dataset`` through the stack's
+    gRPC-web endpoint: its calls, until the browser is closed at the end of the block."""
+    assert stack.protocol_web_url is not None and dashboard.viewer_port is not None
+    url = f"{stack.protocol_web_url}/entry/{dataset.id.hex}"
+    browser = chromium(network_log=True)
+    try:
+        calls = ViewerCalls(browser)
+        browser.get(f"http://127.0.0.1:{dashboard.viewer_port}/?url={urllib.parse.quote(url, safe='')}")
+        yield calls
+    finally:
+        browser.quit()
 
 
 def _segment_ids(calls: ViewerCalls) -> list[list[str]]:
@@ -124,15 +135,10 @@ def test_the_viewer_lists_the_datasets_and_shows_the_segment_table_segment_table
         stack: Server, dashboard: Dashboard) -> None:
     client = stack.client()
     dataset = client.get_dataset("droid")
-    browser = chromium(network_log=True)
-    try:
-        assert stack.protocol_web_url is not None and dashboard.viewer_port is not None
-        calls = _open(browser, dashboard.viewer_port, f"{stack.protocol_web_url}/entry/{dataset.id.hex}")
+    with viewer_on(stack, dashboard, dataset) as calls:
         expected = sorted(dataset.segment_table().to_arrow_table().column("rerun_segment_id").to_pylist())
         shown = _until(calls, lambda c: [ids for ids in _segment_ids(c) if ids])
         names = _until(calls, _entry_names)
-    finally:
-        browser.quit()
     assert expected == ["episode_0", "episode_1", "episode_2"]
     assert all(sorted(ids) == expected for ids in shown)
     assert set(client.dataset_names()) <= names[-1]
@@ -175,21 +181,18 @@ def test_a_dataset_created_and_a_segment_registered_while_the_viewer_is_open_app
     on Rerun's server."""
     client = stack.client()
     dataset = client.get_dataset("droid")
-    browser = chromium(network_log=True)
     try:
-        assert stack.protocol_web_url is not None and dashboard.viewer_port is not None
-        calls = _open(browser, dashboard.viewer_port, f"{stack.protocol_web_url}/entry/{dataset.id.hex}")
-        _until(calls, lambda c: [ids for ids in _segment_ids(c) if len(ids) == 3])
-        write_episode(tmp_path / "late.rrd", "late_episode", 9, steps=30)
-        dataset.register([(tmp_path / "late.rrd").as_uri()]).wait()
-        time.sleep(2)  # the viewer does not read again on a registration: no event says it
-        assert not any("late_episode" in ids for ids in _segment_ids(calls))
-        created = f"created-{os.urandom(3).hex()}"
-        client.create_dataset(created)
-        names = _until(calls, lambda c: [n for n in _entry_names(c) if created in n])
-        shown = _until(calls, lambda c: [ids for ids in _segment_ids(c) if "late_episode" in ids])
+        with viewer_on(stack, dashboard, dataset) as calls:
+            _until(calls, lambda c: [ids for ids in _segment_ids(c) if len(ids) == 3])
+            write_episode(tmp_path / "late.rrd", "late_episode", 9, steps=30)
+            dataset.register([(tmp_path / "late.rrd").as_uri()]).wait()
+            time.sleep(2)  # the viewer does not read again on a registration: no event says it
+            assert not any("late_episode" in ids for ids in _segment_ids(calls))
+            created = f"created-{os.urandom(3).hex()}"
+            client.create_dataset(created)
+            names = _until(calls, lambda c: [n for n in _entry_names(c) if created in n])
+            shown = _until(calls, lambda c: [ids for ids in _segment_ids(c) if "late_episode" in ids])
     finally:
-        browser.quit()
         dataset.unregister(segments_to_drop=["late_episode"], layers_to_drop=[]).wait()
     assert set(client.dataset_names()) <= names[-1]
     assert sorted(shown[-1]) == ["episode_0", "episode_1", "episode_2", "late_episode"]
