@@ -25,17 +25,17 @@ expired, ``404`` for a file gone, ``416`` for a range outside the file or larger
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import http.server
 import os
 import re
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable, Sequence
 
 import recordings
+from protocol.asgi_server import App, AsgiServer, Receive, Scope, Send
 from protocol.chunk_keys import ChunkKeys, InvalidChunkKeyError, LayerRef
 from protocol.descriptors import cloud, common, enum_value
 from protocol.layer_files import changed, opened, read_ranges
@@ -48,6 +48,8 @@ with the message when it fetches a chunk by URL."""
 MAX_RANGE_BYTES = 64 << 20
 """The most one request reads (Rerun's client merges neighbouring chunks into ranges of up to
 16 MB): a larger one is refused, so that no request holds a whole file in memory."""
+INLINE_READ_BYTES = 1 << 20
+"""A local file's range up to this size is read on the server's event loop, a larger one in a thread."""
 LIFETIME_SECS = 3600
 """How long a direct URL is good for, at most: a client that holds one longer queries again."""
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
@@ -76,107 +78,90 @@ def direct_keys(url: str, tag: str, chunk_ids: Sequence[bytes], offsets: Sequenc
     return made
 
 
-def _handler(keys: ChunkKeys, objects: recordings.ObjectStoreConfig,
-             served: Callable[[], None]) -> type[http.server.BaseHTTPRequestHandler]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive: a client fetches many ranges of one file
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
-            pass  # no line per request on the endpoint's output
-
-        def _refuse(self, status: int, message: str) -> None:
-            body = f"{message}\n".encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        def do_HEAD(self) -> None:  # noqa: N802 - the base class's name
-            self.do_GET()
-
-        def do_GET(self) -> None:  # noqa: N802 - the base class's name
-            if not self.path.startswith(PATH):
-                return self._refuse(404, f"not found: layers' files are under {PATH}")
-            try:
-                layer = keys.layer(self.path[len(PATH):], now=time.time())
-            except InvalidChunkKeyError as exc:
-                return self._refuse(403, str(exc))
-            tag = etag(layer)
-            wanted = self.headers.get("If-Match")
-            if wanted is not None and wanted.strip() not in (tag, "*"):
-                return self._refuse(412, f"the file's ETag is {tag}, not {wanted}")
-            found = _RANGE.fullmatch((self.headers.get("Range") or "").strip())
-            if found is None:
-                return self._refuse(416, "send one byte range: Range: bytes=FIRST-LAST")
-            first = int(found.group(1))
-            last = int(found.group(2)) if found.group(2) else layer.size_bytes - 1
-            last = min(last, layer.size_bytes - 1)
-            if first > last:
-                return self._refuse(416, f"the range starts past the file's end ({layer.size_bytes} bytes)")
-            if last - first + 1 > MAX_RANGE_BYTES:
-                return self._refuse(416, f"ask for at most {MAX_RANGE_BYTES} bytes a request")
-            length = last - first + 1
-            try:
-                if recordings.is_object_url(layer.storage_url):
-                    [data] = read_ranges(layer, [(first, length)], objects)
-                    if len(data) != length:
-                        return self._refuse(412, f"{layer.storage_url} ends before byte {last}: it changed "
-                                                 "since it was registered")
-                    self._send_headers(layer, tag, first, last)
-                    if self.command != "HEAD":
-                        self.wfile.write(data)
-                else:
-                    with opened(layer) as descriptor:
-                        self._send_headers(layer, tag, first, last)
-                        self._send_file(descriptor, first, length)
-            except recordings.RecordingChangedError as exc:
-                return self._refuse(412, str(exc))
-            except recordings.NotFoundError as exc:
-                return self._refuse(404, str(exc))
-            except recordings.ObjectStoreError as exc:
-                return self._refuse(502, str(exc))
-            return None
-
-        def _send_headers(self, layer: LayerRef, tag: str, first: int, last: int) -> None:
-            served()
-            self.send_response(206)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Range", f"bytes {first}-{last}/{layer.size_bytes}")
-            self.send_header("Content-Length", str(last - first + 1))
-            self.send_header("ETag", tag)
-            self.end_headers()
-
-        def _send_file(self, descriptor: int, offset: int, length: int) -> None:
-            """``length`` bytes of the file at ``offset``: by ``sendfile``, from the file to the
-            socket without passing through Python, unless the connection is TLS."""
-            if self.command == "HEAD":
-                return
-            if isinstance(self.connection, ssl.SSLSocket):
-                self.wfile.write(os.pread(descriptor, length, offset))
-                return
-            end = offset + length
-            while offset < end:
-                sent = os.sendfile(self.connection.fileno(), descriptor, offset, end - offset)
-                if sent == 0:
-                    return  # the file ended: it was cut short while it was sent
-                offset += sent
-
-    return Handler
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-class _HTTPServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = socket.SOMAXCONN
-    """Connections waiting to be accepted. Rerun's client opens one per range it fetches at once,
-    a hundred or more for a scan; with the default five the kernel drops the others' handshakes,
-    and each is retried after 1, 3, 7, 15, 31 s."""
+def _range(headers: dict[bytes, bytes], size: int) -> tuple[int, int]:
+    """The first and last byte of the one range ``headers`` ask for in a file of ``size`` bytes."""
+    found = _RANGE.fullmatch(headers.get(b"range", b"").decode("latin-1").strip())
+    if found is None:
+        raise _Refused(416, "send one byte range: Range: bytes=FIRST-LAST")
+    first = int(found.group(1))
+    last = min(int(found.group(2)) if found.group(2) else size - 1, size - 1)
+    if first > last:
+        raise _Refused(416, f"the range starts past the file's end ({size} bytes)")
+    if last - first + 1 > MAX_RANGE_BYTES:
+        raise _Refused(416, f"ask for at most {MAX_RANGE_BYTES} bytes a request")
+    return first, last
+
+
+def _read(layer: LayerRef, first: int, length: int) -> bytes:
+    with opened(layer) as descriptor:
+        return os.pread(descriptor, length, first)
+
+
+def _ranges_app(keys: ChunkKeys, objects: recordings.ObjectStoreConfig, served: Callable[[], None]) -> App:
+    """The ASGI app of layers' files: a local file's range of up to ``INLINE_READ_BYTES`` is read
+    on the event loop (from the page cache, faster than handing it to a thread), a larger one and
+    an object's in a thread, so that one large read does not hold up the other connections."""
+
+    async def answer(scope: Scope) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        path = scope["raw_path"].decode("latin-1")
+        if not path.startswith(PATH):
+            raise _Refused(404, f"not found: layers' files are under {PATH}")
+        try:
+            layer = keys.layer(path[len(PATH):], now=time.time())
+        except InvalidChunkKeyError as exc:
+            raise _Refused(403, str(exc)) from None
+        tag = etag(layer)
+        headers = dict(scope["headers"])
+        wanted = headers.get(b"if-match")
+        if wanted is not None and wanted.decode("latin-1").strip() not in (tag, "*"):
+            raise _Refused(412, f"the file's ETag is {tag}, not {wanted.decode('latin-1')}")
+        first, last = _range(headers, layer.size_bytes)
+        length = last - first + 1
+        try:
+            if recordings.is_object_url(layer.storage_url):
+                [data] = await asyncio.to_thread(read_ranges, layer, [(first, length)], objects)
+            elif length > INLINE_READ_BYTES:
+                data = await asyncio.to_thread(_read, layer, first, length)
+            else:
+                data = _read(layer, first, length)
+        except recordings.RecordingChangedError as exc:
+            raise _Refused(412, str(exc)) from None
+        except recordings.NotFoundError as exc:
+            raise _Refused(404, str(exc)) from None
+        except recordings.ObjectStoreError as exc:
+            raise _Refused(502, str(exc)) from None
+        if len(data) != length:
+            raise _Refused(412, f"{layer.storage_url} ends before byte {last}: it changed since it was "
+                                "registered")
+        served()
+        return 206, [(b"content-type", b"application/octet-stream"),
+                     (b"content-range", f"bytes {first}-{last}/{layer.size_bytes}".encode()),
+                     (b"etag", tag.encode())], data
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        try:
+            status, headers, body = await answer(scope)
+        except _Refused as refused:
+            status, headers = refused.status, [(b"content-type", b"text/plain; charset=utf-8")]
+            body = f"{refused}\n".encode()
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
 
 
 class DirectServer:
     """The HTTP server of direct URLs, on ``host`` at a free port, in a background thread; its
-    tokens are ``keys``' and its object store reads use ``objects``. A URL is good for at least
+    tokens are ``keys'`` and its object store reads use ``objects``. A URL is good for at least
     ``lifetime_secs / 2`` after it is handed out, and at most ``lifetime_secs``. With ``tls``, a
     server context, it serves HTTPS. With ``presign``, ``s3://`` layers' URLs are presigned
     URLs of the object store. ``stop()`` ends it."""
@@ -186,12 +171,9 @@ class DirectServer:
                  presign: bool = True) -> None:
         self.ranges_served = 0
         """Ranges answered (for tests and measurements)."""
-        self._count_lock = threading.Lock()
-        self._server = _HTTPServer((host, 0), _handler(keys, objects, self._served))
-        if tls is not None:  # each connection's handshake in its own thread, at its first read
-            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True,
-                                                  do_handshake_on_connect=False)
-        self.port = self._server.server_address[1]
+        self.server = AsgiServer(_ranges_app(keys, objects, self._served), host, 0, name="strata-direct-urls",
+                                 tls=tls)
+        self.port = self.server.port
         self._keys = keys
         self._objects = objects
         self._presign = presign
@@ -199,13 +181,9 @@ class DirectServer:
         advertised = socket.gethostname() if host in ("", "0.0.0.0", "::") else host  # noqa: S104
         scheme = "https" if tls else "http"
         self.base = f"{scheme}://{f'[{advertised}]' if ':' in advertised else advertised}:{self.port}{PATH}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="strata-direct-urls",
-                                        daemon=True)
-        self._thread.start()
 
-    def _served(self) -> None:
-        with self._count_lock:
-            self.ranges_served += 1
+    def _served(self) -> None:  # on the server's one thread
+        self.ranges_served += 1
 
     def period(self) -> int:
         """The period the URLs handed out now belong to: the URLs of one period are the same (so a
@@ -230,5 +208,4 @@ class DirectServer:
         return signed.url, signed.etag
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.server.stop()

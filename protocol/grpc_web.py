@@ -20,10 +20,8 @@ browsers cannot stream a request body.
 from __future__ import annotations
 
 import base64
-import socket
 import ssl
 import struct
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,7 +29,8 @@ from typing import Any
 
 import anyio
 import grpc
-import uvicorn
+
+from protocol.asgi_server import AsgiServer, Receive, Scope, Send
 
 FRAME = struct.Struct(">BI")
 """A gRPC-web frame's header: its flag (0 a message, 0x80 the trailers) and its length."""
@@ -162,8 +161,7 @@ class GrpcWeb:
                 return found
         return None
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any],
-                       send: Callable[..., Any]) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         if scope["method"] == "OPTIONS":  # a browser's CORS preflight
@@ -246,7 +244,7 @@ def _forwarded(name: str) -> bool:
     return name.startswith("x-") or name == "authorization"
 
 
-async def _watch_disconnect(receive: Callable[..., Any], context: _Context) -> None:
+async def _watch_disconnect(receive: Receive, context: _Context) -> None:
     """Mark the call inactive once the browser goes away, so that a stream stops being made."""
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -254,36 +252,13 @@ async def _watch_disconnect(receive: Callable[..., Any], context: _Context) -> N
 
 
 class WebServer:
-    """``GrpcWeb`` of ``handlers`` served by uvicorn on ``host`` at ``port`` (0: a free one), in a
-    background thread, over TLS with ``tls`` (a certificate and key file); ``stop()`` ends it."""
+    """``GrpcWeb`` of ``handlers`` served on ``host`` at ``port`` (0: a free one), in a background
+    thread, over TLS with ``tls`` (a server context); ``stop()`` ends it."""
 
     def __init__(self, handlers: Iterable[grpc.GenericRpcHandler], host: str, port: int, *,
-                 tls_files: tuple[str, str] | None = None) -> None:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._socket = socket.socket(family, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self._socket.bind((host, port))
-        except OSError:
-            self._socket.close()
-            raise
-        self.port = self._socket.getsockname()[1]
-        certificate, key = tls_files or (None, None)
-        self._server = uvicorn.Server(uvicorn.Config(
-            GrpcWeb(list(handlers)), log_level="warning", access_log=False, lifespan="off",
-            timeout_graceful_shutdown=1, ssl_certfile=certificate, ssl_keyfile=key,
-            ssl_cert_reqs=ssl.CERT_NONE))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
-                                        name="strata-grpc-web", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise OSError(f"gRPC-web did not start on {host}:{port}")
-            time.sleep(0.02)
+                 tls: ssl.SSLContext | None = None) -> None:
+        self._server = AsgiServer(GrpcWeb(list(handlers)), host, port, name="strata-grpc-web", tls=tls)
+        self.port = self._server.port
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._socket.close()
+        self._server.stop()

@@ -344,8 +344,7 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
     web = None
     if web_port is not None:
         try:
-            files = None if certificate is None else (str(certificate.cert), str(certificate.key))
-            web = WebServer(handlers, host, web_port, tls_files=files)
+            web = WebServer(handlers, host, web_port, tls=tls_context)
         except OSError:
             server.stop(None)
             if layer_chunks.direct is not None:

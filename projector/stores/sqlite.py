@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,35 @@ from projector.stores.sql_schema import FORMAT_VERSION, INDEXES, SMALL_ROWS, TAB
 POLL_SECS = 0.001
 """How often a waiting reader checks the file's data version: about 1 ms added to a wait, a few
 microseconds of CPU per check."""
+WRITER_POLL_SECS = 0.05
+"""How often a reader in the process that writes the file checks it: its own process's commits
+wake it at once (``_Commits``), so the checks only find another process's (a restore), and the
+projector's followers (the changelog relay, the Lance mirror, the snapshotter) do not spend a
+tenth of a core checking an idle store every millisecond."""
+
+
+class _Commits:
+    """The commits this process made to one file: a count, and a condition notified at each."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.written_here = False
+        """A connection of this process opened the file for writing: its writes are this process's."""
+        self.changed = threading.Condition()
+
+    def committed(self) -> None:
+        with self.changed:
+            self.count += 1
+            self.changed.notify_all()
+
+
+_commits: dict[Path, _Commits] = {}
+_commits_lock = threading.Lock()
+
+
+def _commits_of(path: Path) -> _Commits:
+    with _commits_lock:
+        return _commits.setdefault(path.absolute(), _Commits())
 
 
 class SqliteStore(SqlStore):
@@ -54,6 +84,7 @@ class SqliteDatabase(Database):
         super().__init__(str(path))
         self.path = path
         self.read_only = read_only
+        self._commits = _commits_of(path)
         with self.faults():
             if read_only:
                 if not self.path.exists():
@@ -70,6 +101,7 @@ class SqliteDatabase(Database):
             self._conn = conn
             if not read_only:
                 self._create_tables()
+                self._commits.written_here = True
 
     @contextlib.contextmanager
     def faults(self) -> Iterator[None]:
@@ -130,9 +162,11 @@ class SqliteDatabase(Database):
     def write_transaction(self) -> Iterator[None]:
         # The connection's context rolls the transaction back on any error, so a batch that
         # cannot be written (read-only or full disk) leaves the store exactly as it was.
-        with self.lock, self.faults(), self._conn:
-            self._conn.execute("BEGIN IMMEDIATE")
-            yield
+        with self.lock, self.faults():
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                yield
+            self._commits.committed()
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Any:
         return self._conn.execute(statement, params)
@@ -152,9 +186,16 @@ class SqliteDatabase(Database):
 
     def wait_for_commit(self, version: int, timeout_secs: float) -> int:
         deadline = time.monotonic() + timeout_secs
-        while (current := self.data_version()) == version and time.monotonic() < deadline:
-            time.sleep(max(0.0, min(POLL_SECS, deadline - time.monotonic())))
-        return current
+        commits = self._commits
+        poll = WRITER_POLL_SECS if commits.written_here else POLL_SECS
+        while True:
+            seen = commits.count  # read first: a commit after the check below wakes the wait
+            current = self.data_version()
+            left = deadline - time.monotonic()
+            if current != version or left <= 0:
+                return current
+            with commits.changed:
+                commits.changed.wait_for(lambda: commits.count != seen, min(poll, left))  # noqa: B023
 
     def close(self) -> None:
         self._conn.close()

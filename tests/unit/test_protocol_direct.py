@@ -6,9 +6,12 @@ the files it handed out URLs of, exactly the range asked, and refuses a file tha
 from __future__ import annotations
 
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +46,14 @@ def candidates(served: protocol.ProtocolServer, stack: InProcessStack, **fields:
     return pa.concat_tables(decode(part.data) for part in found)
 
 
-def get(url: str, **headers: str) -> tuple[int, bytes, dict[str, str]]:
+def get(url: str, **headers: str) -> tuple[int, bytes, Message]:
+    """The status, body and headers (their names in any case) of a GET of ``url``."""
     request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, answer.read(), dict(answer.headers)
+            return answer.status, answer.read(), answer.headers
     except urllib.error.HTTPError as refused:
-        return refused.code, refused.read(), dict(refused.headers)
+        return refused.code, refused.read(), refused.headers
 
 
 def test_rerun_s_client_reads_by_direct_url_what_it_reads_through_fetch_chunks(
@@ -138,7 +142,9 @@ def test_a_hundred_connections_opened_at_once_all_wait_to_be_served() -> None:
     # scan. Those the server has not accepted yet wait in the listening socket's queue; a short
     # queue would drop their handshakes, which TCP retries only after 1, 3, 7, 15, 31 s.
     server = direct.DirectServer(ChunkKeys(), ObjectStoreConfig(), "127.0.0.1")
-    server._server.shutdown()  # stop accepting: the socket still listens  # noqa: SLF001
+    busy = threading.Event()
+    server.server.call_soon(lambda: (busy.set(), time.sleep(3)))  # the event loop accepts nothing
+    busy.wait(10)
     opened = []
     try:
         for _ in range(100):

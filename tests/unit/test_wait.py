@@ -15,6 +15,7 @@ import pytest
 from events import CATALOG_TOPIC
 from producers import Position
 from projector import apply_batch, wait_for_positions
+from projector.stores import sqlite
 from projector.stores.sqlite import SqliteStore
 from sdk.errors import ProjectionTimeoutError, StrataError
 
@@ -202,3 +203,25 @@ def test_on_a_real_store_offsets_are_read_again_only_after_a_commit(tmp_path):
         waiter.join(30)
         projector.close()
         client.close()
+
+
+def test_a_reader_in_the_writer_s_process_is_woken_by_its_commit_not_by_polling(tmp_path, monkeypatch):
+    # The projector's followers (changelog relay, Lance mirror, snapshotter) read the store from
+    # the projector's own process: they check the file only every WRITER_POLL_SECS, here longer
+    # than the wait, and are woken by the process's commit itself.
+    monkeypatch.setattr(sqlite, "WRITER_POLL_SECS", 3600)
+    projector = SqliteStore(tmp_path / "store.db")
+    follower = SqliteStore(tmp_path / "store.db", read_only=True)
+    version = follower.wait_for_commit(follower.data_version(), 0)
+    woken: list[int] = []
+    waiter = threading.Thread(target=lambda: woken.append(follower.wait_for_commit(version, 120)))
+    waiter.start()
+    try:
+        time.sleep(0.2)  # the follower is waiting
+        apply_batch(projector, [log_record(create(uuid.uuid4(), "droid"), offset=0)])
+        waiter.join(60)  # half the wait's timeout: it did not end by timing out
+        assert woken and woken[0] != version
+    finally:
+        waiter.join()
+        projector.close()
+        follower.close()
