@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import re
 import socket
 import ssl
@@ -38,7 +37,7 @@ import recordings
 from protocol.asgi_server import App, AsgiServer, Receive, Scope, Send
 from protocol.chunk_keys import ChunkKeys, InvalidChunkKeyError, LayerRef
 from protocol.descriptors import cloud, common, enum_value
-from protocol.layer_files import changed, opened, read_ranges
+from protocol.layer_files import changed, read_ranges
 
 PATH = "/layers/"
 """Where layers' files are served: ``PATH`` and a layer's token."""
@@ -98,11 +97,6 @@ def _range(headers: dict[bytes, bytes], size: int) -> tuple[int, int]:
     return first, last
 
 
-def _read(layer: LayerRef, first: int, length: int) -> bytes:
-    with opened(layer) as descriptor:
-        return os.pread(descriptor, length, first)
-
-
 def _ranges_app(keys: ChunkKeys, objects: recordings.ObjectStoreConfig, served: Callable[[], None]) -> App:
     """The ASGI app of layers' files: a local file's range of up to ``INLINE_READ_BYTES`` is read
     on the event loop (from the page cache, faster than handing it to a thread), a larger one and
@@ -124,12 +118,10 @@ def _ranges_app(keys: ChunkKeys, objects: recordings.ObjectStoreConfig, served: 
         first, last = _range(headers, layer.size_bytes)
         length = last - first + 1
         try:
-            if recordings.is_object_url(layer.storage_url):
+            if recordings.is_object_url(layer.storage_url) or length > INLINE_READ_BYTES:
                 [data] = await asyncio.to_thread(read_ranges, layer, [(first, length)], objects)
-            elif length > INLINE_READ_BYTES:
-                data = await asyncio.to_thread(_read, layer, first, length)
             else:
-                data = _read(layer, first, length)
+                [data] = read_ranges(layer, [(first, length)], objects)
         except recordings.RecordingChangedError as exc:
             raise _Refused(412, str(exc)) from None
         except recordings.NotFoundError as exc:
