@@ -30,11 +30,11 @@ ENTRY_DATASET_KINDS = {EntryKind.DATASET: DatasetKind.DATASET,
                        EntryKind.ASSET_DATASET: DatasetKind.ASSET}
 SYSTEM_TABLE_ENTRIES = "SYSTEM_TABLE_KIND_ENTRIES"
 CAPABILITIES = ["dataset:find_chunks"]
+"""What ``WhoAmI`` advertises: ``FindChunks`` is served (``protocol.chunks``), so Rerun's client
+asks it rather than ``QueryDataset``."""
 UNREADABLE_NAME_CHARACTERS = frozenset("(){}")
 """Characters of strata's entry names that rerun-sdk 0.41's client refuses in a name: it fails a
 whole ``FindEntries`` answer that holds one, so a listing leaves such entries out."""
-"""What ``WhoAmI`` advertises: ``FindChunks`` is served (``protocol.chunks``), so Rerun's client
-asks it rather than ``QueryDataset``."""
 
 Entry = sdk.DatasetEntry | sdk.TableEntry
 

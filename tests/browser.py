@@ -13,10 +13,14 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
-def chromium(*, width: int = 1400, height: int = 1000, network_log: bool = False) -> webdriver.Chrome:
+def chromium(*, width: int = 1400, height: int = 1000, network_log: bool = False,
+             webgpu: bool = False) -> webdriver.Chrome:
     """A headless chromium; fails with what to install if the Debian packages are missing. With
     ``network_log``, its DevTools events are kept for ``get_log("performance")`` (the requests a
-    page makes, whose bodies ``Network.getResponseBody`` then reads)."""
+    page makes, whose bodies ``Network.getResponseBody`` then reads). With ``webgpu``, pages draw
+    with WebGPU on chromium's software Vulkan (SwiftShader), as Chrome on Windows and macOS draws
+    with the GPU's; without it, WebGPU is off (Debian's chromium does not enable it on Linux) and
+    Rerun's viewer falls back to WebGL, several times slower per frame here."""
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if shutil.which(p) is None]
     if missing:
         raise RuntimeError(f"{', '.join(missing)} missing: install Debian's chromium and chromium-driver "
@@ -24,7 +28,8 @@ def chromium(*, width: int = 1400, height: int = 1000, network_log: bool = False
     os.environ["SE_OFFLINE"] = "true"  # selenium never looks for a browser or driver to download
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+    gpu = ("--enable-unsafe-webgpu",) if webgpu else ("--disable-gpu",)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", *gpu,
                      f"--window-size={width},{height}"):
         options.add_argument(argument)
     if network_log:
