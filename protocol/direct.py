@@ -153,7 +153,7 @@ def _ranges_app(keys: ChunkKeys, objects: recordings.ObjectStoreConfig, served: 
 
 class DirectServer:
     """The HTTP server of direct URLs, on ``host`` at a free port, in a background thread; its
-    tokens are ``keys'`` and its object store reads use ``objects``. A URL is good for at least
+    tokens are ``keys``' and its object store reads use ``objects``. A URL is good for at least
     ``lifetime_secs / 2`` after it is handed out, and at most ``lifetime_secs``. With ``tls``, a
     server context, it serves HTTPS. With ``presign``, ``s3://`` layers' URLs are presigned
     URLs of the object store. ``stop()`` ends it."""

@@ -28,12 +28,12 @@ def read_ranges(layer: LayerRef, ranges: Sequence[tuple[int, int]],
         if remote.size != layer.size_bytes:
             raise changed(layer, remote.size)
         return remote.read_ranges(list(ranges))
-    with opened(layer) as descriptor:
+    with _opened(layer) as descriptor:
         return [os.pread(descriptor, length, offset) for offset, length in ranges]
 
 
 @contextmanager
-def opened(layer: LayerRef) -> Iterator[int]:
+def _opened(layer: LayerRef) -> Iterator[int]:
     """A descriptor of the local file of ``layer`` (a ``file://`` layer), open for reading while in
     the block, checked to be the file registered (its size). Raises ``NotFoundError`` for a file
     gone, ``RecordingChangedError`` for one changed."""
