@@ -18,6 +18,19 @@ class OnDuplicate(StrEnum):
     REPLACE = "replace"
     """The last registration in log order wins."""
 
+    @classmethod
+    def parse(cls, value: OnDuplicate | str) -> OnDuplicate:
+        """``value`` as a mode: a mode, or its name in any case (``"Replace"``), as Rerun's
+        ``OnDuplicateSegmentLayer`` values are. ``ValueError`` naming the modes for any other.
+
+        >>> OnDuplicate.parse("SKIP")
+        <OnDuplicate.SKIP: 'skip'>
+        """
+        try:
+            return cls(str(value.value if isinstance(value, cls) else value).lower())
+        except ValueError:
+            raise ValueError(f"on_duplicate must be one of {[m.value for m in cls]}, got {value!r}") from None
+
 
 @dataclass(frozen=True)
 class CreateDataset:

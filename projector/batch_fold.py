@@ -33,9 +33,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 
-from events import DefineSchema, OnDuplicate, RegisterLayer
-from events.names import MAX_PROPERTIES_BYTES, check_id, check_layer_name
-from projector import schemas
+from events import DefineSchema, RegisterLayer
+from projector import registration
 from projector.fold import apply_record, log_order
 from projector.model import (
     Changes,
@@ -59,11 +58,7 @@ def fold_batch(view: FoldReader, records: Iterable[LogRecord]) -> Changes:
     state = _BatchState(view)
     changes = state.changes
     ordered = log_order(records)
-    for record in ordered:
-        key = (record.position.topic, record.position.partition)
-        changes.first_offsets.setdefault(key, record.position.offset)
-        changes.next_offsets[key] = record.position.offset + 1
-        changes.records[key] = changes.records.get(key, 0) + 1
+    registration.note_offsets(changes, ordered)
     folding: dict[uuid.UUID, _Folding] = {}
     for record in ordered:
         if _columnar(record):
@@ -93,7 +88,7 @@ def _columnar(record: LogRecord) -> bool:
     if event is None or type(event.command) is not RegisterLayer:
         return False
     command = event.command
-    return (not command.arrow_schema and not command.properties and command.size_bytes >= 0
+    return (not command.arrow_schema and not command.properties
             and bool(command.properties_schema_sha256) == bool(command.properties_batch))
 
 
@@ -155,11 +150,7 @@ class _Folding:
         event = record.event
         assert event is not None and isinstance(event.command, RegisterLayer)
         command = event.command
-        try:
-            check_id("segment_id", command.segment_id)
-            check_layer_name(command.layer_name)
-            check_id("storage_url", command.storage_url)
-        except ValueError:
+        if registration.invalid(command) is not None:
             return False
         digest = command.schema_sha256
         if digest and digest not in self.counts:
@@ -174,9 +165,8 @@ class _Folding:
         index = run.latest.get((segment_id, layer_name)) if run is not None else None
         stored = None if index is not None else state.layer(dataset_id, segment_id, layer_name)
         exists = index is not None or stored is not None
-        if exists and command.on_duplicate is not OnDuplicate.REPLACE:
-            self._decided(state, dataset_id, record, "" if command.on_duplicate is OnDuplicate.SKIP else (
-                f'Segment "{segment_id}", layer "{layer_name}": already exists'))
+        if exists and not registration.replaces(command):
+            self._decided(state, dataset_id, record, registration.already_exists(command) or "")
             return True
         if exists:
             replaced = stored if run is None or index is None else run.writes[index].command
@@ -243,7 +233,7 @@ def _properties_read(state: _BatchState, command: RegisterLayer) -> bool:
     if schema_bytes is None:
         return False
     try:
-        schemas.read_properties(schema_bytes, command.properties_batch, limit=MAX_PROPERTIES_BYTES)
+        registration.properties_row(schema_bytes, command.properties_batch)
     except ValueError:
         return False
     return True

@@ -42,11 +42,10 @@ from events.names import (
     MAX_PROPERTIES_BYTES,
     check_dataset_name,
     check_id,
-    check_layer_name,
     check_table_name,
     check_tag_name,
 )
-from projector import schemas, table_rows
+from projector import registration, schemas, table_rows
 from projector.model import (
     ENTRIES_TABLE_NAME,
     AssetScope,
@@ -107,12 +106,9 @@ def fold(view: FoldReader, records: Iterable[LogRecord]) -> Changes:
     Every record advances its partition's next offset, whatever its outcome.
     """
     state = Overlay(view)
-    changes = state.changes
-    for record in log_order(records):
-        key = (record.position.topic, record.position.partition)
-        changes.first_offsets.setdefault(key, record.position.offset)
-        changes.next_offsets[key] = record.position.offset + 1
-        changes.records[key] = changes.records.get(key, 0) + 1
+    ordered = log_order(records)
+    registration.note_offsets(state.changes, ordered)
+    for record in ordered:
         apply_record(state, record)
     return state.changes
 
@@ -304,13 +300,13 @@ def _layer_properties(state: Overlay, command: RegisterLayer) -> tuple[bytes, st
                                  "one of them is empty")
         schema_bytes = _defined(state, command.properties_schema_sha256, "properties_schema_sha256")
         try:
-            schemas.read_properties(schema_bytes, command.properties_batch, limit=MAX_PROPERTIES_BYTES)
+            registration.properties_row(schema_bytes, command.properties_batch)
         except ValueError as exc:
             raise InvalidCommand(str(exc)) from None
         return b"", command.properties_schema_sha256, command.properties_batch
-    if len(command.properties) > MAX_PROPERTIES_BYTES:
-        raise InvalidCommand(f"properties have {len(command.properties)} bytes; at most "
-                             f"{MAX_PROPERTIES_BYTES} are allowed")
+    problem = registration.inline_properties_problem(command.properties)
+    if problem is not None:
+        raise InvalidCommand(problem)
     return command.properties, "", b""
 
 
@@ -318,11 +314,9 @@ def _layer_properties(state: Overlay, command: RegisterLayer) -> tuple[bytes, st
 
 
 def _register_layer(state: Overlay, record: LogRecord, event: Event, command: RegisterLayer) -> None:
-    _checked(check_id, "segment_id", command.segment_id)
-    _checked(check_layer_name, command.layer_name)
-    _checked(check_id, "storage_url", command.storage_url)
-    if command.size_bytes < 0:
-        raise InvalidCommand(f"size_bytes must not be negative, got {command.size_bytes}")
+    problem = registration.invalid(command)
+    if problem is not None:
+        raise InvalidCommand(problem)
     layer_schema = _layer_schema(state, command)
     properties, properties_sha256, properties_batch = _layer_properties(state, command)
     dataset = _live_dataset(state, event)
@@ -332,12 +326,11 @@ def _register_layer(state: Overlay, record: LogRecord, event: Event, command: Re
                              "asset is an .rrd of static data; log it with static=True")
 
     existing = state.layer(dataset.id, command.segment_id, command.layer_name)
-    if existing is not None:
-        if command.on_duplicate is OnDuplicate.ERROR:
-            raise Refused(Status.ALREADY_EXISTS, (
-                f'Segment "{command.segment_id}", layer "{command.layer_name}": already exists'))
-        if command.on_duplicate is OnDuplicate.SKIP:
-            return
+    if existing is not None and not registration.replaces(command):
+        refusal = registration.already_exists(command)
+        if refusal is None:
+            return  # skipped
+        raise Refused(Status.ALREADY_EXISTS, refusal)
     # New, or OnDuplicate.REPLACE: this registration becomes the layer, last in the segment, and
     # so wins the merge of the segment's properties (projector.merge).
     digest = command.schema_sha256 or (schemas.digest(layer_schema) if layer_schema else "")

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from events import DefineSchema, OnDuplicate, UnregisterLayers
-from events.names import MAX_PROPERTIES_BYTES, RECORDING_SUFFIXES, check_layer_name
+from events.names import RECORDING_SUFFIXES, check_layer_name
+from projector import registration
 from recordings import (
     NotFoundError,
     ObjectStore,
@@ -52,7 +53,7 @@ def request(uris: str | Sequence[str], layer_name: str | Sequence[str], on_dupli
     for name in layer_names:
         check_layer_name(name)
     property_list = _per_uri("properties", properties, len(uri_list), Mapping)
-    return Request(uri_list, layer_names, property_list, _on_duplicate(on_duplicate))
+    return Request(uri_list, layer_names, property_list, OnDuplicate.parse(on_duplicate))
 
 
 def prefix_request(prefix: str, layer_name: str | None, on_duplicate: OnDuplicate | str,
@@ -76,7 +77,7 @@ def prefix_request(prefix: str, layer_name: str | None, on_duplicate: OnDuplicat
         raise ValueError(f"no rrd files found in {prefix} (looked for "
                          f"{', '.join(RECORDING_SUFFIXES)} files, recursively)")
     name = check_layer_name(layer_name if layer_name is not None else "base")
-    return Request(uris, [name] * len(uris), [None] * len(uris), _on_duplicate(on_duplicate))
+    return Request(uris, [name] * len(uris), [None] * len(uris), OnDuplicate.parse(on_duplicate))
 
 
 def register(internal: Connection, entry_id: uuid.UUID, request: Request, *, objects: ObjectStore,
@@ -113,8 +114,9 @@ def unregister_command(segments_to_drop: str | Sequence[str], layers_to_drop: st
 def _commands(recordings: list[Recording], layer_names: list[str], mode: OnDuplicate
               ) -> tuple[list[Write], list[DefineSchema]]:
     """One write registering each recording, and the definitions of the schemas they name, in
-    order of first use. ``ValueError`` for the same (segment, layer) twice or properties larger
-    than a layer may have."""
+    order of first use. ``ValueError`` for the same (segment, layer) twice, or for a command the
+    fold would refuse on its own (``projector.registration.check_command``: an id too long,
+    properties larger than a layer may have), naming the recording."""
     seen: dict[tuple[str, str], str] = {}
     for recording, name in zip(recordings, layer_names, strict=True):
         key = (recording.recording_id, name)
@@ -122,15 +124,14 @@ def _commands(recordings: list[Recording], layer_names: list[str], mode: OnDupli
             raise ValueError(f'duplicate segment layers in request: segment "{key[0]}", layer '
                              f'"{name}" comes from both {seen[key]} and {recording.uri}')
         seen[key] = recording.uri
-        size = recording.properties.nbytes if recording.properties is not None else 0
-        if size > MAX_PROPERTIES_BYTES:
-            raise ValueError(f"{recording.uri}: its properties take {size} bytes, more than the "
-                             f"{MAX_PROPERTIES_BYTES} a layer may have; store large values in "
-                             "the recording's data instead")
     writes = []
     schemas: dict[str, DefineSchema] = {}
     for recording, name in zip(recordings, layer_names, strict=True):
         command, definitions = layer_commands(recording, name, mode)
+        try:
+            registration.check_command(command, {d.sha256: d.arrow_schema for d in definitions})
+        except ValueError as exc:
+            raise ValueError(f"{recording.uri}: {exc}") from None
         for definition in definitions:
             schemas.setdefault(definition.sha256, definition)
         writes.append(Write(f"registering {recording.uri} as layer {name!r} of segment "
@@ -147,11 +148,3 @@ def _per_uri(name: str, value: Any, count: int, single: type) -> list[Any]:
         raise ValueError(f"{name} has {len(values)} entries for {count} URIs: a list of them must be "
                          "the same length as the URIs (or pass one for all)")
     return values
-
-
-def _on_duplicate(value: OnDuplicate | str) -> OnDuplicate:
-    try:
-        return OnDuplicate(str(value.value if isinstance(value, OnDuplicate) else value).lower())
-    except ValueError:
-        raise ValueError(f"on_duplicate must be one of {[m.value for m in OnDuplicate]}, "
-                         f"got {value!r}") from None

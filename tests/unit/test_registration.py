@@ -154,3 +154,25 @@ def test_a_large_prefix_is_read_with_progress_and_nothing_printed(stack, monkeyp
     assert told[0] == (0, 120) and told[-1] == (120, 120)
     assert capsys.readouterr() == ("", "")
     assert producer.batches == []
+
+
+def test_too_large_properties_are_refused_before_sending_for_the_folds_reason(stack, monkeypatch, tmp_path):
+    """The early check is the fold's rule (``projector.registration``), not a copy: the same
+    command, sent by a pipeline that skips the check, is refused by the fold for the same
+    reason."""
+    from recordings import read_recording, with_properties
+    from sdk.layer_commands import layer_commands
+
+    uri = recording(tmp_path / "ep.rrd", "ep")
+    large = {"notes": {"text": "x" * (300 * 1024)}}
+    dataset, producer = stack.client(monkeypatch)
+    with pytest.raises(ValueError) as refused:
+        dataset.register(uri, properties=large)
+    assert producer.batches == []
+
+    command, definitions = layer_commands(with_properties(read_recording(uri), large), "base")
+    event = Event(stack.dataset_id, command)
+    stack.apply([Event(stack.dataset_id, d) for d in definitions] + [event])
+    outcome = stack.projector.outcome(event.event_id)
+    assert outcome is not None and outcome.reason
+    assert str(refused.value) == f"{uri}: {outcome.reason}"
