@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -76,11 +77,15 @@ class EventProducer:
             "error_cb": self._refusal,
         })
         self._producer: Producer | None = None
+        self._making = threading.Lock()
 
     def _get(self) -> Producer:
-        if self._producer is None:
-            self._producer = Producer(self._config)
-        return self._producer
+        """The producer, made on first use, once even when several threads send at once (each
+        call's delivery reports are its own, whichever thread's poll serves them)."""
+        with self._making:
+            if self._producer is None:
+                self._producer = Producer(self._config)
+            return self._producer
 
     def send(self, events: Sequence[Event]) -> list[Position]:
         """Append ``events`` and wait for every delivery report.

@@ -4,10 +4,9 @@
 (``FetchChunks``), a segment's chunk manifest (``GetRrdManifest``), the assets that apply to a
 segment (``GetAssetsForSegment``) and layers' schemas by digest (``GetSchemas``).
 
-Which layers a dataset has is read from the store's views through the public SDK, under the
-catalog's lock; every read of a file (its footer, its schema, its chunks' bytes) happens after
-the lock is released: each RPC here reads the store when called and answers a lazy stream, which
-the server reads outside the lock. Chunk bytes are never decoded: each chunk's ``ArrowMsg`` is
+Which layers a dataset has is read from the store's views through the public SDK when the RPC is
+called; every read of a file (its footer, its schema, its chunks' bytes) happens as the client
+reads the RPC's lazy stream. Chunk bytes are never decoded: each chunk's ``ArrowMsg`` is
 copied from its file into hand-framed ``FetchChunksResponse`` messages of a few MB, with the
 segment id set as its recording id.
 """
@@ -118,7 +117,7 @@ def query_dataset_selection(message: Message) -> tuple[Selection, list[str] | No
 def _candidates(request: Request, response: str, selection: Selection, segment_ids: list[str] | None,
                 timeline: pa.Field | None, *, direct: bool) -> Iterator[Message]:
     """The candidate chunks of ``selection``, with direct URLs if ``direct``: the layers read from
-    the store now, the rest lazily (outside the catalog's lock)."""
+    the store now, the rest lazily."""
     dataset = request.dataset()
     found = layers(dataset, segment_ids)
     meta = _meta(dataset)
@@ -331,7 +330,5 @@ STREAMING: dict[str, Streaming] = {
     "GetRrdManifest": get_rrd_manifest, "GetAssetsForSegment": get_assets_for_segment,
     "GetSchemas": get_schemas,
 }
-"""The reads' RPCs (each a stream of responses), by name: each stream is read outside the
-catalog's lock (``FetchChunks``'s responses are encoded already)."""
-UNLOCKED = frozenset({"FetchChunks"})
-"""RPCs that never read the store: run without the catalog's lock."""
+"""The reads' RPCs (each a stream of responses), by name, each read lazily (``FetchChunks``'s
+responses are encoded already)."""

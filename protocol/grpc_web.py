@@ -7,12 +7,12 @@ A gRPC-web call is a ``POST`` of ``/<service>/<method>`` whose body is the reque
 response message in such a frame, then one frame of flag ``0x80`` holding the call's status as
 HTTP header lines (``grpc-status``, ``grpc-message``). ``GrpcWeb`` is the ASGI application that
 runs each call with the method handlers of the gRPC server's own ``grpc.GenericRpcHandler``\\s,
-in a worker thread, so every RPC behaves as it does over gRPC: its admission by token, its lock,
-its errors as statuses. A stream's responses are sent as they are made (``WatchEvents`` keeps a
-viewer's list of entries live), and a stream whose browser went away ends at its next check of
-``is_active``. Every answer allows any origin (CORS): what a call may do is the token's to say,
-as over gRPC. RPCs of a stream of requests (``WriteTable``) are not served over gRPC-web:
-browsers cannot stream a request body.
+in a worker thread, so every RPC behaves as it does over gRPC: its admission by token, its
+catalog for its caller, its errors as statuses. A stream's responses are sent as they are made
+(``WatchEvents`` keeps a viewer's list of entries live), and a stream whose browser went away
+ends at its next check of ``is_active``. Every answer allows any origin (CORS): what a call may
+do is the token's to say, as over gRPC. RPCs of a stream of requests (``WriteTable``) are not
+served over gRPC-web: browsers cannot stream a request body.
 
 ``WebServer`` serves it with uvicorn on a port of its own, beside the gRPC server.
 """

@@ -1,7 +1,7 @@
-"""What every RPC of the service is handed: the catalog it serves (a strata client, used by one
-call at a time), the decoded request message and the call's headers; and the entry a
-dataset- or table-scoped call names in Rerun's headers (``x-rerun-entry-id``, 32 hex digits of
-the entry's Tuid, or ``x-rerun-entry-name-bin``)."""
+"""What every RPC of the service is handed: the catalog it serves (a strata client for this
+call's caller alone, ``sdk.CatalogClient.for_caller``), the decoded request message and the
+call's headers; and the entry a dataset- or table-scoped call names in Rerun's headers
+(``x-rerun-entry-id``, 32 hex digits of the entry's Tuid, or ``x-rerun-entry-name-bin``)."""
 
 from __future__ import annotations
 

@@ -3,19 +3,17 @@ answered, the ones strata serves by their area's module (``entries``, ``datasets
 ``chunks``, ``tables``) and the others with ``UNIMPLEMENTED`` and a message naming them; strata's errors as
 the status codes Rerun's client maps to its exceptions, carrying strata's message.
 
-The catalog is one strata client, used by one call at a time: a client's store connection is not
-meant for concurrent use, and each call's own work (a store read, a registration's file reads, a
-write that waits for its outcome) is short next to the round trip of the call. Waiting on tasks
-reads the store on a connection of its own, outside that lock. Reads of recordings' data hold it
-only while they read the store: what they read of files (the streams of ``chunks.STREAMING``)
-is read after it is released, and ``FetchChunks`` never takes it.
+Calls run at once, each in a thread of the server's pool, with no lock of the server's own: each
+is handed the catalog for its caller (``sdk.CatalogClient.for_caller``), which shares the
+producer, the store's connection (locked per statement) and the workers, and whose reads wait for
+every write made through the endpoint; a write the catalog refuses is reported to the call that
+made it (its task, or its own error) and to no other.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent import futures
 from typing import Any
@@ -48,12 +46,8 @@ STREAMING: dict[str, Streaming] = {**datasets.STREAMING, **tasks.STREAMING, **ch
 GATHERING: dict[str, Gathering] = dict(tables.GATHERING)
 """RPCs of a stream of requests and one response: the stream is read whole, each request
 decoded, before the RPC runs."""
-UNLOCKED = tasks.UNLOCKED | chunks.UNLOCKED | watch.UNLOCKED
-"""RPCs run without the catalog's lock: they read the store on a connection of their own, or not
-at all."""
 LAZY = frozenset(chunks.STREAMING) | watch.LAZY
-"""Streams whose responses are made as the client reads them (outside the catalog's lock), not
-gathered under it first."""
+"""Streams whose responses are made as the client reads them, not gathered first."""
 SERVED = frozenset(UNARY) | frozenset(STREAMING) | frozenset(GATHERING)
 """The RPCs strata serves; every other RPC of the service answers ``UNIMPLEMENTED``."""
 
@@ -79,28 +73,14 @@ def _admit(gate: Gate, method: str, context: grpc.ServicerContext) -> tuple[Mapp
 
 
 class Handlers:
-    """Admits a call by its token (``gate``), turns its bytes into a ``Request``, runs its RPC
-    under the catalog's lock (but those that read the store on a connection of their own,
-    ``tasks.UNLOCKED``), and its errors into statuses."""
+    """Admits a call by its token (``gate``), turns its bytes into a ``Request`` on the catalog
+    for its caller, runs its RPC, and its errors into statuses."""
 
     def __init__(self, catalog: sdk.CatalogClient, layer_chunks: LayerChunks | None = None,
                  gate: Gate | None = None) -> None:
         self.catalog = catalog
-        self.lock = threading.Lock()
         self.layer_chunks = layer_chunks or LayerChunks()
         self.gate = gate or Gate(None)
-
-    def _run(self, method: str, run: Callable[[Request], Any], request: Request) -> Any:
-        """``run(request)``. A registration the catalog refused raises at the client's next read
-        (``WriteRefusedError``, once); its task reports it (``QueryTasksOnCompletion``), so the
-        read that met it is run again instead of failing for another caller."""
-        if method in UNLOCKED:
-            return run(request)
-        with self.lock:
-            try:
-                return run(request)
-            except sdk.WriteRefusedError:
-                return run(request)
 
     def _message(self, method: str, data: bytes, context: grpc.ServicerContext) -> Message:
         input_type = service().methods_by_name[method].input_type.full_name
@@ -114,14 +94,14 @@ class Handlers:
     def _request(self, method: str, data: bytes, context: grpc.ServicerContext,
                  admitted: tuple[Mapping[str, str | bytes], bool] | None = None) -> Request:
         metadata, may_write = admitted or _admit(self.gate, method, context)
-        return Request(self.catalog, self._message(method, data, context), metadata, self.layer_chunks,
-                       context.is_active, may_write)
+        return Request(self.catalog.for_caller(), self._message(method, data, context), metadata,
+                       self.layer_chunks, context.is_active, may_write)
 
     def unary(self, method: str, run: Unary) -> Callable[[bytes, grpc.ServicerContext], Message]:
         def handle(data: bytes, context: grpc.ServicerContext) -> Message:
             request = self._request(method, data, context)
             try:
-                result: Message = self._run(method, run, request)
+                result: Message = run(request)
                 return result
             except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
                 _abort(context, exc, method)
@@ -133,9 +113,8 @@ class Handlers:
                   ) -> Callable[[bytes, grpc.ServicerContext], Iterable[Message]]:
         def handle(data: bytes, context: grpc.ServicerContext) -> Iterable[Message]:
             request = self._request(method, data, context)
-            lazy = method in LAZY
             try:
-                responses = self._run(method, run if lazy else lambda r: list(run(r)), request)
+                responses = run(request) if method in LAZY else list(run(request))
             except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
                 _abort(context, exc, method)
                 raise  # not reached: abort raises
@@ -150,7 +129,7 @@ class Handlers:
             messages = [self._message(method, data, context) for data in stream]
             request = self._request(method, b"", context, admitted)
             try:
-                result: Message = self._run(method, lambda r: run(r, messages), request)
+                result: Message = run(request, messages)
                 return result
             except Exception as exc:  # noqa: BLE001 - every error becomes the call's status
                 _abort(context, exc, method)

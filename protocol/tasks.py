@@ -209,6 +209,3 @@ UNARY: dict[str, Unary] = {"RegisterWithDataset": register_with_dataset, "QueryT
 STREAMING: dict[str, Streaming] = {"QueryTasksOnCompletion": query_tasks_on_completion,
                                    "UnregisterFromDataset": unregister_from_dataset}
 """The tasks' RPCs with a stream of responses, by name."""
-UNLOCKED = frozenset({"QueryTasks", "QueryTasksOnCompletion"})
-"""RPCs that read the store through a connection of their own, so they run without the
-catalog's lock: a wait for the projection holds up no other call."""

@@ -64,8 +64,5 @@ def _unchanging(request: Request) -> Iterator[Message]:
 
 
 STREAMING: dict[str, Streaming] = {"WatchEvents": watch_events}
-UNLOCKED = frozenset(STREAMING)
-"""Read on a connection of its own, for as long as the client watches: never under the catalog's
-lock."""
 LAZY = frozenset(STREAMING)
 """Streams answered as they come, not gathered first."""

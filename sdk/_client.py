@@ -224,6 +224,25 @@ class CatalogClient:
         view = object.__new__(CatalogClient)
         view._internal = self._internal.at(point)
         view._internal.catalog = view
+        view._endpoint_url = self._endpoint_url
+        return view
+
+    def for_caller(self) -> CatalogClient:
+        """This client for one caller of several that share it, as an endpoint's calls, each in
+        a thread of its own, share the endpoint's client: the same connection to Kafka, the
+        store and the workers, and its reads wait for every write made through any of them
+        (read-your-writes across the callers), but a write of its own that the catalog refuses is
+        raised by its own reads and ``flush()`` only, never by another caller's. Closing it closes
+        nothing: the client it came from closes what they share.
+
+        Examples:
+            >>> caller = client.for_caller()  # doctest: +SKIP
+            >>> caller.get_dataset("droid").register(uris)  # doctest: +SKIP
+        """
+        view = object.__new__(CatalogClient)
+        view._internal = self._internal.for_caller()
+        view._internal.catalog = view
+        view._endpoint_url = self._endpoint_url
         return view
 
     @property

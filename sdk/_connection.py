@@ -125,6 +125,9 @@ class Connection:
 
     point: int | None = None
     """The log offset this connection reads the catalog as of (``at``); None: as it is now."""
+    shared = False
+    """Whether this is a view of another connection (``at``, ``for_caller``), whose producer,
+    store and workers that one closes."""
 
     def __repr__(self) -> str:
         return f"bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.location)!r}"
@@ -134,6 +137,17 @@ class Connection:
         write through it is a ``ValueError``."""
         view = copy.copy(self)
         view.point = self.resolve(point)
+        view.shared = True
+        return view
+
+    def for_caller(self) -> Connection:
+        """This connection for one of several callers sharing it: the same producer, store and
+        workers, and the same written offsets (every read waits for every caller's writes), with
+        open writes of its own (``Ledger.for_caller``): a refusal is raised to the caller whose
+        write it was. Closing it closes nothing."""
+        view = copy.copy(self)
+        view.ledger = self.ledger.for_caller()
+        view.shared = True
         return view
 
     def resolve(self, point: int | datetime) -> int:
@@ -192,8 +206,8 @@ class Connection:
     def close(self, *, flush: bool = True) -> None:
         """Settle this client's writes (``settle``) unless told not to, then release the
         workers, the producer and the store (not for a view ``at`` a point: they are its
-        client's)."""
-        if self.point is not None:
+        client's, nor for one ``for_caller``)."""
+        if self.shared:
             return
         try:
             if flush and not self.ledger.settled:

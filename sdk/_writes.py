@@ -65,30 +65,50 @@ class _Write:
         return WriteOutcome(self.what, refused.status, refused.reason, self.positions[-1])
 
 
-class Ledger:
-    """A client's written offsets and open writes; safe to share between threads."""
+class _Horizon:
+    """The highest offset written per partition, and the highest the store is known to have
+    passed: what a read waits for. Shared by a client's ledger and those of its callers
+    (``Ledger.for_caller``)."""
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.written: dict[Partition, int] = {}
+        self.passed: dict[Partition, int] = {}
+
+    def has_passed(self, position: Position) -> bool:
+        return self.passed.get((position.topic, position.partition), -1) >= position.offset
+
+
+class Ledger:
+    """A client's written offsets and open writes; safe to share between threads.
+
+    ``for_caller`` makes a ledger of the same offsets with open writes of its own: the reads of
+    each wait for every write of any of them, but a refused write is raised only by the ledger
+    that made it."""
+
+    def __init__(self, horizon: _Horizon | None = None) -> None:
+        self._horizon = horizon or _Horizon()
         self._lock = threading.Lock()
-        self._written: dict[Partition, int] = {}
-        """The highest offset this client has written, per partition."""
-        self._passed: dict[Partition, int] = {}
-        """The highest offset the store is known to have passed, per partition."""
         self._open: dict[int, _Write] = {}
         self._handles = itertools.count()
 
+    def for_caller(self) -> Ledger:
+        """A ledger sharing this one's offsets, with no open write."""
+        return Ledger(self._horizon)
+
     def wrote(self, positions: Sequence[Position]) -> None:
         """Note offsets this client has written (and Kafka acknowledged)."""
-        with self._lock:
+        horizon = self._horizon
+        with horizon.lock:
             for p in positions:
                 key = (p.topic, p.partition)
-                if p.offset > self._written.get(key, -1):
-                    self._written[key] = p.offset
+                if p.offset > horizon.written.get(key, -1):
+                    horizon.written[key] = p.offset
 
     def written(self, topic: str, partition: int) -> int | None:
         """The highest offset this client has written in the partition; None if none."""
-        with self._lock:
-            return self._written.get((topic, partition))
+        with self._horizon.lock:
+            return self._horizon.written.get((topic, partition))
 
     def track(self, what: str, events: Sequence[Event], positions: Sequence[Position]) -> int:
         """Keep a write open until its outcome is settled; returns its handle for ``claim``."""
@@ -108,25 +128,27 @@ class Ledger:
     def settled(self) -> bool:
         """Whether nothing is open and the store is known to have passed every written offset:
         a read need not wait (the check every read makes, so it takes no lock)."""
-        return not self._open and all(self._passed.get(k, -1) >= o for k, o in list(self._written.items()))
+        passed = self._horizon.passed
+        return not self._open and all(passed.get(k, -1) >= o for k, o in list(self._horizon.written.items()))
 
     def horizon(self) -> list[Position]:
         """The highest written offset of each partition the store is not known to have passed."""
-        with self._lock:
+        horizon = self._horizon
+        with horizon.lock:
             return [Position(topic, partition, offset)
-                    for (topic, partition), offset in self._written.items()
-                    if self._passed.get((topic, partition), -1) < offset]
+                    for (topic, partition), offset in horizon.written.items()
+                    if horizon.passed.get((topic, partition), -1) < offset]
 
     def passed(self, positions: Sequence[Position]) -> None:
         """The store has passed ``positions``."""
-        with self._lock:
+        horizon = self._horizon
+        with horizon.lock:
             for p in positions:
                 key = (p.topic, p.partition)
-                self._passed[key] = max(self._passed.get(key, -1), p.offset)
+                horizon.passed[key] = max(horizon.passed.get(key, -1), p.offset)
 
     def take_passed(self) -> list[_Write]:
         """Remove and return the open writes the store has passed, in the order they were sent."""
-        with self._lock:
-            done = [h for h, w in self._open.items()
-                    if all(self._passed.get((p.topic, p.partition), -1) >= p.offset for p in w.positions)]
+        with self._horizon.lock, self._lock:
+            done = [h for h, w in self._open.items() if all(map(self._horizon.has_passed, w.positions))]
             return [self._open.pop(h) for h in done]

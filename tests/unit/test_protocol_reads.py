@@ -9,6 +9,7 @@ files are read, and Rerun's own client reading through both query paths (``FindC
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -285,29 +286,43 @@ def call(handlers: service.Handlers, name: str, message: Any, metadata: tuple[tu
     return handlers.streaming(name, service.STREAMING[name])(message.SerializeToString(), Context(metadata))
 
 
-def test_files_are_read_after_the_catalog_s_lock_is_released(stack, registered, monkeypatch) -> None:
-    handlers = service.Handlers(stack.client)
-    held_while_reading: list[bool] = []
-    read_chunk_index = LayerChunks.chunks  # the reads of footers
+def test_calls_run_at_once_a_registration_reading_its_files_holds_up_no_other(
+        served, stack, registered, tmp_path, monkeypatch) -> None:
+    """The server has no lock of its own over its calls: while one caller's registration reads
+    its files, other callers' listings, segment ids and chunk reads are answered. Were the calls
+    run one at a time (a lock over each), these would wait for the registration, and fail their
+    deadline here."""
+    from sdk import _registration
 
-    def reading(self: LayerChunks, *args: Any) -> pa.Table:
-        held_while_reading.append(handlers.lock.locked())
-        return read_chunk_index(self, *args)
+    entered, release = threading.Event(), threading.Event()
+    read_recordings = _registration.read_recordings
 
-    monkeypatch.setattr(LayerChunks, "chunks", reading)
-    found = list(call(handlers, "FindChunks", descriptors.cloud("FindChunksRequest"), header(stack)))
-    assert held_while_reading == [False] * 3
-    keys = pa.concat_tables(decode(part.data) for part in found).column("chunk_key")
+    def slow_read(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        release.wait(120)
+        return read_recordings(*args, **kwargs)
 
-    # FetchChunks never takes the lock: it reads chunks while another call holds it.
-    request = fetch(keys)
-    with handlers.lock:
-        done = threading.Event()
-        thread = threading.Thread(
-            target=lambda: (list(call(handlers, "FetchChunks", request, ())), done.set()))
-        thread.start()
-        thread.join(30)
-        assert done.is_set()
+    monkeypatch.setattr(_registration, "read_recordings", slow_read)
+    uri = recording(tmp_path / "ep_9.rrd", "ep_9")
+    pool = ThreadPoolExecutor(2)
+    try:
+        registering = pool.submit(
+            lambda: rr.catalog.CatalogClient(served.url).get_dataset("droid").register([uri]).wait())
+        assert entered.wait(30)
+
+        def reads() -> tuple[list[str], list[str], int]:
+            client = rr.catalog.CatalogClient(served.url)
+            dataset = client.get_dataset("droid")
+            rows = dataset.reader(index="step").to_arrow_table().num_rows
+            return client.dataset_names(), sorted(dataset.segment_ids()), rows
+
+        names, segments, rows = pool.submit(reads).result(timeout=60)
+        assert (names, segments) == (["droid"], ["ep_0", "ep_1"]) and rows > 0
+        assert not registering.done()
+    finally:
+        release.set()
+        pool.shutdown(wait=False)
+    assert registering.result(timeout=60).segment_ids == ["ep_9"]
 
 
 def test_rerun_s_client_reads_what_strata_s_sdk_reads(served, stack, registered) -> None:

@@ -261,8 +261,8 @@ def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_e
     assert task["exec_status"] == "failed"
     assert task["msgs"].endswith('- Segment "ep_0", layer "base": already exists')  # as Rerun words it
 
-    # The server's client met that refusal at its next read; the task reported it, and the
-    # calls of other callers carry on.
+    # The refusal is the registering call's alone: its task reports it, and no other caller's
+    # call meets it (with one ledger for every caller, the next read here would raise it).
     assert sorted(dataset.segment_ids()) == ["ep_0", "ep_1"]
     with pytest.raises(ValueError, match='Segment "ep_1", layer "base": already exists') as refused:
         dataset.register([uris[1]]).wait()
