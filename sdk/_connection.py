@@ -1,7 +1,8 @@
 """The one internal connection that a client, its entries, selections and operations share, as
-Rerun's entries share one ``_internal``: the producer, the store reader, waiting for the
-projection, the client's open writes (read-your-writes, refusals raised), outcomes turned into
-errors, the schemas already defined, and the DataFusion session.
+Rerun's entries share one ``_internal``: the command log (``commands.CommandLog``: the producer,
+the schemas already defined, the offsets written, the wait by log position), the store reader,
+the client's open writes (read-your-writes, refusals raised), outcomes turned into errors, and
+the DataFusion session.
 
 Every other module of the SDK talks to Kafka and the store through this object's public methods;
 every write goes through ``submit``.
@@ -25,7 +26,8 @@ import datafusion
 import pyarrow as pa
 
 import settings
-from events import CATALOG_TOPIC, Command, DefineSchema, Event
+from commands import CommandLog, Submitted, Write
+from events import CATALOG_TOPIC, DefineSchema, Event
 from producers import EventProducer, Position, end_offsets, offset_after
 from projector import Dataset, Outcome, ProjectionReader, Status, Table, open_store, views, wait_for_positions
 from projector.stores import describe, normalize
@@ -43,16 +45,7 @@ KEPT_READS = 32
 
 
 @dataclass(frozen=True)
-class Write:
-    """One write of a client: its commands, one event each, and what it is, as errors name it
-    (``registering file:///data/ep_1.rrd as layer 'base' of segment 'ep_1'``)."""
-
-    what: str
-    commands: tuple[Command, ...]
-
-
-@dataclass(frozen=True)
-class Submitted:
+class Tracked:
     """A write as the log has it: its events, where they landed, and its handle in the client's
     ledger (``ledger.claim`` it once its operation reports its outcome)."""
 
@@ -111,15 +104,15 @@ class Connection:
         self._store: ProjectionReader = open_store(self.location, read_only=True)
         self.catalog: Any = None
         """The ``CatalogClient`` this connection belongs to, as ``Entry.catalog`` returns it."""
-        self.ledger = Ledger()
-        """This client's written offsets and its writes whose outcome it has not reported."""
         self._kafka_config = {**settings.kafka_options(), **(kafka_config or {})}
-        self._producer: EventProducer | None = None if bootstrap_servers is None else EventProducer(
+        producer = None if bootstrap_servers is None else EventProducer(
             bootstrap_servers, config=self._kafka_config, delivery_timeout_secs=delivery_timeout_secs)
+        self.log = CommandLog(producer, self._store, self.producer_id)
+        """Where this client's commands go, and their outcomes come from."""
+        self.ledger = Ledger(self.log.horizon)
+        """This client's writes whose outcome it has not reported."""
         self._ctx = datafusion.SessionContext()
         self._ctx.register_catalog_provider_list(TableNamespaces(self))
-        self._defined: set[str] = set()
-        """Schema digests seen defined, in the store or by this connection's own events."""
         self._kept: collections.OrderedDict[tuple[object, ...], Any] = collections.OrderedDict()
         self._kept_lock = threading.Lock()
 
@@ -184,7 +177,7 @@ class Connection:
     def here(self) -> int:
         """The point a new tag names by default: just after this client's last write, or the
         store's current offset if it has written nothing (once the store has its writes)."""
-        written = self.ledger.written(CATALOG_TOPIC, 0)
+        written = self.log.horizon.written(CATALOG_TOPIC, 0)
         if written is not None:
             return written + 1
         return self.wait_for_store().next_offsets().get((CATALOG_TOPIC, 0), 0)
@@ -192,16 +185,11 @@ class Connection:
     def writable(self) -> None:
         """Raises ``ValueError`` if this connection reads the catalog as of a point, or knows no
         Kafka cluster to write to."""
-        self._sender()
-
-    def _sender(self) -> EventProducer:
-        """The producer a write goes through; ``ValueError`` as ``writable`` says."""
         if self.point is not None:
             raise ValueError(f"this is the catalog as of log offset {self.point}, which is read-only: "
                              "write through the client or entry itself")
-        if self._producer is None:
+        if self.log.producer is None:
             raise ValueError(no_kafka("writing"))
-        return self._producer
 
     def close(self, *, flush: bool = True) -> None:
         """Settle this client's writes (``settle``) unless told not to, then release the
@@ -214,8 +202,7 @@ class Connection:
                 self.settle(DEFAULT_TIMEOUT_SECS)
         finally:
             self.workers.close()
-            if self._producer is not None:
-                self._producer.close()
+            self.log.close()
             self._store.close()
 
     def wait_for_store(self) -> ProjectionReader:
@@ -263,56 +250,28 @@ class Connection:
     # -- writes -------------------------------------------------------------------------------
 
     def submit(self, entry_id: uuid.UUID, writes: Sequence[Write], *,
-               schemas: Sequence[DefineSchema] = ()) -> list[Submitted]:
-        """Append ``writes``, commands on the entry ``entry_id``, to the log in order, in one batch,
-        and keep each write open until its outcome is settled by a read, ``settle`` or its
-        operation; their positions once Kafka has them all, which the client's later reads wait for.
-
-        ``schemas`` are the definitions of the schemas the writes name by reference: those neither
-        defined through this connection before nor in the store go first, each once. Raises
-        ``ValueError`` for a connection that cannot write (``writable``; nothing is sent),
-        ``DeliveryError`` if Kafka does not acknowledge the events in time.
+               schemas: Sequence[DefineSchema] = ()) -> list[Tracked]:
+        """Append ``writes``, commands on the entry ``entry_id``, to the log in order, in one batch
+        (``CommandLog.submit``: those of ``schemas`` the log lacks go first), and keep each write
+        open until its outcome is settled by a read, ``settle`` or its operation; the client's
+        later reads wait for them. Raises ``ValueError`` for a connection that cannot write
+        (``writable``; nothing is sent), ``DeliveryError`` if Kafka does not acknowledge the
+        events in time.
         """
-        producer = self._sender()
-        undefined = self._undefined(schemas)
-        definitions = [self._event(entry_id, definition) for definition in undefined]
-        events = [[self._event(entry_id, command) for command in write.commands] for write in writes]
-        positions = producer.send([*definitions, *(e for group in events for e in group)])
-        self.ledger.wrote(positions)
-        self._defined.update(definition.sha256 for definition in undefined)
-        submitted = []
-        at = len(definitions)
-        for write, group in zip(writes, events, strict=True):
-            where = positions[at:at + len(group)]
-            at += len(group)
-            handle = self.ledger.track(write.what, group, where)
-            submitted.append(Submitted(write.what, tuple(group), tuple(where), handle))
-        return submitted
+        self.writable()
+        return [self.track(submitted) for submitted in self.log.submit(entry_id, writes, schemas=schemas)]
 
-    def _event(self, entry_id: uuid.UUID, command: Command) -> Event:
-        """``command`` on the entry ``entry_id``, as this client's event."""
-        return Event(entry_id=entry_id, command=command, producer_id=self.producer_id)
-
-    def _undefined(self, schemas: Sequence[DefineSchema]) -> list[DefineSchema]:
-        """Of ``schemas``, each digest once, those neither in the store nor defined earlier through
-        this connection (its definitions are in the log before anything it produces next), in
-        the given order."""
-        candidates: dict[str, DefineSchema] = {}
-        for definition in schemas:
-            if definition.sha256 not in self._defined:
-                candidates.setdefault(definition.sha256, definition)
-        if not candidates:
-            return []
-        stored = set(self.peek.schemas(list(candidates)))
-        self._defined.update(stored)
-        return [d for digest, d in candidates.items() if digest not in stored]
+    def track(self, submitted: Submitted) -> Tracked:
+        """Keep a write of this connection's log open in its ledger until its outcome is
+        settled."""
+        handle = self.ledger.track(submitted.what, submitted.events, submitted.positions)
+        return Tracked(submitted.what, submitted.events, submitted.positions, handle)
 
     # -- waiting for the projection -----------------------------------------------------------
 
     def wait(self, positions: Sequence[Position], timeout_secs: float | None) -> None:
-        """Block until the projection has passed ``positions`` (see ``wait_for_positions``)."""
-        wait_for_positions(self._store, positions, timeout_secs)
-        self.ledger.passed(positions)
+        """Block until the projection has passed ``positions`` (``CommandLog.wait``)."""
+        self.log.wait(positions, timeout_secs)
 
     def settle(self, timeout_secs: float | None) -> list[WriteOutcome]:
         """Wait until the projection has passed every write of this client, then collect the
@@ -320,9 +279,9 @@ class Connection:
         naming the refused ones (the others are applied, and none is reported twice),
         ``ProjectionTimeoutError`` if the projection does not get there in time (the writes
         stay open)."""
-        horizon = self.ledger.horizon()
-        if horizon:
-            self.wait(horizon, timeout_secs)
+        pending = self.log.horizon.pending()
+        if pending:
+            self.wait(pending, timeout_secs)
         writes = self.ledger.take_passed()
         if not writes:
             return []
@@ -333,18 +292,10 @@ class Connection:
             raise WriteRefusedError(refused, outcomes)
         return outcomes
 
-    def outcome(self, event: Event) -> Outcome:
-        """The outcome the projector recorded for ``event``, which it has passed."""
-        outcome = self._store.outcome(event.event_id)
-        if outcome is None:
-            # The projection passed the event's offset but recorded no outcome: the record was
-            # rejected as undecodable, which our own encoder never produces.
-            raise RuntimeError(f"the projector recorded no outcome for event {event.event_id}")
-        return outcome
-
-    def accepted(self, event: Event, what: str) -> Outcome:
-        """``outcome(event)``, raising its error (see ``outcome_error``) if it was not accepted."""
-        outcome = self.outcome(event)
+    def accepted(self, position: Position, what: str) -> Outcome:
+        """The outcome of the event at ``position`` (``CommandLog.outcome``), raising its error
+        (see ``outcome_error``) if it was not accepted."""
+        outcome = self.log.outcome(position)
         error = outcome_error(outcome, what)
         if error is not None:
             raise error

@@ -1,6 +1,6 @@
 """Dataset entries, in the shape of rerun-sdk's ``DatasetEntry``: each method a few lines into
 the client's connection or into the module of its job: registering recordings as layers of
-segments (``sdk._registration``), the dataset's history (``sdk._history``), its assets
+segments (``commands``), the dataset's history (``sdk._history``), its assets
 (``sdk._assets``), blueprints (``sdk._blueprints``), and the catalog's reads
 of it (``sdk._dataset_reads``); the recordings' data through ``DatasetSelection``.
 
@@ -18,16 +18,17 @@ from typing import TYPE_CHECKING, Any
 import datafusion
 import pyarrow as pa
 
+import commands
+from commands import Properties
 from events import AssetMode, AssetScopeEdit, DeleteDataset, OnDuplicate, RenameDataset, ScopeAsset
 from events.names import check_dataset_name
 from projector import Dataset, DatasetKind, EntryKind, ProjectionReader, Tag, companion_id
-from recordings import Contents, ObjectStoreSettings, Progress, rerun_schema, segment_store
-from sdk import _assets, _blueprints, _dataset_reads, _history, _registration
+from recordings import Contents, ObjectStore, ObjectStoreSettings, Progress, rerun_schema, segment_store
+from sdk import _assets, _blueprints, _dataset_reads, _history
 from sdk._connection import Connection
 from sdk._dataset_reads import DatasetInfo
 from sdk._entry import Entry
 from sdk._operations import Operation, RegistrationOperation
-from sdk._registration import Properties
 from sdk._segment import Layer, Segment
 from sdk._selection import DatasetSelection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
@@ -159,10 +160,8 @@ class DatasetEntry(Entry[Dataset]):
             >>> dataset.register(uris, progress=lambda done, total: print(done, total))  # doctest: +SKIP
         """
         self._internal.writable()
-        request = _registration.request(uris, layer_name, on_duplicate, properties)
-        return _registration.register(self._internal, self._id, request,
-                                      objects=self._internal.objects(object_store_config),
-                                      blueprint=self._seen.kind is DatasetKind.BLUEPRINT, progress=progress)
+        request = commands.request(uris, layer_name, on_duplicate, properties)
+        return self._register(request, self._internal.objects(object_store_config), progress)
 
     def register_prefix(
         self,
@@ -181,9 +180,15 @@ class DatasetEntry(Entry[Dataset]):
         """
         self._internal.writable()
         objects = self._internal.objects(object_store_config)
-        request = _registration.prefix_request(recordings_prefix, layer_name, on_duplicate, objects)
-        return _registration.register(self._internal, self._id, request, objects=objects,
-                                      blueprint=self._seen.kind is DatasetKind.BLUEPRINT, progress=progress)
+        request = commands.prefix_request(recordings_prefix, layer_name, on_duplicate, objects)
+        return self._register(request, objects, progress)
+
+    def _register(self, request: commands.Request, objects: ObjectStore, progress: Progress | None
+                  ) -> RegistrationOperation:
+        registered = commands.register(self._internal.log, self._internal.workers, self._id, request,
+                                       objects=objects, blueprint=self._seen.kind is DatasetKind.BLUEPRINT,
+                                       progress=progress)
+        return RegistrationOperation.tracked(self._internal, registered)
 
     def unregister(
         self, *, segments_to_drop: str | Sequence[str] = (), layers_to_drop: str | Sequence[str] = ()
@@ -191,7 +196,7 @@ class DatasetEntry(Entry[Dataset]):
         """Remove every (segment, layer) in the product of the two lists; an empty list means
         all. A segment disappears with its last layer. Both empty is a ``ValueError``.
         Unregistering what is not there changes nothing."""
-        command = _registration.unregister_command(segments_to_drop, layers_to_drop)
+        command = commands.unregister_command(segments_to_drop, layers_to_drop)
         return Operation.submit(self._internal, self._id, command, "unregistering")
 
     # -- hidden datasets ----------------------------------------------------------------------

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from commands import Registered, Write
 from events import Command, Event
 from producers import Position
 from projector import Outcome, Status
-from sdk._connection import Connection, Write
+from sdk._connection import Connection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
 
 if TYPE_CHECKING:
@@ -38,6 +39,17 @@ class RegistrationOperation:
     def __init__(self, internal: Connection, items: list[RegisteredItem]) -> None:
         self._internal = internal
         self._items = items
+
+    @classmethod
+    def tracked(cls, internal: Connection, registered: list[Registered]) -> RegistrationOperation:
+        """The operation of URIs ``internal``'s command log has registered, each kept open in
+        its ledger until the operation (or a read) reports its outcome."""
+        items = []
+        for item in registered:
+            tracked = internal.track(item.write)
+            items.append(RegisteredItem(item.uri, item.segment_id, tracked.events[0], tracked.positions[0],
+                                        tracked.handle))
+        return cls(internal, items)
 
     @property
     def positions(self) -> list[Position]:
@@ -65,7 +77,7 @@ class RegistrationOperation:
         self._internal.wait(self.positions, timeout_secs)
         self._internal.ledger.claim([item.handle for item in self._items])
         for item in self._items:
-            outcome = self._internal.outcome(item.event)
+            outcome = self._internal.log.outcome(item.position)
             error = None if outcome.status is Status.ACCEPTED else outcome.reason
             yield SegmentRegistrationResult(item.uri, item.segment_id, error)
 
@@ -115,4 +127,4 @@ class Operation:
         (``ProjectionTimeoutError``) if it was not applied in time."""
         self._internal.wait([self.position], timeout_secs)
         self._internal.ledger.claim([self._handle])
-        return self._internal.accepted(self.event, self._what)
+        return self._internal.accepted(self.position, self._what)

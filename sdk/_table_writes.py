@@ -14,9 +14,9 @@ from typing import Any, TypeAlias
 
 import pyarrow as pa
 
+from commands import Write
 from events import TableWriteMode, WriteTable
 from projector import Table, table_rows
-from sdk._connection import Write
 
 MAX_PART_BYTES = 768 * 1024
 """Arrow IPC bytes per ``WriteTable`` event, well under Kafka's default 1 MB message limit."""

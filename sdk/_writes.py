@@ -1,11 +1,11 @@
 """The writes a client has sent and not yet seen applied.
 
-A bulk write returns once Kafka has acknowledged it. The ledger remembers the highest offset the
-client has written per partition, and each write's events until its outcome is known. Before
-any read, the connection waits until the store has passed those offsets (read-your-writes), then
-settles the open writes: the outcomes the projector recorded are collected, and the refused ones
-raised as one ``WriteRefusedError``, unless the write's own operation has already reported them
-(``RegistrationOperation.wait()`` claims its items).
+A bulk write returns once Kafka has acknowledged it. The client's command log remembers the
+highest offset written per partition (``commands.Horizon``), the ledger each write's events until
+its outcome is known. Before any read, the connection waits until the store has passed those
+offsets (read-your-writes), then settles the open writes: the outcomes the projector recorded
+are collected, and the refused ones raised as one ``WriteRefusedError``, unless the write's own
+operation has already reported them (``RegistrationOperation.wait()`` claims its items).
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from commands import Horizon
 from events import Event
 from producers import Position
 from projector import Outcome, Status
-
-Partition = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -65,54 +64,27 @@ class _Write:
         return WriteOutcome(self.what, refused.status, refused.reason, self.positions[-1])
 
 
-class _Horizon:
-    """The highest offset written per partition, and the highest the store is known to have
-    passed: what a read waits for. Shared by a client's ledger and those of its callers
-    (``Ledger.for_caller``)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.written: dict[Partition, int] = {}
-        self.passed: dict[Partition, int] = {}
-
-    def has_passed(self, position: Position) -> bool:
-        return self.passed.get((position.topic, position.partition), -1) >= position.offset
-
-
 class Ledger:
-    """A client's written offsets and open writes; safe to share between threads.
+    """A client's writes whose outcome it has not reported, over the offsets its command log has
+    written (``Horizon``); safe to share between threads.
 
-    ``for_caller`` makes a ledger of the same offsets with open writes of its own: the reads of
+    ``for_caller`` makes a ledger over the same offsets with open writes of its own: the reads of
     each wait for every write of any of them, but a refused write is raised only by the ledger
     that made it."""
 
-    def __init__(self, horizon: _Horizon | None = None) -> None:
-        self._horizon = horizon or _Horizon()
+    def __init__(self, horizon: Horizon) -> None:
+        self.horizon = horizon
         self._lock = threading.Lock()
         self._open: dict[int, _Write] = {}
         self._handles = itertools.count()
 
     def for_caller(self) -> Ledger:
-        """A ledger sharing this one's offsets, with no open write."""
-        return Ledger(self._horizon)
-
-    def wrote(self, positions: Sequence[Position]) -> None:
-        """Note offsets this client has written (and Kafka acknowledged)."""
-        horizon = self._horizon
-        with horizon.lock:
-            for p in positions:
-                key = (p.topic, p.partition)
-                if p.offset > horizon.written.get(key, -1):
-                    horizon.written[key] = p.offset
-
-    def written(self, topic: str, partition: int) -> int | None:
-        """The highest offset this client has written in the partition; None if none."""
-        with self._horizon.lock:
-            return self._horizon.written.get((topic, partition))
+        """A ledger over this one's offsets, with no open write."""
+        return Ledger(self.horizon)
 
     def track(self, what: str, events: Sequence[Event], positions: Sequence[Position]) -> int:
-        """Keep a write open until its outcome is settled; returns its handle for ``claim``."""
-        self.wrote(positions)
+        """Keep a write (already in the horizon) open until its outcome is settled; returns its
+        handle for ``claim``."""
         with self._lock:
             handle = next(self._handles)
             self._open[handle] = _Write(what, tuple(events), tuple(positions))
@@ -128,27 +100,10 @@ class Ledger:
     def settled(self) -> bool:
         """Whether nothing is open and the store is known to have passed every written offset:
         a read need not wait (the check every read makes, so it takes no lock)."""
-        passed = self._horizon.passed
-        return not self._open and all(passed.get(k, -1) >= o for k, o in list(self._horizon.written.items()))
-
-    def horizon(self) -> list[Position]:
-        """The highest written offset of each partition the store is not known to have passed."""
-        horizon = self._horizon
-        with horizon.lock:
-            return [Position(topic, partition, offset)
-                    for (topic, partition), offset in horizon.written.items()
-                    if horizon.passed.get((topic, partition), -1) < offset]
-
-    def passed(self, positions: Sequence[Position]) -> None:
-        """The store has passed ``positions``."""
-        horizon = self._horizon
-        with horizon.lock:
-            for p in positions:
-                key = (p.topic, p.partition)
-                horizon.passed[key] = max(horizon.passed.get(key, -1), p.offset)
+        return not self._open and self.horizon.reached
 
     def take_passed(self) -> list[_Write]:
         """Remove and return the open writes the store has passed, in the order they were sent."""
-        with self._horizon.lock, self._lock:
-            done = [h for h, w in self._open.items() if all(map(self._horizon.has_passed, w.positions))]
+        with self._lock:
+            done = [h for h, w in self._open.items() if all(map(self.horizon.has_passed, w.positions))]
             return [self._open.pop(h) for h in done]

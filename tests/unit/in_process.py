@@ -45,7 +45,7 @@ class InProcessStack:
         self.droid = uuid.uuid4()
         self.apply([create(self.droid, "droid")])
         self.client = sdk.CatalogClient("127.0.0.1:1", directory / "store.db", workers=0)
-        monkeypatch.setattr(self.client._internal, "_producer", self.producer)
+        monkeypatch.setattr(self.client._internal.log, "producer", self.producer)
         self.dataset = self.client.get_dataset("droid")
 
     def apply(self, events: list[Event]) -> None:

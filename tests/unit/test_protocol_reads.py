@@ -292,17 +292,17 @@ def test_calls_run_at_once_a_registration_reading_its_files_holds_up_no_other(
     its files, other callers' listings, segment ids and chunk reads are answered. Were the calls
     run one at a time (a lock over each), these would wait for the registration, and fail their
     deadline here."""
-    from sdk import _registration
+    from commands import registration
 
     entered, release = threading.Event(), threading.Event()
-    read_recordings = _registration.read_recordings
+    read_recordings = registration.read_recordings
 
     def slow_read(*args: Any, **kwargs: Any) -> Any:
         entered.set()
         release.wait(120)
         return read_recordings(*args, **kwargs)
 
-    monkeypatch.setattr(_registration, "read_recordings", slow_read)
+    monkeypatch.setattr(registration, "read_recordings", slow_read)
     uri = recording(tmp_path / "ep_9.rrd", "ep_9")
     pool = ThreadPoolExecutor(2)
     try:

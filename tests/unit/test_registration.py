@@ -57,7 +57,7 @@ class Stack:
         self.clients.append(client)
         dataset = client.get_dataset("droid")
         producer = FakeProducer(self.offset)
-        monkeypatch.setattr(client._internal, "_producer", producer)
+        monkeypatch.setattr(client._internal.log, "producer", producer)
         return dataset, producer
 
     def close(self) -> None:

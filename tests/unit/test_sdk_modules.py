@@ -1,6 +1,7 @@
-"""The SDK's modules, one job each: ``register()`` runs one way (the entry, the request's rules,
-the recordings read, the commands built, one ``Connection.submit``), only the connection tracks
-writes in the client's ledger, and no SDK module takes a name from the fold."""
+"""The SDK's modules, one job each: ``register()`` runs one way, the command core's
+(``commands.register``: the request's rules, the recordings read, the commands built and checked,
+one ``CommandLog.submit``), only the connection tracks writes in the client's ledger, and no SDK
+module takes a name from the fold."""
 
 from __future__ import annotations
 
@@ -43,17 +44,18 @@ def graph() -> Graph:
     return import_graph(ROOT)
 
 
-def test_registration_reaches_neither_the_entries_nor_the_client(graph: Graph) -> None:
-    below = reachable(graph, "sdk/_registration.py")
-    assert {"sdk/_connection.py", "sdk/layer_commands.py", "recordings/__init__.py"} <= below
-    assert below & ENTRIES == set()
+def test_registration_reaches_the_log_the_recordings_and_the_rules_and_no_client(graph: Graph) -> None:
+    below = reachable(graph, "commands/registration.py")
+    assert {"commands/log.py", "commands/layer_commands.py", "recordings/__init__.py",
+            "projector/registration.py"} <= below
+    assert not {path for path in below if path.startswith(("sdk/", "protocol/"))}
 
 
 def test_the_connection_reaches_no_module_that_writes_through_it(graph: Graph) -> None:
     below = reachable(graph, "sdk/_connection.py")
     assert "producers/__init__.py" in below
     users = {str(p.relative_to(ROOT)) for p in SDK.glob("*.py")} - below - {"sdk/_connection.py"}
-    assert {"sdk/_registration.py", "sdk/_operations.py", "sdk/_dataset.py"} <= users
+    assert {"sdk/_operations.py", "sdk/_dataset.py"} <= users
 
 
 def test_the_entries_modules_of_one_job_are_below_the_entries(graph: Graph) -> None:

@@ -1,8 +1,9 @@
-"""Registering recordings as layers of a dataset's segments, one way: the request's rules (its
-arguments checked and normalized), then the recordings read (``recordings``), then the commands
-built (``layer_commands``, with the rules that need what was read), then the commands submitted
-and tracked through the connection. Nothing is sent unless every step before succeeds. And the
-inverse: which layers of which segments an unregistration removes."""
+"""Registering recordings as layers of a dataset's segments, one way for every client: the
+request's rules (its arguments checked and normalized), then the recordings read
+(``recordings``, on the caller's workers), then the commands built (``layer_commands``, each
+checked by the fold's own rules, ``projector.registration``), then the commands appended to the
+log (``CommandLog``). Nothing is sent unless every step before succeeds. And the inverse: which
+layers of which segments an unregistration removes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from commands.layer_commands import layer_commands
+from commands.log import CommandLog, Submitted, Write
 from events import DefineSchema, OnDuplicate, UnregisterLayers
 from events.names import RECORDING_SUFFIXES, check_layer_name
 from projector import registration
@@ -19,14 +22,12 @@ from recordings import (
     ObjectStore,
     Progress,
     Recording,
+    WorkerPool,
     is_object_url,
     local_path,
     read_recordings,
     with_properties,
 )
-from sdk._connection import Connection, Write
-from sdk._operations import RegisteredItem, RegistrationOperation
-from sdk.layer_commands import layer_commands
 
 Properties = Mapping[str, Mapping[str, Any]]
 """Properties given with a URI: ``{entity: {field: value}}``, like ``rr.send_property``."""
@@ -80,23 +81,31 @@ def prefix_request(prefix: str, layer_name: str | None, on_duplicate: OnDuplicat
     return Request(uris, [name] * len(uris), [None] * len(uris), OnDuplicate.parse(on_duplicate))
 
 
-def register(internal: Connection, entry_id: uuid.UUID, request: Request, *, objects: ObjectStore,
-             blueprint: bool, progress: Progress | None) -> RegistrationOperation:
-    """Read the request's recordings (blueprints, with ``blueprint``) with ``objects`` and the
-    connection's workers, ``progress`` told as they are read; then send one ``RegisterLayer`` per
-    URI, after the definitions of the schemas they name that the log lacks. Raises what reading
+@dataclass(frozen=True)
+class Registered:
+    """One URI of a registration as the log has it: its segment id (the recording's id, known
+    before any wait) and its write."""
+
+    uri: str
+    segment_id: str
+    write: Submitted
+
+
+def register(log: CommandLog, workers: WorkerPool, entry_id: uuid.UUID, request: Request, *,
+             objects: ObjectStore, blueprint: bool, progress: Progress | None) -> list[Registered]:
+    """Read the request's recordings (blueprints, with ``blueprint``) with ``objects`` on
+    ``workers``, ``progress`` told as they are read; then append one ``RegisterLayer`` per URI to
+    ``log``, after the definitions of the schemas they name that the log lacks. Raises what reading
     raises (``NotFoundError``, ``ValueError``, ``ObjectStoreError``), and ``ValueError`` for
     properties that cannot be stored or are too large and for the same (segment, layer) twice;
-    nothing is sent then."""
-    recordings = read_recordings(request.uris, objects, internal.workers, blueprint=blueprint,
-                                 progress=progress)
+    nothing is sent then. ``DeliveryError`` if Kafka does not take the events."""
+    recordings = read_recordings(request.uris, objects, workers, blueprint=blueprint, progress=progress)
     recordings = [r if p is None else with_properties(r, p)
                   for r, p in zip(recordings, request.properties, strict=True)]
     writes, schemas = _commands(recordings, request.layer_names, request.on_duplicate)
-    submitted = internal.submit(entry_id, writes, schemas=schemas)
-    items = [RegisteredItem(recording.uri, recording.recording_id, write.events[0], write.positions[0],
-                            write.handle) for recording, write in zip(recordings, submitted, strict=True)]
-    return RegistrationOperation(internal, items)
+    submitted = log.submit(entry_id, writes, schemas=schemas)
+    return [Registered(recording.uri, recording.recording_id, write)
+            for recording, write in zip(recordings, submitted, strict=True)]
 
 
 def unregister_command(segments_to_drop: str | Sequence[str], layers_to_drop: str | Sequence[str]
