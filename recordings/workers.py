@@ -201,11 +201,17 @@ class WorkerPool:
         if not spread or not self.spreads(2):
             _in_process.submit(_run_claimed, task)
             return future
-        with self._lock:
-            if self._directory is None:
-                self._start()
+        self.start()
         self._tasks.put(task)
         return future
+
+    def start(self) -> None:
+        """Start the workers now instead of at the first ``submit`` that spreads work (they
+        start in the background: this returns at once). Nothing for a pool of none, a closed
+        one, or one started already."""
+        with self._lock:
+            if self.spreads(2) and self._directory is None:
+                self._start()
 
     @property
     def pids(self) -> list[int]:

@@ -146,6 +146,28 @@ def test_work_is_spread_only_where_workers_can_speed_it_up() -> None:
     pool.close()
 
 
+def test_a_pool_started_before_its_first_task_serves_it_from_a_worker() -> None:
+    """``start()`` (a server's, at start) returns at once and starts the workers, so that the
+    first call finds them ready; a pool of none starts nothing."""
+    idle = WorkerPool(0)
+    idle.start()
+    assert idle._directory is None and idle.pids == []
+    pool = WorkerPool(1)
+    try:
+        pool.start()
+        pool.start()  # once
+        deadline = time.monotonic() + TIMEOUT_SECS
+        while not pool.pids or not pool._ready.is_set():
+            assert time.monotonic() < deadline, "the worker did not start before any task"
+            time.sleep(0.05)
+        [pid] = pool.pids
+        assert pool.submit("its pid", os.getpid).result(TIMEOUT_SECS) == pid
+    finally:
+        pool.close()
+    pool.start()  # closed: nothing
+    assert pool.pids == []
+
+
 @pytest.mark.parametrize("size", [-1, 1.5, True])
 def test_a_pool_size_is_a_whole_number_of_at_least_zero(size: object) -> None:
     with pytest.raises(ValueError, match="at least 0"):
