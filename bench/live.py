@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     pool = RecordingPool(args.recordings.absolute())
     with tempfile.TemporaryDirectory(prefix="strata-bench-live-") as tmp:
         work = Path(tmp)
-        with Server(work / "stack") as server:
+        with Server(work / "stack", protocol_port=None) as server:
             print("latency:", flush=True)
             seen = latency(server, pool, registrations=args.registrations, warmup=args.warmup,
                            screenshot=args.screenshot)

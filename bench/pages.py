@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         write_episode(work / "scrubbed.rrd", "scrubbed", 1, image_size=(width, height))
         browser = chromium()
         try:
-            with Server(work / "stack") as server:
+            with Server(work / "stack", protocol_port=None) as server:
                 dataset = server.client().create_dataset("pages")
                 dataset.register([(work / f"{name}.rrd").as_uri() for name in [*names, "scrubbed"]]).wait()
                 with Dashboard(server.store, bootstrap_servers=server.bootstrap_servers, port=0,

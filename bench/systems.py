@@ -40,11 +40,13 @@ PRODUCER_ID = "strata-bench-pipeline"
 
 class ProbedServer(Server):
     """The embedded strata stack whose projector also writes Spark's event log to
-    ``event_log_dir`` (see ``bench.probe``); everything else is ``sdk.Server``."""
+    ``event_log_dir`` (see ``bench.probe``); everything else is ``sdk.Server``, without the
+    endpoint of Rerun's protocol (``protocol_port=None``): the scenarios read through strata's
+    client, and the series stays comparable with earlier runs."""
 
     def __init__(self, data_dir: Path, event_log_dir: Path) -> None:
         self.event_log_dir = event_log_dir
-        super().__init__(data_dir)
+        super().__init__(data_dir, protocol_port=None)
 
     def start_projector(self) -> None:
         start = processes.start

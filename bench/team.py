@@ -40,7 +40,7 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 class Stack(StrataSystem):
-    """The embedded stack on a store of one kind (``sdk.Server``, no probe)."""
+    """The embedded stack on a store of one kind (``sdk.Server`` without its endpoint, no probe)."""
 
     def __init__(self, name: str, directory: Path, store: str | None) -> None:
         super().__init__(directory)
@@ -48,7 +48,7 @@ class Stack(StrataSystem):
         self.store_location = store
 
     def make_server(self) -> Server:
-        return Server(self.directory, store=self.store_location)
+        return Server(self.directory, store=self.store_location, protocol_port=None)
 
 
 class StoreRun(TypedDict):

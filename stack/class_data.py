@@ -33,7 +33,7 @@ def make_archives() -> list[Path]:
     with tempfile.TemporaryDirectory(prefix="strata-class-data-") as directory:
         work = Path(directory)
         write_episode(work / "episode.rrd", "class_data", 3)
-        with Server(work / "stack") as server:
+        with Server(work / "stack", protocol_port=None) as server:  # the JVMs' classes: no endpoint
             dataset = server.client().create_dataset("class_data")
             dataset.register([(work / "episode.rrd").as_uri()]).wait()
             dataset.segment_table().to_arrow_table()

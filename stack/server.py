@@ -28,18 +28,21 @@ from stack.broker import EmbeddedBroker
 class Server:
     """Runs strata on one machine, as ``rerun.server.Server`` runs Rerun's catalog: it starts
     when it is constructed and stops with ``shutdown()`` (or at the end of a ``with`` block, or
-    when it goes out of scope; its processes never outlive the interpreter).
+    when it goes out of scope; its processes never outlive the interpreter). A Rerun snippet runs
+    with only its ``rr.server.Server(`` changed to ``sdk.Server(``.
 
     Examples:
         >>> server = Server(datasets={"droid": "/data/droid"})  # doctest: +SKIP
         >>> client = server.client()  # doctest: +SKIP
-        >>> with Server(data_dir="/tmp/strata") as server:  # doctest: +SKIP
+        >>> rerun_client = rr.catalog.CatalogClient(server.url())  # rerun+http://...  # doctest: +SKIP
+        >>> with Server(data_dir="/tmp/strata", protocol_port=None) as server:  # doctest: +SKIP
         ...     dataset = server.client().create_dataset("droid")
 
     The constructor returns once the stack is ready: the embedded Kafka broker, its topics and
-    the Spark projector, started side by side. That takes about 6 s on a 2-core machine with the
-    class-data archives that setup makes, 8 s until a first registration is visible (``bench``,
-    scenario ``startup``), against Rerun's in-memory server's fraction of a second. What it
+    the Spark projector, started side by side, then the endpoint of Rerun's catalog protocol. The
+    first three take about 6 s on a 2-core machine with the class-data archives that setup makes,
+    8 s until a first registration is visible (``bench``, scenario ``startup``, which runs
+    ``protocol_port=None``), against Rerun's in-memory server's fraction of a second. What it
     holds is kept in ``data_dir``: a second ``Server`` there resumes where the first stopped, and
     registers only what is new of ``datasets``.
 
@@ -61,28 +64,31 @@ class Server:
     a snapshot each time that many more records are folded, into ``snapshots`` (a directory or an
     ``s3://`` prefix; default ``data_dir/snapshots``), for ``strata replay --from-snapshot``.
 
-    With ``protocol_port``, the server also serves Rerun's catalog protocol on ``host`` at that
-    port (0: a free one), so that rerun-sdk's own ``rr.catalog.CatalogClient(server.url())``
-    reaches the catalog (``url()`` is then the endpoint's, ``protocol_url``): in a process of its
-    own beside the projector (``python -m protocol``, on the server's store and Kafka cluster,
-    with direct URLs, its log in ``data_dir/protocol.log``), because Rerun's
-    client holds Python's global lock while it waits on some calls (``reader(using_index_values=
-    ...)``), which an endpoint in the client's own process would then never answer. It starts
-    in about 1 s, while datasets are registered. It needs ``strata[protocol]``. With
-    ``protocol_tls``, a certificate chain and its private key (PEM files), the endpoint serves
-    over TLS (``rerun+https://``, its direct URLs over ``https://``), as ``strata serve
+    Rerun's catalog protocol is served on ``host`` at ``protocol_port`` (default 0: a free port),
+    and ``url()`` is that endpoint's, so rerun-sdk's own ``rr.catalog.CatalogClient(server.url())``
+    reaches the catalog. The endpoint runs in a process of its own beside the projector
+    (``python -m protocol``, on the server's store and Kafka cluster, with direct URLs, its log in
+    ``data_dir/protocol.log``), because Rerun's client holds Python's global lock while it waits
+    on some calls (``reader(using_index_values=...)``), which an endpoint in the client's own
+    process would then never answer. It starts while datasets are registered, in 1 to 3 s on a
+    2-core machine (added to the constructor's time when there are none), holds about 250 MiB,
+    and needs ``strata[protocol]``. ``protocol_port=None`` serves none: ``url()`` is then
+    ``strata://HOST:PORT?store=...``, which only strata's client takes. With ``protocol_tls``, a
+    certificate chain and its private key (PEM files), the endpoint serves over TLS
+    (``rerun+https://``, its direct URLs over ``https://``), as ``strata serve
     --tls-cert/--tls-key``: its clients, ``client()`` among them, trust the certificate through
     their CA roots (the system's, or the file ``SSL_CERT_FILE`` names). With
-    ``protocol_web_port`` as well, the endpoint also serves the protocol over gRPC-web at that port
-    (0: a free one) for Rerun's web viewer (``protocol_web_url``).
+    ``protocol_web_port``, the endpoint also serves the protocol over gRPC-web at that port (0: a
+    free one) for Rerun's web viewer (``protocol_web_url``).
 
     Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
-    ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark) or, with
-    ``protocol_port``, without ``strata[protocol]``, ``ValueError`` for a ``datasets`` path that
-    is neither a directory nor a recording, or for ``protocol_tls`` without ``protocol_port`` or
-    naming a file that is not there, both before anything starts (``RuntimeError`` too if
-    ``protocol_port`` cannot be bound, or the files of ``protocol_tls`` are not a certificate and
-    its key: the endpoint's process says so at the end of its log).
+    ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark) or, unless
+    ``protocol_port=None``, without ``strata[protocol]``, ``ValueError`` for a ``datasets`` path
+    that is neither a directory nor a recording, for ``protocol_tls`` or ``protocol_web_port``
+    with ``protocol_port=None``, or for ``protocol_tls`` naming a file that is not there, all
+    before anything starts (``RuntimeError`` too if ``protocol_port`` cannot be bound, or the
+    files of ``protocol_tls`` are not a certificate and its key: the endpoint's process says so at
+    the end of its log).
     """
 
     def __init__(
@@ -102,7 +108,7 @@ class Server:
         snapshot_every: int = 0,
         snapshots: str | Path | None = None,
         startup_timeout_secs: float = 240.0,
-        protocol_port: int | None = None,
+        protocol_port: int | None = 0,
         protocol_tls: tuple[str | PathLike[str], str | PathLike[str]] | None = None,
         protocol_web_port: int | None = None,
     ) -> None:
@@ -114,7 +120,7 @@ class Server:
         self.protocol_tls = _tls_files(protocol_tls, protocol_port)
         if protocol_web_port is not None and protocol_port is None:
             raise ValueError("protocol_web_port serves Rerun's catalog protocol over gRPC-web beside "
-                             "its gRPC endpoint: it needs protocol_port too")
+                             "its gRPC endpoint, which protocol_port=None does not serve")
         self._datasets = {name: _recording_paths(name, paths) for name, paths in (datasets or {}).items()}
         self._tables = {name: str(path) for name, path in (tables or {}).items()}
         self.data_dir = Path(data_dir) if data_dir is not None else settings.home()
@@ -156,12 +162,15 @@ class Server:
         return self.data_dir / "projector.log"
 
     def url(self) -> str:
-        """Where clients reach this server, as Rerun's ``url()``. With ``protocol_port``, the
-        endpoint of Rerun's catalog protocol, ``rerun+http://HOST:PORT`` (``rerun+https://`` with
-        ``protocol_tls``), which both rerun-sdk's ``rr.catalog.CatalogClient(url)`` and strata's
-        ``CatalogClient(url)`` take; without, its Kafka bootstrap servers and its store,
-        ``strata://HOST:PORT?store=...``, which strata's takes. Kafka credentials, if any, still
-        go in ``kafka_config``."""
+        """Where clients reach this server, as Rerun's ``url()``: its endpoint of Rerun's catalog
+        protocol, ``rerun+http://HOST:PORT`` (``rerun+https://`` with ``protocol_tls``), which both
+        rerun-sdk's ``rr.catalog.CatalogClient(url)`` and strata's ``CatalogClient(url)`` take.
+        With ``protocol_port=None`` (or once it is closed), its Kafka bootstrap servers and its
+        store, ``strata://HOST:PORT?store=...``, which only strata's takes. Kafka credentials, if
+        any, still go in ``kafka_config``.
+
+            >>> rr.catalog.CatalogClient(server.url()).dataset_names()  # doctest: +SKIP
+        """
         if self._protocol_url is not None:
             return self._protocol_url
         return settings.stack_url(self.bootstrap_servers, self.store)
@@ -182,7 +191,8 @@ class Server:
         import_extra("pyspark", "projector", "running the projector")
         import_extra("sqlite_utils", "projector", "running the projector")
         if self.protocol_port is not None:
-            import_extra("grpc", "protocol", "serving Rerun's catalog protocol")
+            import_extra("grpc", "protocol",
+                         "serving Rerun's catalog protocol, which Server does unless protocol_port=None,")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if scheme(self.store) == "postgresql":  # an unreachable server fails here, in one line
             open_store(self.store).close()
@@ -261,8 +271,8 @@ class Server:
     @property
     def protocol_url(self) -> str | None:
         """Where rerun-sdk's own ``rr.catalog.CatalogClient`` reaches this server,
-        ``rerun+http://HOST:PORT`` (``rerun+https://`` with ``protocol_tls``); None unless it
-        was started with ``protocol_port``, and once it is closed."""
+        ``rerun+http://HOST:PORT`` (``rerun+https://`` with ``protocol_tls``); None with
+        ``protocol_port=None``, and once it is closed."""
         return self._protocol_url
 
     @property
@@ -346,8 +356,8 @@ class Server:
         self._projector = None
 
     def client(self, **kwargs: Any) -> CatalogClient:
-        """A client of this server; closed with it. With ``protocol_port``, it is made from
-        ``url()``, so its ``url`` is the endpoint's too (which Rerun's helpers that read
+        """A client of this server; closed with it. Unless ``protocol_port=None``, it is made
+        from ``url()``, so its ``url`` is the endpoint's too (which Rerun's helpers that read
         ``dataset.catalog.url`` need), with a token of its own if ``STRATA_TOKEN_SECRET`` makes
         the endpoint ask for one. Raises ``RuntimeError`` if the server is not running, as
         Rerun's does."""
@@ -421,13 +431,13 @@ def _close_running() -> None:
 
 def _tls_files(files: tuple[str | PathLike[str], str | PathLike[str]] | None,
                protocol_port: int | None) -> tuple[Path, Path] | None:
-    """``protocol_tls`` as absolute paths, checked now: ``ValueError`` without ``protocol_port``
+    """``protocol_tls`` as absolute paths, checked now: ``ValueError`` with ``protocol_port=None``
     or for a file that is not there."""
     if files is None:
         return None
     if protocol_port is None:
-        raise ValueError("protocol_tls serves Rerun's catalog protocol over TLS: it needs protocol_port "
-                         "(0: a free port)")
+        raise ValueError("protocol_tls serves Rerun's catalog protocol over TLS, which protocol_port=None "
+                         "does not serve")
     cert, key = (Path(path).absolute() for path in files)
     for what, path in (("certificate", cert), ("private key", key)):
         if not path.is_file():

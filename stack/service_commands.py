@@ -34,8 +34,9 @@ def _server(args: argparse.Namespace, *, protocol_tls: tuple[Path, Path] | None 
     and key)."""
     from stack.server import Server
 
-    protocol_port = getattr(args, "protocol_port", None)  # gRPC-web is served beside the protocol
-    web_port = None if protocol_port is None else getattr(args, "protocol_web_port", None)
+    # strata up's --protocol-port or --no-protocol; strata demo, which has neither, serves none.
+    protocol_port = getattr(args, "protocol_port", None)
+    web_port = None if protocol_port is None else getattr(args, "protocol_web_port", None)  # beside it
     return Server(args.data_dir, bootstrap_servers=args.bootstrap_servers, spark_master=args.spark_master,
                   store=args.store, allow_finite_retention=args.allow_finite_retention,
                   kafka_options=kafka_config(args), snapshot_every=getattr(args, "snapshot_every", 0),

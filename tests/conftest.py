@@ -126,7 +126,7 @@ def own_server(tmp_path_factory: pytest.TempPathFactory,
     """A stack of the test's own (broker, projector, a store on this run's backend; its data
     directory outside the test's ``tmp_path``), for a test that rebuilds its stack's whole log:
     the shared stack's log grows with every test before it, and so would the test's time."""
-    with Server(tmp_path_factory.mktemp("own-stack"), store=new_store()) as running:
+    with Server(tmp_path_factory.mktemp("own-stack"), store=new_store(), protocol_port=None) as running:
         yield running
 
 

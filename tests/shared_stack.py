@@ -47,7 +47,7 @@ USER_MODULES = pytest.StashKey[set[str]]()
 def server(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str | None,
            new_store: Callable[[], str | None]) -> Iterator[Server]:
     with Server(tmp_path_factory.mktemp("stack"), bootstrap_servers=kafka_bootstrap,
-                store=new_store()) as running:
+                store=new_store(), protocol_port=None) as running:
         STACKS.append(running)
         yield running
 

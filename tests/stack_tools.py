@@ -113,9 +113,12 @@ def kill_projector(server: Server) -> None:
 
 
 @contextlib.contextmanager
-def projector_on(bootstrap_servers: str, data_dir: Path, **kwargs) -> Iterator[Server]:
-    """A projector of its own (store, checkpoint, log under ``data_dir``) on an existing broker."""
-    with Server(data_dir, bootstrap_servers=bootstrap_servers, **kwargs) as server:
+def projector_on(bootstrap_servers: str, data_dir: Path, *, protocol_port: int | None = None,
+                 **kwargs) -> Iterator[Server]:
+    """A projector of its own (store, checkpoint, log under ``data_dir``) on an existing broker;
+    no endpoint of Rerun's protocol unless ``protocol_port`` asks for one."""
+    with Server(data_dir, bootstrap_servers=bootstrap_servers, protocol_port=protocol_port,
+                **kwargs) as server:
         yield server
 
 

@@ -92,7 +92,8 @@ def main() -> int:
         try:
             server = Server(args.dir / "stack", bootstrap_servers=broker.bootstrap_servers,
                             store=pg.url("strata"), spark_master=spark_master,
-                            kafka_options=broker.client_settings("projector", PASSWORDS["projector"]))
+                            kafka_options=broker.client_settings("projector", PASSWORDS["projector"]),
+                            protocol_port=None)
             with pg.admin("strata") as conn:  # a role that may only read, for the client hosts
                 conn.execute(f"create role reader login password '{PASSWORDS['reader']}'")
                 conn.execute("grant select on all tables in schema public to reader")

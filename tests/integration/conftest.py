@@ -19,7 +19,7 @@ def own_stack(tmp_path_factory: pytest.TempPathFactory,
     """A stack of the module's own: Rerun's client lists every entry of a catalog, and the shared
     stack's holds names, such as ``x (renamed)``, that strata accepts and Rerun's client does not
     parse."""
-    with Server(tmp_path_factory.mktemp("protocol-stack"), store=new_store()) as running:
+    with Server(tmp_path_factory.mktemp("protocol-stack"), store=new_store(), protocol_port=None) as running:
         yield running
 
 

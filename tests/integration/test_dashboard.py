@@ -798,7 +798,7 @@ def register_many(server: Server, dataset: sdk.DatasetEntry, uri: str, count: in
 def own_server(tmp_path, new_store) -> Iterator[Server]:
     """A stack of this test's own: its log is not the shared stack's, which every replay test
     replays whole."""
-    with Server(tmp_path / "stack", store=new_store()) as running:
+    with Server(tmp_path / "stack", store=new_store(), protocol_port=None) as running:
         yield running
 
 

@@ -274,7 +274,7 @@ def test_strata_serve_runs_beside_the_stack_and_writes_through_its_log(own_stack
 @pytest.mark.own_store
 def test_a_server_started_with_a_protocol_port_serves_rerun_s_client(
         tmp_path: Path, own_stack: Server, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert own_stack.protocol_url is None  # not asked for
+    assert own_stack.protocol_url is None  # protocol_port=None
     recording = frames_recording(tmp_path / "ep_0.rrd")
     secret = os.urandom(32)
     monkeypatch.setenv("STRATA_TOKEN_SECRET", base64.b64encode(secret).decode())  # tokens asked for

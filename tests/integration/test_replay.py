@@ -67,7 +67,7 @@ LAYERS = ["base", "extra"]
 def server(tmp_path_factory: pytest.TempPathFactory, new_store) -> Iterator[Server]:
     """This module's stack (its own broker, projector and store, on the run's store backend), in
     place of the shared one."""
-    with Server(tmp_path_factory.mktemp("replay-stack"), store=new_store()) as running:
+    with Server(tmp_path_factory.mktemp("replay-stack"), store=new_store(), protocol_port=None) as running:
         yield running
 
 
@@ -237,7 +237,7 @@ def test_swap_reads_kafka_with_the_live_store_unlocked(server: Server, client: s
 def test_the_projector_writes_a_snapshot_every_n_records_and_a_replay_starts_from_the_newest(
         tmp_path, new_store, make_rrd) -> None:
     every = 4
-    with Server(tmp_path / "stack", store=new_store(), snapshot_every=every) as stack:
+    with Server(tmp_path / "stack", store=new_store(), snapshot_every=every, protocol_port=None) as stack:
         dataset = stack.client().create_dataset("snapshotted")
         kept = tmp_path / "stack" / "snapshots"
         # A snapshot reads the store a moment after it is due, when more records may have come:

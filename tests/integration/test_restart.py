@@ -21,14 +21,14 @@ def test_restart_mid_way_applies_every_event_once(tmp_path, make_rrd, new_store)
     data_dir = tmp_path / "stack"
     uris = [make_rrd(f"restart_{i}") for i in range(30)]
     store = new_store()
-    with Server(data_dir, store=store) as first:
+    with Server(data_dir, store=store, protocol_port=None) as first:
         dataset = first.client().create_dataset("restart")
         dataset.register(uris[:10]).wait()
         # In flight when the stack stops: sent, not awaited.
         dataset.register(uris[10:20])
         broker_port = first.broker.port
 
-    with Server(data_dir, store=store) as second:
+    with Server(data_dir, store=store, protocol_port=None) as second:
         assert second.broker.port == broker_port
         client = second.client()
         dataset = client.get_dataset(name="restart")
@@ -57,12 +57,12 @@ def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd, ne
     data_dir = tmp_path / "stack"
     uris = [make_rrd(f"lost_{i}") for i in range(6)]
     store = new_store()
-    with Server(data_dir, store=store) as first:
+    with Server(data_dir, store=store, protocol_port=None) as first:
         first.client().create_dataset("lost").register(uris[:3]).wait()
     shutil.rmtree(first.checkpoint_dir)
     earlier_log = first.projector_log.read_text()
 
-    with Server(data_dir, store=store) as second:
+    with Server(data_dir, store=store, protocol_port=None) as second:
         dataset = second.client().get_dataset(name="lost")
         dataset.register(uris[3:]).wait(timeout_secs=120)
         assert dataset.segment_ids() == [f"lost_{i}" for i in range(6)]

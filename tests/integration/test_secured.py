@@ -61,7 +61,8 @@ def secured_server(tmp_path_factory: pytest.TempPathFactory, broker: SecuredBrok
                    secured_postgres: EmbeddedPostgres, kafka_settings: dict[str, str]
                    ) -> Iterator[Server]:
     with Server(tmp_path_factory.mktemp("secured-stack"), bootstrap_servers=broker.bootstrap_servers,
-                store=secured_postgres.create_database(), kafka_options=kafka_settings) as server:
+                store=secured_postgres.create_database(), kafka_options=kafka_settings,
+                protocol_port=None) as server:
         yield server
 
 

@@ -36,7 +36,7 @@ def start_broker_again(server: Server) -> None:
 
 @pytest.mark.store_agnostic  # the broker's restarts (the store's offsets: test_projector_crash)
 def test_broker_restarts_lose_and_duplicate_nothing(tmp_path: Path, make_rrd, new_store) -> None:
-    with Server(tmp_path / "stack", store=new_store()) as stack:
+    with Server(tmp_path / "stack", store=new_store(), protocol_port=None) as stack:
         client = stack.client(delivery_timeout_secs=120)
         dataset = client.create_dataset("broker-restart")
         load = PipelineLoad(stack.bootstrap_servers, [dataset.id], PIPELINE_EVENTS, prefix="load",

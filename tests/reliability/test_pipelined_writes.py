@@ -144,7 +144,8 @@ def test_kill_9_with_1000_writes_outstanding_loses_none_and_applies_none_twice(
     # Batches of 50 records: the projector commits many while Spark's checkpoint, written in the
     # background at most once a second, lags behind; a projector killed then gets records the
     # store already applied again.
-    with Server(tmp_path / "stack", store=new_store(), max_offsets_per_trigger=50) as stack:
+    with Server(tmp_path / "stack", store=new_store(), max_offsets_per_trigger=50,
+                protocol_port=None) as stack:
         client = stack.client()
         table = client.create_table("outstanding", KEYED)
         kill_projector(stack)
@@ -190,7 +191,7 @@ def test_a_client_killed_after_its_acks_loses_nothing(server: Server, client: sd
 
 @pytest.mark.store_agnostic  # the client's ledger of writes
 def test_a_server_whose_projector_died_closes_its_clients_without_waiting(tmp_path: Path, new_store) -> None:
-    stack = Server(tmp_path / "stack", store=new_store())
+    stack = Server(tmp_path / "stack", store=new_store(), protocol_port=None)
     try:
         table = stack.client().create_table("unseen", KEYED)
         kill_projector(stack)

@@ -61,7 +61,7 @@ class SdkRegistrations(threading.Thread):
 def test_every_event_lands_exactly_once_across_kill_9(tmp_path: Path, make_rrd, new_store) -> None:
     rng = random.Random(4)
     uris = {f"sdk-{i:02d}": make_rrd(f"sdk-{i:02d}") for i in range(SDK_FILES)}
-    with Server(tmp_path / "stack", store=new_store()) as stack:
+    with Server(tmp_path / "stack", store=new_store(), protocol_port=None) as stack:
         client = stack.client()
         datasets = [client.create_dataset(f"crash-{i}") for i in range(DATASETS)]
         load = PipelineLoad(stack.bootstrap_servers, [d.id for d in datasets], PIPELINE_EVENTS,

@@ -93,6 +93,14 @@ def test_a_part_used_without_its_extra_names_the_extra_in_one_line(statement: st
     assert line.endswith(f"which is not installed: pip install 'strata[{extra}]'")
 
 
+def test_a_server_without_grpc_names_the_extra_and_how_to_run_without_its_endpoint(tmp_path: Path) -> None:
+    line = failure_of(f"import sdk; sdk.Server({str(tmp_path / 'stack')!r})", ("grpc",))
+    assert line == ("events.errors.MissingExtraError: serving Rerun's catalog protocol, which Server does "
+                    "unless protocol_port=None, needs grpc, which is not installed: pip install "
+                    "'strata[protocol]'")
+    assert not (tmp_path / "stack").exists()  # said before anything starts
+
+
 def test_the_cli_without_the_web_stack_says_which_extra_to_install(tmp_path: Path) -> None:
     from projector.stores.sqlite import SqliteStore
 

@@ -1,4 +1,4 @@
-"""TLS for the endpoint that ``strata up`` and ``sdk.Server(protocol_port=...)`` start: the
+"""TLS for the endpoint that ``strata up`` and ``sdk.Server()`` start: the
 options ``strata up`` takes for it (``--tls-cert`` and ``--tls-key``, as ``strata serve``'s), and
 what is refused before any part of the stack starts: a certificate without its key, TLS with no
 endpoint to serve, a file that is not there."""
@@ -83,12 +83,18 @@ def test_strata_up_gives_the_server_its_certificate_and_key(
     assert given == [(0, (Path("c.pem"), Path("k.pem")), 51235), (51234, None, 51235), (None, None, None)]
 
 
-def test_a_server_refuses_tls_without_a_protocol_port(tmp_path: Path, pem_files: tuple[Path, Path],
-                                                      never_started: None) -> None:
-    with pytest.raises(ValueError, match=r"protocol_tls serves Rerun's catalog protocol over TLS: it "
-                                         r"needs protocol_port \(0: a free port\)"):
-        server.Server(tmp_path / "stack", protocol_tls=pem_files)
+def test_a_server_refuses_tls_or_grpc_web_without_its_endpoint(
+        tmp_path: Path, pem_files: tuple[Path, Path], never_started: None) -> None:
+    with pytest.raises(ValueError, match=r"protocol_tls serves Rerun's catalog protocol over TLS, which "
+                                         r"protocol_port=None does not serve"):
+        server.Server(tmp_path / "stack", protocol_port=None, protocol_tls=pem_files)
+    with pytest.raises(ValueError, match=r"protocol_web_port serves Rerun's catalog protocol over "
+                                         r"gRPC-web beside its gRPC endpoint, which protocol_port=None "
+                                         r"does not serve"):
+        server.Server(tmp_path / "stack", protocol_port=None, protocol_web_port=0)
     assert not (tmp_path / "stack").exists()
+    with pytest.raises(NotStarted):  # the endpoint is served by default: TLS needs nothing more
+        server.Server(tmp_path / "stack", protocol_tls=pem_files)
 
 
 def test_a_server_refuses_a_certificate_or_key_that_is_not_there(
