@@ -57,6 +57,14 @@ class Recording:
             return self.schema_message
         return schemas.canonical_bytes(self.arrow_schema)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled (from a worker that read the file to its caller) with its schema as the IPC
+        message, which the caller parses once per distinct schema (``schemas.parse`` remembers
+        it): a dataset's files share theirs, and pickling the ``pa.Schema`` itself cost about
+        0.8 ms a DROID-like episode between the two processes."""
+        return (_unpickled, (self.uri, self.recording_id, self.size_bytes, self.schema_bytes(),
+                             self.properties, self.num_chunks, self.index_ranges))
+
     def properties_bytes(self) -> bytes:
         """The properties as one Arrow IPC stream; empty if the recording has none."""
         if self.properties is None or self.properties.num_columns == 0:
@@ -66,6 +74,13 @@ class Recording:
             writer.write_table(self.properties)
         data: bytes = sink.getvalue().to_pybytes()
         return data
+
+
+def _unpickled(uri: str, recording_id: str, size_bytes: int, schema_message: bytes,
+               properties: pa.Table | None, num_chunks: int | None, index_ranges: tuple[IndexRange, ...]
+               ) -> Recording:
+    return Recording(uri, recording_id, size_bytes, schemas.parse(schema_message), properties, num_chunks,
+                     index_ranges, schema_message)
 
 
 def read_recording(uri: str, objects: ObjectStore | None = None, *, blueprint: bool = False) -> Recording:
