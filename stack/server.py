@@ -71,15 +71,15 @@ class Server:
     ``data_dir/protocol.log``), because Rerun's client holds Python's global lock while it waits
     on some calls (``reader(using_index_values=...)``), which an endpoint in the client's own
     process would then never answer. It starts while datasets are registered, in 1 to 3 s on a
-    2-core machine (added to the constructor's time when there are none), holds about 250 MiB,
-    and needs ``strata[protocol]``. ``protocol_port=None`` serves none: ``url()`` is then
-    ``strata://HOST:PORT?store=...``, which only strata's client takes. With ``protocol_tls``, a
-    certificate chain and its private key (PEM files), the endpoint serves over TLS
-    (``rerun+https://``, its direct URLs over ``https://``), as ``strata serve
-    --tls-cert/--tls-key``: its clients, ``client()`` among them, trust the certificate through
-    their CA roots (the system's, or the file ``SSL_CERT_FILE`` names). With
-    ``protocol_web_port``, the endpoint also serves the protocol over gRPC-web at that port (0: a
-    free one) for Rerun's web viewer (``protocol_web_url``).
+    2-core machine (added to the constructor's time when there are none), holds about 690 MiB
+    idle there with its client's worker processes, and needs ``strata[protocol]``.
+    ``protocol_port=None`` serves none: ``url()`` is then ``strata://HOST:PORT?store=...``, which
+    only strata's client takes. With ``protocol_tls``, a certificate chain and its private key
+    (PEM files), the endpoint serves over TLS (``rerun+https://``, its direct URLs over
+    ``https://``), as ``strata serve --tls-cert/--tls-key``: its clients, ``client()`` among
+    them, trust the certificate through their CA roots (the system's, or the file
+    ``SSL_CERT_FILE`` names). With ``protocol_web_port``, the endpoint also serves the protocol
+    over gRPC-web at that port (0: a free one) for Rerun's web viewer (``protocol_web_url``).
 
     Raises ``RuntimeError`` with the end of the failing part's log if a part does not start,
     ``MissingExtraError`` without ``strata[projector]`` (the projector runs Spark) or, unless
