@@ -85,8 +85,6 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
     bootstrap = known_cluster(args)
     client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
     try:
-        if bootstrap is not None and args.as_of is None:
-            client.start_workers()  # the files of its first registration are read on them
         catalog = client if args.as_of is None else client.as_of(point(client, args.as_of))
         served = serve(catalog, host=args.host, port=args.port, direct_urls=args.direct_urls,
                        presigned_urls=args.presigned_urls, token_secret=secret, certificate=certificate,

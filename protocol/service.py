@@ -81,6 +81,16 @@ class Handlers:
         self.catalog = catalog
         self.layer_chunks = layer_chunks or LayerChunks()
         self.gate = gate or Gate(None)
+        self._workers_started = False
+
+    def _start_workers(self) -> None:
+        """Start the catalog's workers at the first call of a caller that may write: its
+        registrations' files are read on them, and a client connects (``WhoAmI``, its lookups)
+        before it registers, so its first registration finds them started instead of sharing
+        the cores with their start. An endpoint no writer has called holds no worker."""
+        if not self._workers_started:
+            self._workers_started = True
+            self.catalog.start_workers()
 
     def _message(self, method: str, data: bytes, context: grpc.ServicerContext) -> Message:
         input_type = service().methods_by_name[method].input_type.full_name
@@ -94,6 +104,8 @@ class Handlers:
     def _request(self, method: str, data: bytes, context: grpc.ServicerContext,
                  admitted: tuple[Mapping[str, str | bytes], bool] | None = None) -> Request:
         metadata, may_write = admitted or _admit(self.gate, method, context)
+        if may_write and self.catalog.bootstrap_servers is not None and self.catalog.point is None:
+            self._start_workers()
         return Request(self.catalog.for_caller(), self._message(method, data, context), metadata,
                        self.layer_chunks, context.is_active, may_write)
 

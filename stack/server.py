@@ -71,8 +71,9 @@ class Server:
     ``data_dir/protocol.log``), because Rerun's client holds Python's global lock while it waits
     on some calls (``reader(using_index_values=...)``), which an endpoint in the client's own
     process would then never answer. It starts while datasets are registered, in 1 to 3 s on a
-    2-core machine (added to the constructor's time when there are none), holds about 690 MiB
-    idle there with its client's worker processes, and needs ``strata[protocol]``.
+    2-core machine (added to the constructor's time when there are none), holds about 260 MiB
+    idle (and its worker processes, about 215 MiB each, once a client that may write has called
+    it), and needs ``strata[protocol]``.
     ``protocol_port=None`` serves none: ``url()`` is then ``strata://HOST:PORT?store=...``, which
     only strata's client takes. With ``protocol_tls``, a certificate chain and its private key
     (PEM files), the endpoint serves over TLS (``rerun+https://``, its direct URLs over

@@ -9,6 +9,7 @@ files are read, and Rerun's own client reading through both query paths (``FindC
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pyarrow as pa
 import pytest
 import rerun as rr
 
+import sdk
 from protocol import chunk_rows, chunks, descriptors, entries, service
 from protocol.chunk_keys import ChunkKeys, ChunkLocation, InvalidChunkKeyError, LayerRef
 from protocol.chunk_rows import Selection
@@ -323,6 +325,23 @@ def test_calls_run_at_once_a_registration_reading_its_files_holds_up_no_other(
         release.set()
         pool.shutdown(wait=False)
     assert registering.result(timeout=60).segment_ids == ["ep_9"]
+
+
+def test_the_workers_start_at_the_first_call_of_a_caller_that_may_write(stack) -> None:
+    """An endpoint no one has called holds no worker process; a client's first call (its
+    ``WhoAmI`` on connecting) starts them, so its first registration finds them started."""
+    catalog = sdk.CatalogClient("127.0.0.1:1", stack.client.store, workers=1)
+    try:
+        handlers = service.Handlers(catalog)
+        assert catalog.worker_pids == []
+        who_am_i = handlers.unary("WhoAmI", service.UNARY["WhoAmI"])
+        who_am_i(descriptors.cloud("WhoAmIRequest").SerializeToString(), Context(()))
+        deadline = time.monotonic() + 60
+        while not catalog.worker_pids:
+            assert time.monotonic() < deadline, "the first call started no worker"
+            time.sleep(0.05)
+    finally:
+        catalog.close(flush=False)
 
 
 def test_rerun_s_client_reads_what_strata_s_sdk_reads(served, stack, registered) -> None:
