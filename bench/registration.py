@@ -25,7 +25,7 @@ from pathlib import Path
 import commands
 from bench.profile import BATCH_LINE
 from bench.recordings import RecordingPool
-from commands.registration import _commands
+from commands import writes_for
 from recordings import (
     ObjectStore,
     ObjectStoreConfig,
@@ -81,7 +81,7 @@ def main() -> None:
             started = time.perf_counter()
             recordings = read_recordings(uris, objects, pool)
             read = time.perf_counter()
-            writes, schemas = _commands(recordings, request.layer_names, request.on_duplicate)
+            writes, schemas = writes_for(recordings, request.layer_names, request.on_duplicate)
             built = time.perf_counter()
             submitted = log.submit(dataset.id, writes, schemas=schemas)
             sent = time.perf_counter()

@@ -18,6 +18,7 @@ from commands.registration import (
     register,
     request,
     unregister_command,
+    writes_for,
 )
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "register",
     "request",
     "unregister_command",
+    "writes_for",
 ]

@@ -102,7 +102,7 @@ def register(log: CommandLog, workers: WorkerPool, entry_id: uuid.UUID, request:
     recordings = read_recordings(request.uris, objects, workers, blueprint=blueprint, progress=progress)
     recordings = [r if p is None else with_properties(r, p)
                   for r, p in zip(recordings, request.properties, strict=True)]
-    writes, schemas = _commands(recordings, request.layer_names, request.on_duplicate)
+    writes, schemas = writes_for(recordings, request.layer_names, request.on_duplicate)
     submitted = log.submit(entry_id, writes, schemas=schemas)
     return [Registered(recording.uri, recording.recording_id, write)
             for recording, write in zip(recordings, submitted, strict=True)]
@@ -120,12 +120,13 @@ def unregister_command(segments_to_drop: str | Sequence[str], layers_to_drop: st
     return UnregisterLayers(tuple(segments), tuple(layers))
 
 
-def _commands(recordings: list[Recording], layer_names: list[str], mode: OnDuplicate
+def writes_for(recordings: list[Recording], layer_names: list[str], mode: OnDuplicate
               ) -> tuple[list[Write], list[DefineSchema]]:
-    """One write registering each recording, and the definitions of the schemas they name, in
-    order of first use. ``ValueError`` for the same (segment, layer) twice, or for a command the
-    fold would refuse on its own (``projector.registration.check_command``: an id too long,
-    properties larger than a layer may have), naming the recording."""
+    """One write registering each recording (read, properties added) as its layer name, and the
+    definitions of the schemas they name, in order of first use: what ``register`` appends.
+    ``ValueError`` for the same (segment, layer) twice, or for a command the fold would refuse on
+    its own (``projector.registration.check_command``: an id too long, properties larger than a
+    layer may have), naming the recording."""
     seen: dict[tuple[str, str], str] = {}
     for recording, name in zip(recordings, layer_names, strict=True):
         key = (recording.recording_id, name)
