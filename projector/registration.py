@@ -18,7 +18,8 @@ from events.names import MAX_PROPERTIES_BYTES, check_id, check_layer_name
 from projector import schemas
 from projector.model import Changes, LogRecord
 
-__all__ = ["already_exists", "check_command", "invalid", "note_offsets", "properties_row", "replaces"]
+__all__ = ["already_exists", "check_command", "inline_properties_problem", "invalid", "note_offsets",
+           "properties_row", "replaces"]
 
 
 def note_offsets(changes: Changes, ordered: Sequence[LogRecord]) -> None:
