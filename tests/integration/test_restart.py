@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import signal
+import time
 
 import pyarrow as pa
 
@@ -68,8 +69,17 @@ def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd, ne
         assert dataset.segment_ids() == [f"lost_{i}" for i in range(6)]
         offsets = second.client()._internal.wait_for_store().next_offsets()
         assert sum(offsets.values()) == 1 + 2 + 6  # 2 schemas defined
-    # Read once the projector has stopped: it logs a batch after committing it, so a reader that
-    # has seen the commit may be ahead of the log line.
-    log = second.projector_log.read_text().removeprefix(earlier_log)
+        # The projector logs a batch after committing it, so a reader that has seen the commit may
+        # be ahead of the log line, and stopping the projector then may cancel the line: wait for
+        # the lines of the 3 new records (of more, if the store's offsets were not used).
+        deadline = time.monotonic() + 60
+        while records_read(second.projector_log.read_text().removeprefix(earlier_log)) < 3:
+            assert time.monotonic() < deadline, "the projector logged no batch of the new records"
+            time.sleep(0.2)
     # Only the 3 new registrations were read, not the 6 records the store already held.
-    assert sum(int(n) for n in re.findall(r"batch \d+: (\d+) records", log)) == 3
+    assert records_read(second.projector_log.read_text().removeprefix(earlier_log)) == 3
+
+
+def records_read(log: str) -> int:
+    """The records of every batch the projector logged in ``log``."""
+    return sum(int(n) for n in re.findall(r"batch \d+: (\d+) records", log))
