@@ -2,7 +2,7 @@
 ``rerun+http://HOST:PORT``) served on strata's catalog, so that rerun-sdk's own
 ``rr.catalog.CatalogClient`` and every other client of Rerun's protocol work against strata.
 
-Owns the protocol's definitions as the installed rerun-sdk carries them (``descriptors``), the
+Owns the protocol's service and messages (``descriptors``, of the definitions ``recordings`` loads), the
 Arrow data on the wire (``dataframes``), the mapping of ids and times (``ids``), the RPCs by area
 (``entries``, ``datasets``, ``tasks``: registration and its tasks, ``tables``: tables' schemas,
 rows and writes, ``chunks``: reads of the recordings' data, with the layers' chunk indexes in
@@ -20,8 +20,9 @@ Imports ``sdk``'s public names, ``projector``'s public names, ``recordings``, ``
 """
 
 from protocol.descriptors import PINNED_RERUN_SDK, SERVICE
-from protocol.errors import DescriptorsUnavailableError, InvalidRequestError
+from protocol.errors import InvalidRequestError
 from protocol.service import DEFAULT_HOST, DEFAULT_PORT, SERVED, ProtocolServer, serve
+from recordings.errors import DescriptorsUnavailableError
 
 __all__ = [
     "DEFAULT_HOST",

@@ -2,9 +2,6 @@
 strata's answers with, as Rerun's client maps statuses to its exceptions.
 
     StrataError
-    ├── DescriptorsUnavailableError (RuntimeError)
-    │                           the installed rerun-sdk carries no protocol definitions strata
-    │                           can read (another version than the pinned one, or a broken install)
     ├── InvalidRequestError (ValueError)
     │                           a request the protocol cannot take: a malformed DataframePart, a
     │                           missing entry id, a field strata does not support
@@ -22,11 +19,6 @@ from rerun_bindings import AlreadyExistsError, NotFoundError
 from events import StrataError
 from projector import ProjectionTimeoutError, StoreUnavailableError
 from sdk.errors import RevisionConflictError
-
-
-class DescriptorsUnavailableError(StrataError, RuntimeError):
-    """The installed rerun-sdk's protocol definitions could not be found or read; the message
-    names the installed version and the pinned one."""
 
 
 class InvalidRequestError(StrataError, ValueError):

@@ -4,7 +4,9 @@ the changelog's snapshots use its object stores).
 Owns where recordings are (``file://`` paths, ``s3://`` objects: ``locations``, ``objects``,
 and their presigned URLs: ``presigned``);
 what a file holds without loading its data: its id, size, Arrow schema, properties and an
-``.rrd``'s chunk index with byte offsets (``files``), many of them read at once (``bulk``);
+``.rrd``'s chunk index with byte offsets (``files``), an ``.rrd``'s footer and chunks read with
+Rerun's own definitions (``rrd``, ``definitions``: the protobuf descriptors the installed
+rerun-sdk carries, which ``protocol`` speaks too), many files read at once (``bulk``);
 Rerun's entity path filters (``contents``); per-segment reads with rerun-sdk's query engine
 (``segments``); the worker processes those reads run in (``workers``, ``python -m
 recordings.worker``); and the errors of all of these (``errors``, re-exported by ``sdk.errors``).

@@ -8,8 +8,11 @@ them from ``sdk.errors``, whose docstring draws the whole hierarchy).
     │                           an s3:// endpoint cannot be reached or refuses the credentials
     ├── RecordingChangedError (ValueError)
     │                           a registered recording's file changed since its registration
-    └── WorkerError (RuntimeError)
-                                a worker process died while reading, twice
+    ├── WorkerError (RuntimeError)
+    │                           a worker process died while reading, twice
+    └── DescriptorsUnavailableError (RuntimeError)
+                                the installed rerun-sdk carries no definitions strata can read
+                                (another version than the pinned one, or a broken install)
 
 ``NotFoundError`` is also rerun-sdk's own (``rerun.catalog.NotFoundError``), so code written for
 Rerun catches it as it is.
@@ -39,3 +42,8 @@ class WorkerError(StrataError, RuntimeError):
     """A worker process of the client died while reading a segment or a registration file, on
     the retry too. The message names what it was reading and the worker's exit; the client
     starts a new worker for its next call."""
+
+
+class DescriptorsUnavailableError(StrataError, RuntimeError):
+    """The installed rerun-sdk's definitions (its protocol, the ``.rrd`` footer) could not be found
+    or read; the message names the installed version and the pinned one."""

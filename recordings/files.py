@@ -2,8 +2,9 @@
 id, size, Arrow schema and properties (``read_recording``), and an ``.rrd``'s chunk index with
 each chunk's byte offset and size (``chunk_index``).
 
-``.rrd`` recordings are read with rerun-sdk, which reads their header, footer (the chunk index)
-and property chunks only; Parquet and Arrow IPC files carry the recording id in their schema
+Of an ``.rrd``, only its header, footer (the chunk index) and property chunks are read, by
+``recordings.rrd``; a file another rerun version wrote goes to rerun-sdk's reader, which knows
+that version's migrations. Parquet and Arrow IPC files carry the recording id in their schema
 metadata (``recording_id``).
 """
 
@@ -14,18 +15,20 @@ import os
 import struct
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from events import IndexKind, IndexRange
 from projector import schemas
+from recordings import rrd
 from recordings.contents import PROPERTIES_ENTITY
 from recordings.errors import NotFoundError, ObjectStoreError
 from recordings.locations import is_object_url, local_path
@@ -123,10 +126,11 @@ def read_recording(uri: str, objects: ObjectStore | None = None, *, blueprint: b
         index_ranges: tuple[IndexRange, ...] = ()
         if suffix in (".rrd", ".rbl"):
             if remote:
-                with _rrd_replica(remote_object, store) as (replica, fill):
-                    found = _read_rrd(replica, uri, fill, blueprint=blueprint)
+                found = _rrd_facts(remote_object.read_ranges, size, uri, blueprint=blueprint,
+                                   replica=lambda: _rrd_replica(remote_object, store))
             else:
-                found = _read_rrd(path, uri, blueprint=blueprint)
+                with _local_ranges(path) as read:
+                    found = _rrd_facts(read, size, uri, blueprint=blueprint, replica=lambda: _local(path))
             recording_id, schema, properties, (num_chunks, index_ranges) = found
         elif suffix == ".parquet":
             schema = pq.read_schema(open_file())
@@ -168,11 +172,18 @@ def chunk_index(uri: str, objects: ObjectStore | None = None) -> pa.Table:
         store = objects or object_store(ObjectStoreConfig.resolve())
         _check_rrd_suffix(uri, PurePosixPath(urlparse(uri).path).suffix.lower())
         remote_object = store.open(uri)
-        with _rrd_replica(remote_object, store) as (replica, _):
-            return _read_chunk_index(replica, uri)
+        try:
+            return _recording_manifest(remote_object.read_ranges, remote_object.size, uri).index
+        except rrd.NotThisFormat:
+            with _rrd_replica(remote_object, store) as (replica, _):
+                return _read_chunk_index(replica, uri)
     path = _local_file(uri)
     _check_rrd_suffix(uri, path.suffix.lower())
-    return _read_chunk_index(path, uri)
+    try:
+        with _local_ranges(path) as read:
+            return _recording_manifest(read, path.stat().st_size, uri).index
+    except rrd.NotThisFormat:
+        return _read_chunk_index(path, uri)
 
 
 def _local_file(uri: str) -> Path:
@@ -255,6 +266,62 @@ def _rrd_replica(remote: RemoteObject, objects: ObjectStore
             yield replica, None
 
 
+RrdFacts = tuple[str, pa.Schema, pa.Table | None, tuple[int, tuple[IndexRange, ...]]]
+"""An ``.rrd``'s recording id, schema, properties and manifest summary."""
+
+
+def _rrd_facts(read: rrd.Ranges, size: int, uri: str, *, blueprint: bool,
+               replica: Callable[[], AbstractContextManager[tuple[Path, Any]]]) -> RrdFacts:
+    """The facts of the first recording of an ``.rrd`` (with ``blueprint``, of its blueprint)
+    from its footer and property chunks, read with ``read``. A file another rerun version wrote,
+    or one holding several recordings, is read with rerun-sdk's reader from ``replica()`` (the
+    file, or a sparse copy of the object), which knows older formats' migrations."""
+    try:
+        manifest = _recording_manifest(read, size, uri, blueprint=blueprint)
+    except rrd.NotThisFormat:
+        with replica() as (path, fill):
+            return _read_rrd(path, uri, fill, blueprint=blueprint)
+    properties = rrd.chunk_batches(read, _property_chunk_ranges(manifest.index))
+    return (manifest.recording_id, manifest.schema, _properties_table(properties),
+            _summary(manifest.index))
+
+
+def _recording_manifest(read: rrd.Ranges, size: int, uri: str, *, blueprint: bool = False) -> rrd.Manifest:
+    """The manifest of the one recording (with ``blueprint``, blueprint) of an ``.rrd``.
+    ``rrd.NotThisFormat`` when rerun-sdk's reader must read it: another version's file, or
+    several recordings (rerun-sdk knows which is first), ``ValueError`` when it holds none."""
+    found = rrd.manifests(read, size, uri)
+    kind = rrd.BLUEPRINT if blueprint else rrd.RECORDING
+    wanted = [manifest for manifest in found if manifest.kind == kind]
+    if len(wanted) > 1:
+        raise rrd.NotThisFormat(f"{uri} holds {len(wanted)} recordings")
+    if not wanted and blueprint:
+        raise ValueError(f"{uri} holds no blueprint: save one with rr.blueprint.Blueprint.save")
+    if not wanted:
+        holds = ("a blueprint: register it with register_blueprint()"
+                 if any(manifest.kind == rrd.BLUEPRINT for manifest in found)
+                 else "nothing: it is empty or truncated")
+        raise ValueError(f"{uri} holds no recording, {holds}")
+    if not wanted[0].recording_id:
+        raise ValueError(f"{uri} has no recording id")
+    return wanted[0]
+
+
+@contextmanager
+def _local_ranges(path: Path) -> Iterator[rrd.Ranges]:
+    """Reads byte ranges of the local file at ``path``."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        yield lambda ranges: [os.pread(descriptor, size, offset) for offset, size in ranges]
+    finally:
+        os.close(descriptor)
+
+
+@contextmanager
+def _local(path: Path) -> Iterator[tuple[Path, None]]:
+    yield path, None
+
+
 def _read_rrd(path: Path, uri: str, fill: Callable[[list[tuple[int, int]]], None] | None = None, *,
               blueprint: bool = False
               ) -> tuple[str, pa.Schema, pa.Table | None, tuple[int, tuple[IndexRange, ...]]]:
@@ -277,7 +344,7 @@ def _read_rrd(path: Path, uri: str, fill: Callable[[list[tuple[int, int]]], None
     recording_id = str(recordings[0].recording_id or "")
     if not recording_id:
         raise ValueError(f"{uri} has no recording id")
-    return recording_id, schema, _properties_table(chunks), _summary(manifest)
+    return recording_id, schema, _properties_table([c.to_record_batch() for c in chunks]), _summary(manifest)
 
 
 def _read_chunk_index(path: Path, uri: str) -> pa.Table:
@@ -329,11 +396,11 @@ def _chunk_index(store: Any) -> pa.Table:
 
 def _property_chunk_ranges(manifest: pa.Table) -> list[tuple[int, int]]:
     """Where the static chunks of ``/__properties`` and its children are, from the manifest."""
-    rows = manifest.select(["chunk_entity_path", "chunk_is_static", "chunk_byte_offset",
-                            "chunk_byte_size"]).to_pylist()
-    return [(row["chunk_byte_offset"], row["chunk_byte_size"]) for row in rows
-            if row["chunk_is_static"] and (row["chunk_entity_path"] == PROPERTIES_ENTITY or
-                                           row["chunk_entity_path"].startswith(PROPERTIES_ENTITY + "/"))]
+    entity = manifest.column("chunk_entity_path")
+    wanted = pc.and_(manifest.column("chunk_is_static"), pc.or_(
+        pc.equal(entity, PROPERTIES_ENTITY), pc.starts_with(entity, PROPERTIES_ENTITY + "/")))
+    found = manifest.select(["chunk_byte_offset", "chunk_byte_size"]).filter(wanted)
+    return list(zip(found.column(0).to_pylist(), found.column(1).to_pylist(), strict=True))
 
 
 _INDEX_KINDS = ((pa.types.is_timestamp, IndexKind.TIMESTAMP), (pa.types.is_duration, IndexKind.DURATION),
@@ -354,25 +421,29 @@ def manifest_summary(store: Any) -> tuple[int, tuple[IndexRange, ...]]:
 def _summary(manifest: pa.Table) -> tuple[int, tuple[IndexRange, ...]]:
     ranges = []
     for field in manifest.schema:
+        if not field.name.endswith(":start"):
+            continue
         metadata = field.metadata or {}
         timeline = metadata.get(b"rerun:index", b"").decode()
         if field.name != f"{timeline}:start" or b"rerun:component" in metadata:
             continue
         kind = next((k for test, k in _INDEX_KINDS if test(field.type)), None)
-        starts = manifest.column(field.name).cast(pa.int64()).drop_null()
-        ends = manifest.column(f"{timeline}:end").cast(pa.int64()).drop_null()
-        if kind is None or not len(starts):
+        if kind is None:
             continue
-        ranges.append(IndexRange(timeline, kind, int(starts.to_numpy().min()), int(ends.to_numpy().max())))
+        first = pc.min(manifest.column(field.name).cast(pa.int64())).as_py()
+        last = pc.max(manifest.column(f"{timeline}:end").cast(pa.int64())).as_py()
+        if first is not None:
+            ranges.append(IndexRange(timeline, kind, first, last))
     return manifest.num_rows, tuple(sorted(ranges, key=lambda r: r.timeline))
 
 
-def _properties_table(chunks: list[Any]) -> pa.Table | None:
-    """Static property chunks as one row: the last value logged for each component wins."""
+def _properties_table(batches: list[pa.RecordBatch]) -> pa.Table | None:
+    """Static property chunks' record batches as one row: the last value logged for each
+    component wins."""
     fields: dict[str, tuple[pa.Field, Any]] = {}
-    for chunk in chunks:
-        batch = chunk.to_record_batch()
-        entity = chunk.entity_path.removeprefix(PROPERTIES_ENTITY).strip("/").replace("/", ":")
+    for batch in batches:
+        entity_path = batch.schema.metadata[b"rerun:entity_path"].decode()
+        entity = entity_path.removeprefix(PROPERTIES_ENTITY).strip("/").replace("/", ":")
         for field, column in zip(batch.schema, batch.columns, strict=True):
             if (field.metadata or {}).get(b"rerun:kind") != b"data" or len(column) == 0:
                 continue
@@ -381,14 +452,13 @@ def _properties_table(chunks: list[Any]) -> pa.Table | None:
             metadata = {k: v for k, v in field.metadata.items()
                         if k in (b"rerun:kind", b"rerun:component", b"rerun:archetype",
                                  b"rerun:component_type")}
-            metadata[b"rerun:entity_path"] = chunk.entity_path.encode()
-            fields[name] = (pa.field(name, field.type, metadata=metadata), column[-1])
+            metadata[b"rerun:entity_path"] = entity_path.encode()
+            fields[name] = (pa.field(name, field.type, metadata=metadata), column.slice(len(column) - 1))
     if not fields:
         return None
     names = sorted(fields)
     schema = pa.schema([fields[n][0] for n in names])
-    return pa.Table.from_arrays(
-        [pa.array([fields[n][1].as_py()], type=fields[n][0].type) for n in names], schema=schema)
+    return pa.Table.from_arrays([fields[n][1] for n in names], schema=schema)
 
 
 def with_properties(recording: Recording, properties: Mapping[str, Mapping[str, Any]]) -> Recording:

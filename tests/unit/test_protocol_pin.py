@@ -16,6 +16,7 @@ import pytest
 import protocol
 from protocol import descriptors
 from protocol.descriptors import embedded_files
+from recordings import definitions
 
 from .conftest import rpc
 
@@ -82,7 +83,7 @@ def test_a_library_without_the_definitions_is_a_clear_error() -> None:
 
 
 def test_the_embedded_set_holds_rerun_s_five_files() -> None:
-    path = descriptors._library()
+    path = definitions.library()
     files = embedded_files(path.read_bytes())
     assert [f.name for f in files] == [f"rerun/v1alpha1/{n}.proto" for n in
                                        ("common", "log_msg", "cloud", "sdk_comms", "viewer_control")]
