@@ -34,4 +34,8 @@ def chromium(*, width: int = 1400, height: int = 1000, network_log: bool = False
         options.add_argument(argument)
     if network_log:
         options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    browser = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    # A script runs on the page's main thread, which Rerun's viewer may hold for long stretches on
+    # a loaded machine: WebDriver's default of 30 s failed a check there ("script timeout").
+    browser.set_script_timeout(120)
+    return browser
