@@ -43,11 +43,7 @@ REQUIRED_CONFIG = {
     "partitioner": "murmur2_random",
 }
 DEFAULT_CONFIG = {
-    # A call's records leave together, so the projector folds them in one micro-batch: with 1 ms,
-    # a registration of 100 episodes was split over 2 batches (bench.registration), each with
-    # Spark's fixed cost; one write's register().wait() p50 was no worse with 5 (160.8 ms against
-    # 169.3, 40 writes each, alternating).
-    "linger.ms": 5,
+    "linger.ms": 1,
     "compression.type": "lz4",
 }
 
