@@ -26,12 +26,14 @@ rerun-sdk's own reader on the same files.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.ipc
+from google.protobuf.message import DecodeError
 
 from recordings.definitions import message_class
 
@@ -94,14 +96,14 @@ def manifests(read: Ranges, size: int, uri: str) -> list[Manifest]:
     offset, length, _, trailer_magic, _ = _TRAILER.unpack(end[-_TRAILER.size:])
     if trailer_magic != _TRAILER_MAGIC or offset + length + _TRAILER.size != size:
         raise ValueError(f"{uri} has no footer: its writer did not finish it (a recording still being "
-                         "written, or cut short). Save it again with rerun (rr.save, or "
-                         "`rerun rrd compact`) and register that file")
+                         "written, or cut short). Rewrite it with `rerun rrd merge FILE > NEW.rrd`, "
+                         "which adds the footer, and register that file")
     start = size - tail
     footer = end[offset - start:offset - start + length] if offset >= start else read([(offset, length)])[0]
     try:
         parsed = message_class("rerun.log_msg.v1alpha1.RrdFooter").FromString(footer)
         return [_manifest(m) for m in parsed.manifests]
-    except Exception as exc:  # protobuf's DecodeError, pyarrow's ArrowInvalid: a corrupt footer
+    except (DecodeError, pa.ArrowException, ValueError) as exc:  # a corrupt footer
         raise ValueError(f"{uri} is not a readable .rrd recording: its footer is corrupt ({exc})") from exc
 
 
@@ -128,14 +130,16 @@ def _schema(sha256: bytes, message: bytes) -> pa.Schema:
     schema = pa.ipc.open_stream(message).schema
     ordered = pa.schema(sorted(schema, key=_field_order), metadata=schema.metadata)
     if sha256:
-        if len(_SCHEMAS) >= 256:
-            _SCHEMAS.pop(next(iter(_SCHEMAS)))
-        _SCHEMAS[sha256] = ordered
+        with _SCHEMAS_LOCK:  # an endpoint reads files on several threads
+            if len(_SCHEMAS) >= 256:
+                _SCHEMAS.pop(next(iter(_SCHEMAS)))
+            _SCHEMAS[sha256] = ordered
     return ordered
 
 
 _SCHEMAS: dict[bytes, pa.Schema] = {}
-"""The sorted schemas met, by hash (the last 256)."""
+"""The sorted schemas met, by hash: at most 256, the oldest dropped first."""
+_SCHEMAS_LOCK = threading.Lock()
 
 
 _KINDS = {b"control": 0, b"index": 1, b"data": 2}

@@ -4,6 +4,7 @@ equals what rerun-sdk's own reader (``rerun.chunk.RrdReader``) gives."""
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -140,3 +141,13 @@ def test_a_blueprint_is_read_from_its_own_store(files):
     recording = read_recording(files["blueprint"].as_uri(), blueprint=True)
     assert recording.recording_id != "rec_bp"
     assert read_recording(files["blueprint"].as_uri()).recording_id == "rec_bp"
+
+
+def test_a_corrupt_footer_is_a_clear_error(files, tmp_path):
+    data = bytearray(files["droid"].read_bytes())
+    start, length = struct.unpack_from("<QQ", data, len(data) - 32)
+    data[start:start + length] = bytes(length)  # the footer's bytes zeroed, its trailer intact
+    corrupt = tmp_path / "corrupt_footer.rrd"
+    corrupt.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="corrupt_footer.rrd is not a readable .rrd recording: its footer"):
+        read_recording(corrupt.as_uri())
