@@ -84,20 +84,20 @@ def manifests(read: Ranges, size: int, uri: str) -> list[Manifest]:
     Raises ``NotThisFormat`` for a file another rerun version wrote, ``ValueError`` for a file that
     is not an ``.rrd`` or has no footer."""
     if size < _HEADER.size + _TRAILER.size:
-        raise ValueError(f"{uri} is not an .rrd recording: {size} bytes is too short for one")
+        raise ValueError(f"{uri} is not a readable .rrd recording: {size} bytes is too short for one")
     tail = min(size, TAIL_BYTES)
     head, end = read([(0, _HEADER.size), (size - tail, tail)])
     magic, major, minor, _, _, _, serializer, _ = _HEADER.unpack(head)
     if magic != b"RRF2" or serializer != 2:
-        raise ValueError(f"{uri} is not an .rrd recording of rerun 0.23 or later (it starts with "
-                         f"{magic!r})")
+        raise ValueError(f"{uri} is not a readable .rrd recording: it does not start as one of rerun "
+                         f"0.23 or later does ({magic!r})")
     if (major, minor) != _SUPPORTED:
         raise NotThisFormat(f"{uri} was written by rerun {major}.{minor}")
     offset, length, _, trailer_magic, _ = _TRAILER.unpack(end[-_TRAILER.size:])
     if trailer_magic != _TRAILER_MAGIC or offset + length + _TRAILER.size != size:
-        raise ValueError(f"{uri} has no footer: its writer did not finish it (a recording still being "
-                         "written, or cut short). Rewrite it with `rerun rrd merge FILE > NEW.rrd`, "
-                         "which adds the footer, and register that file")
+        raise ValueError(f"{uri} is not a readable .rrd recording: it has no footer, its writer did not "
+                         "finish it (a recording still being written, or cut short). Rewrite it with "
+                         "`rerun rrd merge FILE > NEW.rrd`, which adds the footer, and register that file")
     start = size - tail
     footer = end[offset - start:offset - start + length] if offset >= start else read([(offset, length)])[0]
     try:
