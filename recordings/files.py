@@ -129,7 +129,7 @@ def read_recording(uri: str, objects: ObjectStore | None = None, *, blueprint: b
                 found = _rrd_facts(remote_object.read_ranges, size, uri, blueprint=blueprint,
                                    replica=lambda: _rrd_replica(remote_object, store))
             else:
-                with _local_ranges(path) as read:
+                with rrd.file_ranges(path) as read:
                     found = _rrd_facts(read, size, uri, blueprint=blueprint, replica=lambda: _local(path))
             recording_id, schema, properties, (num_chunks, index_ranges) = found
         elif suffix == ".parquet":
@@ -180,7 +180,7 @@ def chunk_index(uri: str, objects: ObjectStore | None = None) -> pa.Table:
     path = _local_file(uri)
     _check_rrd_suffix(uri, path.suffix.lower())
     try:
-        with _local_ranges(path) as read:
+        with rrd.file_ranges(path) as read:
             return _recording_manifest(read, path.stat().st_size, uri).index
     except rrd.NotThisFormat:
         return _read_chunk_index(path, uri)
@@ -305,16 +305,6 @@ def _recording_manifest(read: rrd.Ranges, size: int, uri: str, *, blueprint: boo
     if not wanted[0].recording_id:
         raise ValueError(f"{uri} has no recording id")
     return wanted[0]
-
-
-@contextmanager
-def _local_ranges(path: Path) -> Iterator[rrd.Ranges]:
-    """Reads byte ranges of the local file at ``path``."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        yield lambda ranges: [os.pread(descriptor, size, offset) for offset, size in ranges]
-    finally:
-        os.close(descriptor)
 
 
 @contextmanager

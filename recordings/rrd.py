@@ -25,10 +25,13 @@ rerun-sdk's own reader on the same files.
 
 from __future__ import annotations
 
+import os
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -37,7 +40,7 @@ from google.protobuf.message import DecodeError
 
 from recordings.definitions import message_class
 
-__all__ = ["BLUEPRINT", "RECORDING", "Manifest", "Ranges", "chunk_batches", "manifests"]
+__all__ = ["BLUEPRINT", "RECORDING", "Manifest", "Ranges", "chunk_batches", "file_ranges", "manifests"]
 
 RECORDING = 1
 BLUEPRINT = 2
@@ -57,6 +60,16 @@ _SUPPORTED = (0, 41)
 reader, which knows their migrations."""
 TAIL_BYTES = 64 << 10
 """Read at once from a file's end: the trailer and, for most recordings, the whole footer."""
+
+
+@contextmanager
+def file_ranges(path: Path) -> Iterator[Ranges]:
+    """Reads byte ranges of the local file at ``path`` while open."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        yield lambda ranges: [os.pread(descriptor, size, offset) for offset, size in ranges]
+    finally:
+        os.close(descriptor)
 
 
 class NotThisFormat(ValueError):

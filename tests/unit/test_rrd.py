@@ -3,10 +3,7 @@ equals what rerun-sdk's own reader (``rerun.chunk.RrdReader``) gives."""
 
 from __future__ import annotations
 
-import os
 import struct
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -55,17 +52,8 @@ def files(tmp_path_factory) -> dict[str, Path]:
     return made
 
 
-@contextmanager
-def ranges(path: Path) -> Iterator[rrd.Ranges]:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        yield lambda wanted: [os.pread(descriptor, size, offset) for offset, size in wanted]
-    finally:
-        os.close(descriptor)
-
-
 def read_all(path: Path) -> list[rrd.Manifest]:
-    with ranges(path) as read:
+    with rrd.file_ranges(path) as read:
         return rrd.manifests(read, path.stat().st_size, path.as_uri())
 
 
@@ -100,7 +88,7 @@ def test_a_chunk_read_by_its_byte_range_equals_rerun_sdk_s_chunk(files, name):
     theirs = {batch.schema.metadata[b"rerun:id"]: batch for batch in (
         chunk.to_record_batch() for chunk in reader.store(store=reader.recordings()[0]).stream())}
     rows = manifest.index.select(["chunk_byte_offset", "chunk_byte_size"]).to_pylist()
-    with ranges(path) as read:
+    with rrd.file_ranges(path) as read:
         ours = rrd.chunk_batches(read, [(row["chunk_byte_offset"], row["chunk_byte_size"]) for row in rows])
     assert len(ours) == len(theirs) == manifest.index.num_rows
     for batch in ours:
@@ -115,7 +103,7 @@ def test_another_rerun_version_s_file_is_read_by_rerun_sdk_with_the_same_facts(f
     data[5] = 40
     older = tmp_path / "older.rrd"
     older.write_bytes(bytes(data))
-    with ranges(older) as read:
+    with rrd.file_ranges(older) as read:
         with pytest.raises(rrd.NotThisFormat, match="rerun 0.40"):
             rrd.manifests(read, len(data), older.as_uri())
 
