@@ -110,12 +110,8 @@ class EventProducer:
                     positions[event_id] = Position(topic, partition, offset)
             return on_delivery
 
-        # Encoded first, then produced in one tight loop: the records of a call leave in as few
-        # requests as linger.ms allows, so the projector's next micro-batch sees them together.
-        records = [(topic_for(event.command), str(event.entry_id).encode(), encode(event))
-                   for event in events]
-        for event, record in zip(events, records, strict=True):
-            self._produce(producer, event, record, report(event.event_id))
+        for event in events:
+            self._produce(producer, event, report(event.event_id))
         deadline = time.monotonic() + self.delivery_timeout_secs + 5.0
         while len(positions) + len(failed) < len(events) and time.monotonic() < deadline:
             producer.poll(0.05)
@@ -139,12 +135,16 @@ class EventProducer:
             )
         return [positions[event.event_id] for event in events]
 
-    def _produce(self, producer: Producer, event: Event, record: tuple[str, bytes, bytes],
+    def _produce(self, producer: Producer, event: Event,
                  on_delivery: Callable[[KafkaError | None, Message], None]) -> None:
-        topic, key, value = record
         while True:
             try:
-                producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+                producer.produce(
+                    topic_for(event.command),
+                    key=str(event.entry_id).encode(),
+                    value=encode(event),
+                    on_delivery=on_delivery,
+                )
                 return
             except BufferError:
                 # The local queue is full: serve delivery reports, then try again.

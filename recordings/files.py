@@ -313,8 +313,7 @@ def _local(path: Path) -> Iterator[tuple[Path, None]]:
 
 
 def _read_rrd(path: Path, uri: str, fill: Callable[[list[tuple[int, int]]], None] | None = None, *,
-              blueprint: bool = False
-              ) -> tuple[str, pa.Schema, pa.Table | None, tuple[int, tuple[IndexRange, ...]]]:
+              blueprint: bool = False) -> RrdFacts:
     """The recording id, schema, properties and manifest summary of the first recording in an
     ``.rrd`` (with ``blueprint``, of its first blueprint). Reads the header, the footer and the
     property chunks only; ``fill`` is first given the (offset, size) of those chunks when the

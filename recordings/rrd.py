@@ -85,7 +85,6 @@ class Manifest:
     kind: int
     recording_id: str
     schema: pa.Schema
-    schema_sha256: bytes
     index: pa.Table
 
 
@@ -125,7 +124,7 @@ def _manifest(message: Any) -> Manifest:
     schema = _schema(sha256, bytes(message.sorbet_schema.arrow_schema))
     data = message.data
     index = pa.ipc.open_stream(_payload(data.payload, data.compression, data.uncompressed_size)).read_all()
-    return Manifest(message.store_id.kind, message.store_id.recording_id, schema, sha256, index)
+    return Manifest(message.store_id.kind, message.store_id.recording_id, schema, index)
 
 
 def _payload(payload: bytes, compression: int, size: int) -> pa.Buffer:

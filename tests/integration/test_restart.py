@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 import shutil
 import signal
-import time
 
 import pyarrow as pa
 
 from stack import Server
+from stack_tools import wait_until
 from stores import dump
 
 
@@ -72,10 +72,8 @@ def test_a_lost_checkpoint_resumes_from_the_store_offsets(tmp_path, make_rrd, ne
         # The projector logs a batch after committing it, so a reader that has seen the commit may
         # be ahead of the log line, and stopping the projector then may cancel the line: wait for
         # the lines of the 3 new records (of more, if the store's offsets were not used).
-        deadline = time.monotonic() + 60
-        while records_read(second.projector_log.read_text().removeprefix(earlier_log)) < 3:
-            assert time.monotonic() < deadline, "the projector logged no batch of the new records"
-            time.sleep(0.2)
+        wait_until(lambda: records_read(second.projector_log.read_text().removeprefix(earlier_log)) >= 3,
+                   120, "the projector's lines of the new records' batches")
     # Only the 3 new registrations were read, not the 6 records the store already held.
     assert records_read(second.projector_log.read_text().removeprefix(earlier_log)) == 3
 
