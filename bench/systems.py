@@ -79,6 +79,8 @@ class System(Protocol):
 
     def start(self) -> float: ...
 
+    def first_read_s(self) -> float: ...
+
     def memory(self) -> dict[str, float]: ...
 
     def fill(self, dataset: Dataset, pool: RecordingPool, segments: int) -> None: ...
@@ -134,6 +136,21 @@ class StrataSystem:
         self._client = self._server.client()
         self._store = open_store(self._server.store, read_only=True)
         return time.perf_counter() - started
+
+    def first_read_s(self) -> float:
+        """Stop the stack, then construct a ``Server`` on its directory as a Rerun user does (with
+        Rerun's endpoint): the seconds until rerun-sdk's client has its first answer
+        (``dataset_names()``). The stack is started again as before after."""
+        from rerun.catalog import CatalogClient
+
+        self.close()
+        started = time.perf_counter()
+        with Server(self.directory / "stack") as server:
+            CatalogClient(server.url()).dataset_names()
+            took = time.perf_counter() - started
+            server.ready()
+        self.start()
+        return took
 
     def memory(self) -> dict[str, float]:
         """RSS of the broker's and the projector's process trees, and their total (MiB).
@@ -225,6 +242,15 @@ class RerunSystem:
         if not url:
             raise RuntimeError(f"rerun's server exited with code {self._process.wait()}")
         self._client = CatalogClient(url)
+        return time.perf_counter() - started
+
+    def first_read_s(self) -> float:
+        """Restart the server (it keeps nothing): the seconds until its client has its first
+        answer (``dataset_names()``)."""
+        self.close()
+        started = time.perf_counter()
+        self.start()
+        self.client.dataset_names()
         return time.perf_counter() - started
 
     def memory(self) -> dict[str, float]:

@@ -45,6 +45,9 @@ REQUIRED_CONFIG = {
 DEFAULT_CONFIG = {
     "linger.ms": 1,
     "compression.type": "lz4",
+    # A producer made while its broker starts (a Server answers before Kafka is up) retries the
+    # connection at most a second apart, not librdkafka's 10 s: its first write lands then.
+    "reconnect.backoff.max.ms": 1000,
 }
 
 

@@ -95,8 +95,10 @@ def up(args: argparse.Namespace) -> int:
         stop = True
 
     with server, _stack_dashboard(server, args) as dashboard:
-        output.say(f"strata: up in {time.monotonic() - started:.1f} s")
+        output.say(f"strata: answering reads after {time.monotonic() - started:.1f} s")
         _describe(server, dashboard)
+        server.ready()  # on a catalog already there, Kafka and Spark start behind the reads
+        output.say(f"strata: up in {time.monotonic() - started:.1f} s (writes are taken and projected)")
         output.say("strata: press Ctrl-C to stop")
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
