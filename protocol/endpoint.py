@@ -83,7 +83,8 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
     location = store_location(args)
     open_store(location, read_only=True).close()  # a store that cannot be read fails here
     bootstrap = known_cluster(args)
-    client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args))
+    client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args),
+                               delivery_timeout_secs=args.delivery_timeout)
     try:
         catalog = client if args.as_of is None else client.as_of(point(client, args.as_of))
         served = serve(catalog, host=args.host, port=args.port, direct_urls=args.direct_urls,

@@ -13,6 +13,7 @@ unreachable endpoint is an error in seconds, not a hang.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import functools
 import hashlib
 import json
@@ -94,9 +95,25 @@ class RemoteObject:
             self.size = file.size()
 
     def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        """The bytes of each (offset, size), one ranged GET each; errors as ``ObjectStore``'s."""
+        """The bytes of each (offset, size), one ranged GET each, all in flight at once (a round
+        trip for all, not one each); errors as ``ObjectStore``'s."""
         with self._errors(self.uri):
-            return [self.file.read_at(size, offset) for offset, size in ranges]
+            if len(ranges) == 1:
+                [(offset, size)] = ranges
+                return [self.file.read_at(size, offset)]
+            # Arrow's ReadAt is safe to call from several threads on one file.
+            reads = [_range_readers().submit(self.file.read_at, size, offset) for offset, size in ranges]
+            return [read.result() for read in reads]
+
+
+RANGE_READERS = 32
+"""Ranged GETs in flight at once in a process, over every object it reads: each is a round trip
+to the object store, not CPU."""
+
+
+@functools.cache
+def _range_readers() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(RANGE_READERS, thread_name_prefix="strata-ranges")
 
 
 @functools.cache

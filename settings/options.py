@@ -72,8 +72,8 @@ def add_listen_address(options: Options, *, service: str, port: int) -> None:
 
 def add_protocol_endpoint(options: Options) -> None:
     """``--host`` and ``--port`` of Rerun's catalog protocol's endpoint (Rerun's port, 51234),
-    ``--no-direct-urls``, ``--no-presigned-urls``, ``--as-of``, ``--web-port``, and ``--tls-cert``
-    with ``--tls-key``."""
+    ``--no-direct-urls``, ``--no-presigned-urls``, ``--as-of``, ``--web-port``,
+    ``--delivery-timeout``, and ``--tls-cert`` with ``--tls-key``."""
     add_listen_address(options, service="Rerun's catalog protocol", port=settings.PROTOCOL_PORT)
     options.add_argument("--no-direct-urls", dest="direct_urls", action="store_false",
                          help="serve no direct URLs: Rerun's client then fetches every chunk through "
@@ -92,6 +92,9 @@ def add_protocol_endpoint(options: Options) -> None:
                          help="also serve the protocol over gRPC-web on this port (0: any free port), for "
                               "Rerun's web viewer, which cannot speak gRPC: open the viewer with "
                               "?url=rerun+http://HOST:WEB_PORT (default: none)")
+    options.add_argument("--delivery-timeout", type=float, default=15.0, metavar="SECS",
+                         help="how long a write waits for Kafka to acknowledge it before it fails; "
+                              "longer when the endpoint starts before its broker (default: 15)")
     add_tls_files(options)
 
 

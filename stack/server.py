@@ -300,7 +300,10 @@ class Server:
             return
         args = [sys.executable, "-m", "protocol", "--data-dir", str(self.data_dir), "--store", self.store,
                 "--bootstrap-servers", self.bootstrap_servers, "--host", self._bind_host,
-                "--port", str(self.protocol_port)]
+                "--port", str(self.protocol_port),
+                # Its writes wait for the broker as long as it may take to start: on a catalog
+                # already there, the endpoint answers before the broker is up.
+                "--delivery-timeout", str(self.startup_timeout_secs)]
         if self.protocol_web_port is not None:
             args += ["--web-port", str(self.protocol_web_port)]
         if self.protocol_tls is not None:
@@ -432,12 +435,18 @@ class Server:
         """A client of this server; closed with it. Unless ``protocol_port=None``, it is made
         from ``url()``, so its ``url`` is the endpoint's too (which Rerun's helpers that read
         ``dataset.catalog.url`` need), with a token of its own if ``STRATA_TOKEN_SECRET`` makes
-        the endpoint ask for one. Raises ``RuntimeError`` if the server is not running, as
-        Rerun's does."""
+        the endpoint ask for one. Its writes wait for Kafka's acknowledgement as long as the
+        server's start may take (``startup_timeout_secs``; ``delivery_timeout_secs=`` sets it),
+        since a server on a catalog already there answers before its broker is up. Raises
+        ``RuntimeError`` if the server is not running, as Rerun's does, or what stopped the
+        server from starting."""
         if not self._running:
             raise RuntimeError("Cannot create client: server is not running.")
         if self._start_error is not None:
             raise self._start_error
+        # Its writes wait for the broker as long as the server's start may take (the server answers
+        # reads on a catalog already there before its broker is up), unless told otherwise.
+        kwargs.setdefault("delivery_timeout_secs", self.startup_timeout_secs)
         if self._protocol_url is not None:
             secret = settings.token_secret()
             if secret is not None and "token" not in kwargs:  # its endpoint asks for one: its own
