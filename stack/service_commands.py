@@ -117,6 +117,7 @@ def demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     server = _server(args)
     with server, _stack_dashboard(server, args) as dashboard:
+        server.ready()  # the demo writes at once: the whole stack first
         output.say(f"strata demo: stack up in {time.monotonic() - started:.1f} s")
         _describe(server, dashboard)
         client = server.client()
