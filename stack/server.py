@@ -207,6 +207,8 @@ class Server:
             import_extra("grpc", "protocol",
                          "serving Rerun's catalog protocol, which Server does unless protocol_port=None,")
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.broker is None:  # a cluster already up: topics it cannot keep fail here, before anything
+            self._ensure_topics()
         # The store's tables exist before anything reads them, so the endpoint answers reads at
         # once (a new catalog's: empty), while Kafka and Spark start behind it. An unreachable
         # PostgreSQL server fails here, in one line.
@@ -262,10 +264,9 @@ class Server:
         try:
             if self.broker:
                 self.broker.start()
-            if not self._closing.is_set():
-                ensure_topics(self.bootstrap_servers, config=self.kafka_options,
-                              allow_finite_retention=self.allow_finite_retention)
-                self._wait_for_projector()
+                if not self._closing.is_set():
+                    self._ensure_topics()
+            self._wait_for_projector()
         except Exception as exc:  # noqa: BLE001 - kept for ready(), which raises it
             if not self._closing.is_set():
                 self._start_error = exc
@@ -274,6 +275,10 @@ class Server:
         finally:
             self._started.set()
         self._released.wait()
+
+    def _ensure_topics(self) -> None:
+        ensure_topics(self.bootstrap_servers, config=self.kafka_options,
+                      allow_finite_retention=self.allow_finite_retention)
 
     def ready(self, timeout_secs: float | None = None) -> Server:
         """Block until Kafka and the projector run (the constructor returns before, once reads are
