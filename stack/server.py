@@ -227,8 +227,7 @@ class Server:
             if holds_a_catalog:
                 # Reads first: the endpoint starts alone (1.5 s on 2 cores, 3 s beside two
                 # starting JVMs), then Kafka and Spark behind it.
-                self._launch_protocol()
-                self._wait_for_protocol()
+                self._start_protocol()
             # The projector needs a minute part of its start for the broker (it waits for the
             # topics), the broker none of the projector's: both start at once.
             self._launch_projector()
@@ -238,8 +237,7 @@ class Server:
                                               daemon=True)
             self._starting.start()
             if not holds_a_catalog:
-                self._launch_protocol()
-                self._wait_for_protocol()
+                self._start_protocol()
             if not self._returned_early:
                 # Nothing to read yet, or something to register: the stack, whole.
                 self.ready()
@@ -300,7 +298,8 @@ class Server:
         well)."""
         return self.data_dir / "protocol.log"
 
-    def _launch_protocol(self) -> None:
+    def _start_protocol(self) -> None:
+        """Start the endpoint's process and wait until it serves."""
         if self.protocol_port is None:
             return
         args = [sys.executable, "-m", "protocol", "--data-dir", str(self.data_dir), "--store", self.store,
@@ -317,6 +316,7 @@ class Server:
         # Kafka settings in the environment, not on the command line, as the projector's.
         env = {"STRATA_KAFKA_OPTIONS": json.dumps(self.kafka_options)}
         self._protocol = processes.start(args, self.protocol_log, env=env, stdout_pipe=True)
+        self._wait_for_protocol()
 
     def _wait_for_protocol(self) -> None:
         """Read the endpoint's ready line; ``RuntimeError`` with the end of its log if it exits
