@@ -8,6 +8,8 @@ endpoint's calls share one ``CommandLog`` with the SDK client they serve.
 Imports neither ``sdk`` nor ``protocol`` (nor anything above them), nor Spark.
 """
 
+from commands.catalog import DEFAULT_TIMEOUT_SECS, Catalog
+from commands.errors import AlreadyExistsError, RevisionConflictError, outcome_error
 from commands.layer_commands import layer_commands
 from commands.log import CommandLog, Horizon, Submitted, Write
 from commands.registration import (
@@ -22,6 +24,11 @@ from commands.registration import (
 )
 
 __all__ = [
+    "DEFAULT_TIMEOUT_SECS",
+    "AlreadyExistsError",
+    "Catalog",
+    "RevisionConflictError",
+    "outcome_error",
     "CommandLog",
     "Horizon",
     "Properties",

@@ -10,12 +10,13 @@ rows and writes, ``chunks``: reads of the recordings' data, with the layers' chu
 files' bytes in ``layer_files``), the HTTP server of the layers' files for direct URLs
 (``direct``), the gRPC server (``service``) and that server as a service of its own, ``python -m
 protocol`` and ``strata serve`` (``endpoint``).
-Writes go through the public ``sdk`` client, so through the log as the SDK's do; reads come from
-the store's views through it, never from a state of the server's own (what the server keeps of
-recordings' files, their chunk indexes, is a cache of immutable layers).
+Writes go through the command core (``commands``), so through the log as the same commands the
+SDK sends; reads come from the store's views through its catalog, never from a state of the
+server's own (what the server keeps of recordings' files, their chunk indexes, is a cache of
+immutable layers).
 
-Imports ``sdk``'s public names, ``projector``'s public names, ``recordings``, ``events`` and
-``settings``; never ``stack``, ``dashboard`` or a private module of another room. ``sdk`` and
+Imports ``commands``, ``projector``'s public names, ``recordings``, ``events`` and ``settings``;
+never ``sdk``, ``stack``, ``dashboard`` or a private module of another room. ``sdk`` and
 ``dashboard`` never import it.
 """
 

@@ -4,11 +4,11 @@
 (``FetchChunks``), a segment's chunk manifest (``GetRrdManifest``), the assets that apply to a
 segment (``GetAssetsForSegment``) and layers' schemas by digest (``GetSchemas``).
 
-Which layers a dataset has is read from the store's views through the public SDK when the RPC is
-called; every read of a file (its footer, its schema, its chunks' bytes) happens as the client
-reads the RPC's lazy stream. Chunk bytes are never decoded: each chunk's ``ArrowMsg`` is
-copied from its file into hand-framed ``FetchChunksResponse`` messages of a few MB, with the
-segment id set as its recording id.
+Which layers a dataset has is read from the store's views through the catalog (``commands.reads``)
+when the RPC is called; every read of a file (its footer, its schema, its chunks' bytes) happens as
+the client reads the RPC's lazy stream. Chunk bytes are never decoded: each chunk's ``ArrowMsg`` is
+copied from its file into hand-framed ``FetchChunksResponse`` messages of a few MB, with the segment
+id set as its recording id.
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ import pyarrow as pa
 from google.protobuf.message import Message
 
 import recordings
-import sdk
+from commands import assets
+from projector import Dataset, DatasetKind, companion_id
 from protocol import chunk_rows
 from protocol.chunk_keys import CHUNK_KEY, ChunkLocation, LayerRef
 from protocol.chunk_rows import FIND_CHUNKS_TIMELINE, Selection, query_dataset_timeline
 from protocol.dataframes import decode, encode, ipc_stream, schema_message
 from protocol.datasets import parts
 from protocol.descriptors import cloud, common, enum_value, message_class
-from protocol.entries import DATASET_KINDS, ENTRY_DATASET_KINDS
+from protocol.entries import DATASET_KINDS
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_id
 from protocol.layer_chunks import Layer, layers, layers_by_schema
@@ -45,7 +46,7 @@ DIRECT_URL_MODES = frozenset(enum_value("rerun.cloud.v1alpha1.DirectUrlMode", f"
 """The ``FindChunks`` modes that ask for direct URLs (strata's are signed either way)."""
 
 
-def _meta(dataset: sdk.DatasetEntry) -> Message:
+def _meta(dataset: Dataset) -> Message:
     return cloud("DatasetResponseMeta", entry_id=entry_id(dataset.id))
 
 
@@ -119,7 +120,7 @@ def _candidates(request: Request, response: str, selection: Selection, segment_i
     """The candidate chunks of ``selection``, with direct URLs if ``direct``: the layers read from
     the store now, the rest lazily."""
     dataset = request.dataset()
-    found = layers(dataset, segment_ids)
+    found = layers(request.catalog, dataset, segment_ids)
     meta = _meta(dataset)
     objects = request.catalog.object_store_config
     cache = request.layer_chunks
@@ -248,12 +249,12 @@ def fetch_chunks(request: Request) -> Iterator[bytes]:
     return _fetch_responses(locations, request.catalog.object_store_config)
 
 
-def _store_kind(dataset: sdk.DatasetEntry) -> int:
-    return enum_value("rerun.common.v1alpha1.StoreKind", DATASET_KINDS[ENTRY_DATASET_KINDS[dataset.kind]][1])
+def _store_kind(dataset: Dataset) -> int:
+    return enum_value("rerun.common.v1alpha1.StoreKind", DATASET_KINDS[dataset.kind][1])
 
 
-def _segment_layers(dataset: sdk.DatasetEntry, segment_id: str) -> list[Layer]:
-    found = layers(dataset, [segment_id])
+def _segment_layers(request: Request, dataset: Dataset, segment_id: str) -> list[Layer]:
+    found = layers(request.catalog, dataset, [segment_id])
     if not found:
         raise recordings.NotFoundError(f"Segment {segment_id!r} not found in dataset {dataset.name!r}")
     return found
@@ -276,7 +277,7 @@ def get_rrd_manifest(request: Request) -> Iterator[Message]:
     dataset does not have."""
     dataset = request.dataset()
     segment_id = request.message.segment_id.id
-    found = _segment_layers(dataset, segment_id)
+    found = _segment_layers(request, dataset, segment_id)
     meta, kind, name = _meta(dataset), _store_kind(dataset), dataset.name
     objects, cache = request.catalog.object_store_config, request.layer_chunks
 
@@ -298,11 +299,11 @@ def get_assets_for_segment(request: Request) -> list[Message]:
     """The dataset's asset dataset and the assets that apply to the segment. ``NotFoundError``
     for a hidden dataset, which has no assets (Rerun's client then reads the segment alone)."""
     dataset = request.dataset()
-    assets = dataset.asset_dataset()
-    if assets is None:
+    if dataset.hidden:
         raise recordings.NotFoundError(f"{dataset.name!r} is a hidden dataset: it has no assets")
-    segment_ids = dataset.assets_for_segment(request.message.segment_id.id)
-    return [cloud("GetAssetsForSegmentResponse", assets_entry=entry_id(assets.id),
+    owned = request.catalog.find_dataset(None, companion_id(dataset.id, DatasetKind.ASSET))
+    segment_ids = assets.for_segment(request.catalog, owned.id, request.message.segment_id.id)
+    return [cloud("GetAssetsForSegmentResponse", assets_entry=entry_id(owned.id),
                   asset_segment_ids=[common("SegmentId", id=segment) for segment in segment_ids])]
 
 
@@ -311,7 +312,7 @@ def get_schemas(request: Request) -> Iterator[Message]:
     file of that schema. ``NotFoundError`` for a digest no layer of the dataset has."""
     dataset = request.dataset()
     digests = [schema_id.sha256 for schema_id in request.message.schema_ids]
-    found = layers_by_schema(dataset, digests)
+    found = layers_by_schema(request.catalog, dataset, digests)
     missing = [digest.hex() for digest in digests if digest not in found]
     if missing:
         raise recordings.NotFoundError(f"no layer of {dataset.name!r} has the schema {', '.join(missing)}")

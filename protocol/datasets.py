@@ -1,7 +1,7 @@
 """A dataset's tables over the protocol: its schema (``GetDatasetSchema``), its segment table
 (``GetSegmentTableSchema``, ``ScanSegmentTable``) and its manifest
-(``GetDatasetManifestSchema``, ``ScanDatasetManifest``), read through the public SDK from the
-store's views and written in Rerun's columns: the fixed ones with Rerun's types and
+(``GetDatasetManifestSchema``, ``ScanDatasetManifest``), read from the store's views through the
+catalog (``commands.reads``) and written in Rerun's columns: the fixed ones with Rerun's types and
 nullability first, then the ``property:`` columns, then (segment table) the index ranges ordered
 by name, as Rerun's server orders them."""
 
@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf.message import Message
 
-import sdk
+from commands import Catalog, reads
+from projector import Dataset
 from protocol.dataframes import encode, schema_message
 from protocol.descriptors import cloud
 from protocol.errors import InvalidRequestError
@@ -83,17 +84,17 @@ def _in_rerun_columns(table: pa.Table, fixed: pa.Schema, *, index_ranges: bool) 
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
-def segment_table(dataset: sdk.DatasetEntry) -> pa.Table:
+def segment_table(catalog: Catalog, dataset: Dataset) -> pa.Table:
     """The dataset's segment table in Rerun's columns."""
-    return _in_rerun_columns(dataset.segment_table().to_arrow_table(), SEGMENT_TABLE, index_ranges=True)
+    return _in_rerun_columns(reads.segment_table(catalog, dataset.id), SEGMENT_TABLE, index_ranges=True)
 
 
-def manifest(dataset: sdk.DatasetEntry) -> pa.Table:
+def manifest(catalog: Catalog, dataset: Dataset) -> pa.Table:
     """The dataset's manifest in Rerun's columns."""
-    return _in_rerun_columns(dataset.manifest().to_arrow_table(), MANIFEST, index_ranges=False)
+    return _in_rerun_columns(reads.manifest(catalog, dataset.id), MANIFEST, index_ranges=False)
 
 
-def _meta(dataset: sdk.DatasetEntry) -> Message:
+def _meta(dataset: Dataset) -> Message:
     return cloud("DatasetResponseMeta", entry_id=entry_id(dataset.id))
 
 
@@ -140,33 +141,35 @@ def parts(table: pa.Table, response: str, meta: Message) -> Iterator[Message]:
 def get_dataset_schema(request: Request) -> Message:
     """The merged schema of the dataset's layers (empty before the first)."""
     dataset = request.dataset()
-    return cloud("GetDatasetSchemaResponse", schema=schema_message(dataset.arrow_schema()),
-                 meta=_meta(dataset))
+    schema = reads.arrow_schema(request.catalog, dataset)
+    return cloud("GetDatasetSchemaResponse", schema=schema_message(schema), meta=_meta(dataset))
 
 
 def get_segment_table_schema(request: Request) -> Message:
     dataset = request.dataset()
-    return cloud("GetSegmentTableSchemaResponse", schema=schema_message(segment_table(dataset).schema),
+    return cloud("GetSegmentTableSchemaResponse",
+                 schema=schema_message(segment_table(request.catalog, dataset).schema),
                  meta=_meta(dataset))
 
 
 def scan_segment_table(request: Request) -> Iterator[Message]:
     """The segment table, only the ``columns`` asked for, in their order."""
     dataset = request.dataset()
-    table = _segments_wanted(segment_table(dataset), request.message)
+    table = _segments_wanted(segment_table(request.catalog, dataset), request.message)
     return parts(project(table, list(request.message.columns)), "ScanSegmentTableResponse", _meta(dataset))
 
 
 def get_dataset_manifest_schema(request: Request) -> Message:
     dataset = request.dataset()
-    return cloud("GetDatasetManifestSchemaResponse", schema=schema_message(manifest(dataset).schema),
+    return cloud("GetDatasetManifestSchemaResponse",
+                 schema=schema_message(manifest(request.catalog, dataset).schema),
                  meta=_meta(dataset))
 
 
 def scan_dataset_manifest(request: Request) -> Iterator[Message]:
     """The manifest, only the ``columns`` asked for; the segment and layer filters applied."""
     dataset = request.dataset()
-    table = _segments_wanted(manifest(dataset), request.message)
+    table = _segments_wanted(manifest(request.catalog, dataset), request.message)
     if request.message.HasField("layer_name_filter"):
         hint = request.message.layer_name_filter
         strategy = hint.WhichOneof("strategy")

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-import sdk
 import settings
+from commands import Catalog
 from projector import open_store
 from protocol.service import ProtocolServer, serve
 from protocol.tls import Certificate
@@ -45,17 +45,19 @@ def web_url_of(line: str) -> str | None:
     return line.split(WEB, 1)[1]
 
 
-def point(client: sdk.CatalogClient, given: int | datetime | tuple[str, str]) -> int | datetime:
+def point(catalog: Catalog, given: int | datetime | tuple[str, str]) -> int | datetime:
     """The point ``--as-of`` names (``settings.options.as_of_point``): a tag ``(dataset, tag)``
     as its log offset. ``ValueError`` naming what there is for a dataset or tag there is not."""
     if not isinstance(given, tuple):
         return given
     name, tag = given
+    store = catalog.wait_for_store()
     try:
-        tags = client.get_dataset(name=name).tags()
+        tags = store.tags(catalog.find_dataset(name, None).id)
     except LookupError:
+        names = [d.name for d in store.datasets() if not d.hidden]
         raise ValueError(f"--as-of {name}/{tag}: there is no dataset {name!r} (its datasets: "
-                         f"{', '.join(map(repr, client.dataset_names())) or 'none'})") from None
+                         f"{', '.join(map(repr, names)) or 'none'})") from None
     for found in tags:
         if found.name == tag:
             return found.offset
@@ -83,15 +85,15 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
     location = store_location(args)
     open_store(location, read_only=True).close()  # a store that cannot be read fails here
     bootstrap = known_cluster(args)
-    client = sdk.CatalogClient(bootstrap, location, kafka_config=kafka_config(args),
-                               delivery_timeout_secs=args.delivery_timeout)
+    catalog = Catalog(bootstrap, location, kafka_config=kafka_config(args),
+                      delivery_timeout_secs=args.delivery_timeout)
     try:
-        catalog = client if args.as_of is None else client.as_of(point(client, args.as_of))
-        served = serve(catalog, host=args.host, port=args.port, direct_urls=args.direct_urls,
+        served_catalog = catalog if args.as_of is None else catalog.at(point(catalog, args.as_of))
+        served = serve(served_catalog, host=args.host, port=args.port, direct_urls=args.direct_urls,
                        presigned_urls=args.presigned_urls, token_secret=secret, certificate=certificate,
                        web_port=args.web_port)
     except BaseException:
-        client.close(flush=False)
+        catalog.close()
         raise
     stop = False
 
@@ -109,4 +111,4 @@ def run(args: argparse.Namespace, announce: Callable[[ProtocolServer, str | None
             time.sleep(0.2)
     finally:
         served.stop()
-        client.close(flush=False)  # its writes are entry commands, each waited for when made
+        catalog.close()

@@ -2,9 +2,9 @@
 reading, updating and deleting dataset entries, renaming and deleting any entry, and reading a
 table entry's details (``entries()`` reads them for every table it lists).
 
-Every write is the public SDK's (``create_dataset``, ``set_name``, ``delete``, the default
-blueprints), so it goes through the log as the same command and waits for its outcome; every
-read is the SDK's, from the store.
+Every write is the command core's (``commands.entries``: creating, renaming and deleting an
+entry, the default blueprints), the same command the SDK sends, waited for until the projection
+has it; every read is of the projection, through the catalog.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ import uuid
 
 from google.protobuf.message import Message
 
-import sdk
-from projector import DatasetKind, EntryKind, companion_id, views
+from commands import Catalog, entries, reads
+from projector import Dataset, DatasetKind, EntryKind, Table, companion_id, views
 from protocol.descriptors import cloud, common, enum_value, message_class
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_id, entry_uuid, timestamp
-from protocol.requests import Request, Unary
+from protocol.requests import Request, Unary, table_by_id
+from recordings import NotFoundError
 
 CLOUD_ENTRY_KIND = "rerun.cloud.v1alpha1.EntryKind"
 DATASET_KINDS = {DatasetKind.DATASET: ("DATASET_KIND_RECORDING", "STORE_KIND_RECORDING"),
@@ -36,11 +37,11 @@ UNREADABLE_NAME_CHARACTERS = frozenset("(){}")
 """Characters of strata's entry names that rerun-sdk 0.41's client refuses in a name: it fails a
 whole ``FindEntries`` answer that holds one, so a listing leaves such entries out."""
 
-Entry = sdk.DatasetEntry | sdk.TableEntry
+Entry = Dataset | Table
 
 
 def strata_version() -> str:
-    """``strata/<version>``, as ``sdk.CatalogClient.version_info()`` names it."""
+    """``strata/<version>``, as strata's client's ``version_info()`` names it."""
     try:
         return f"strata/{importlib.metadata.version('strata')}"
     except importlib.metadata.PackageNotFoundError:  # a source tree, not installed
@@ -60,9 +61,14 @@ def who_am_i(request: Request) -> Message:
                  capabilities=cloud("ServerCapabilities", capabilities=CAPABILITIES))
 
 
+def entry_kind(entry: Entry) -> EntryKind:
+    """What an entry is: a dataset's kind, or a table."""
+    return entry.entry_kind if isinstance(entry, Dataset) else EntryKind.TABLE
+
+
 def details(entry: Entry) -> Message:
-    """The ``EntryDetails`` of an entry, read now."""
-    return cloud("EntryDetails", id=entry_id(entry.id), name=entry.name, entry_kind=int(entry.kind),
+    """The ``EntryDetails`` of an entry."""
+    return cloud("EntryDetails", id=entry_id(entry.id), name=entry.name, entry_kind=int(entry_kind(entry)),
                  created_at=timestamp(entry.created_at), updated_at=timestamp(entry.updated_at))
 
 
@@ -83,52 +89,55 @@ def find_entries(request: Request) -> Message:
         found = _by_id(catalog, entry_uuid(wanted.id))
     else:
         if not kinds or kinds & {int(kind) for kind in ENTRY_DATASET_KINDS}:
-            found += catalog.datasets(include_hidden=True)
+            found += catalog.wait_for_store().datasets()
         if not kinds or int(EntryKind.TABLE) in kinds:
             found += catalog.tables(include_hidden=True)
-    listed = [details(entry) for entry in found if (not kinds or int(entry.kind) in kinds)
+    listed = [details(entry) for entry in found if (not kinds or int(entry_kind(entry)) in kinds)
               and (wanted.HasField("id") or not UNREADABLE_NAME_CHARACTERS.intersection(entry.name))]
     if wanted.HasField("name"):
         listed = [entry for entry in listed if entry.name == wanted.name]
     return cloud("FindEntriesResponse", entries=listed)
 
 
-def _by_id(catalog: sdk.CatalogClient, wanted: uuid.UUID) -> list[Entry]:
+def _by_id(catalog: Catalog, wanted: uuid.UUID) -> list[Entry]:
     """The entry of an id, in a list: empty for an unknown one."""
     try:
-        return [catalog.get_dataset(id=wanted)]
-    except sdk.NotFoundError:
+        return [catalog.find_dataset(None, wanted)]
+    except NotFoundError:
         pass
     try:
-        return [catalog.get_table(id=wanted)]
-    except sdk.NotFoundError:
+        return [catalog.find_table(None, wanted)]
+    except NotFoundError:
         return []
 
 
-def _companion(dataset: sdk.DatasetEntry, kind: DatasetKind) -> Message | None:
-    """The ``EntryId`` of a dataset's hidden dataset of ``kind``, None if it has none."""
-    try:
-        companion = dataset.blueprint_dataset() if kind is DatasetKind.BLUEPRINT else dataset.asset_dataset()
-    except sdk.NotFoundError:  # deleted on its own
+def _companion(catalog: Catalog, dataset: Dataset, kind: DatasetKind) -> Message | None:
+    """The ``EntryId`` of a dataset's hidden dataset of ``kind``, None if it has none (a hidden
+    dataset, or one whose hidden dataset was deleted on its own)."""
+    if dataset.hidden:
         return None
-    return None if companion is None else entry_id(companion.id)
+    try:
+        companion = catalog.find_dataset(None, companion_id(dataset.id, kind))
+    except NotFoundError:
+        return None
+    return entry_id(companion.id)
 
 
-def dataset_entry(dataset: sdk.DatasetEntry) -> Message:
+def dataset_entry(catalog: Catalog, dataset: Dataset) -> Message:
     """Rerun's ``DatasetEntry`` of a strata dataset: its details, handle and hidden datasets. The
     handle's URL (which Rerun's client requires) is ``strata://datasets/<id>``, as a table
     without a Lance copy is ``strata://tables/<id>``: the dataset lives in strata's log."""
-    dataset_kind, store_kind = DATASET_KINDS[ENTRY_DATASET_KINDS[dataset.kind]]
+    dataset_kind, store_kind = DATASET_KINDS[dataset.kind]
     handle = common("DatasetHandle", entry_id=entry_id(dataset.id), dataset_url=f"strata://datasets/{dataset.id}",
                     dataset_kind=enum_value("rerun.common.v1alpha1.DatasetKind", dataset_kind),
                     store_kind=enum_value("rerun.common.v1alpha1.StoreKind", store_kind))
     own = cloud("DatasetDetails")
     for field, kind in (("blueprint_dataset", DatasetKind.BLUEPRINT), ("asset_dataset", DatasetKind.ASSET)):
-        companion = _companion(dataset, kind)
+        companion = _companion(catalog, dataset, kind)
         if companion is not None:
             getattr(own, field).CopyFrom(companion)
-    defaults = (("default_blueprint_segment", dataset.default_blueprint()),
-                ("default_segment_table_blueprint_segment", dataset.default_segment_table_blueprint()))
+    defaults = (("default_blueprint_segment", dataset.default_blueprint),
+                ("default_segment_table_blueprint_segment", dataset.default_segment_table_blueprint))
     for field, name in defaults:
         if name is not None:
             getattr(own, field).CopyFrom(common("SegmentId", id=name))
@@ -144,23 +153,26 @@ def create_dataset_entry(request: Request) -> Message:
             "missing required field: 'rerun.cloud.v1alpha1.CreateDatasetEntryRequest.name'")
     if message.HasField("id"):
         raise InvalidRequestError("CreateDatasetEntry: strata chooses entry ids; send the name alone")
-    created = request.catalog.create_dataset(message.name)
-    return cloud("CreateDatasetEntryResponse", dataset=dataset_entry(created))
+    catalog = request.catalog
+    created = catalog.command(uuid.uuid4(), entries.create_dataset(message.name))
+    dataset = catalog.find_dataset(None, created.events[0].entry_id)
+    return cloud("CreateDatasetEntryResponse", dataset=dataset_entry(catalog, dataset))
 
 
 def read_dataset_entry(request: Request) -> Message:
     """The dataset the headers name: ``NotFoundError`` for an unknown id."""
-    return cloud("ReadDatasetEntryResponse", dataset=dataset_entry(request.dataset()))
+    return cloud("ReadDatasetEntryResponse", dataset=dataset_entry(request.catalog, request.dataset()))
 
 
 def update_dataset_entry(request: Request) -> Message:
     """Sets the default blueprints of the dataset the headers name. Its blueprint and asset
     datasets are its own for life: a request naming others, or its own deleted ones (Rerun's
     "does not exist"), is an ``InvalidRequestError``."""
+    catalog = request.catalog
     dataset = request.dataset()
     wanted = request.message.dataset_details
     for field, kind in (("blueprint_dataset", DatasetKind.BLUEPRINT), ("asset_dataset", DatasetKind.ASSET)):
-        if not wanted.HasField(field) or getattr(wanted, field) == _companion(dataset, kind):
+        if not wanted.HasField(field) or getattr(wanted, field) == _companion(catalog, dataset, kind):
             continue
         if getattr(wanted, field) == entry_id(companion_id(dataset.id, kind)):  # its own, deleted
             what = "blueprint" if kind is DatasetKind.BLUEPRINT else "asset"
@@ -169,45 +181,48 @@ def update_dataset_entry(request: Request) -> Message:
         raise InvalidRequestError(f"UpdateDatasetEntry: {field} is the dataset's own, created and "
                                   "deleted with it; it cannot be another dataset")
     default = wanted.default_blueprint_segment.id if wanted.HasField("default_blueprint_segment") else None
-    if default != dataset.default_blueprint():
-        dataset.set_default_blueprint(default)
+    if default != dataset.default_blueprint:
+        catalog.command(dataset.id, entries.set_default_blueprint(default, False))
     table = (wanted.default_segment_table_blueprint_segment.id
              if wanted.HasField("default_segment_table_blueprint_segment") else None)
-    if table != dataset.default_segment_table_blueprint():
-        dataset.set_default_segment_table_blueprint(table)
-    return cloud("UpdateDatasetEntryResponse", dataset=dataset_entry(dataset))
+    if table != dataset.default_segment_table_blueprint:
+        catalog.command(dataset.id, entries.set_default_blueprint(table, True))
+    updated = catalog.find_dataset(None, dataset.id)
+    return cloud("UpdateDatasetEntryResponse", dataset=dataset_entry(catalog, updated))
 
 
-def table_entry(table: sdk.TableEntry) -> Message:
+def table_entry(catalog: Catalog, table: Table) -> Message:
     """Rerun's ``TableEntry`` of a strata table: the system table ``__entries``, or a table with
     a Lance URL (a registered table's, a created table's copy) or strata's own ``strata://``, its
     blueprint dataset and default blueprint."""
     provider = message_class("google.protobuf.Any")()
     own = cloud("TableDetails")
     if table.id == views.ENTRIES_TABLE.id:
-        kind = enum_value("rerun.cloud.v1alpha1.SystemTableKind", SYSTEM_TABLE_ENTRIES)
-        provider.Pack(cloud("SystemTable", kind=kind), type_url_prefix="/")
+        system = enum_value("rerun.cloud.v1alpha1.SystemTableKind", SYSTEM_TABLE_ENTRIES)
+        provider.Pack(cloud("SystemTable", kind=system), type_url_prefix="/")
     else:
-        provider.Pack(cloud("LanceTable", table_url=table.storage_url), type_url_prefix="/")
-        own.blueprint_dataset.CopyFrom(entry_id(table.blueprint_dataset().id))
-        default = table.default_blueprint()
-        if default is not None:
-            own.default_blueprint_segment.CopyFrom(common("SegmentId", id=default))
+        provider.Pack(cloud("LanceTable", table_url=reads.table_url(table)), type_url_prefix="/")
+        blueprints = catalog.find_dataset(None, companion_id(table.id, DatasetKind.BLUEPRINT))
+        own.blueprint_dataset.CopyFrom(entry_id(blueprints.id))
+        if table.default_blueprint is not None:
+            own.default_blueprint_segment.CopyFrom(common("SegmentId", id=table.default_blueprint))
     return cloud("TableEntry", details=details(table), provider_details=provider, table_details=own)
 
 
 def read_table_entry(request: Request) -> Message:
     """The table the headers name: ``NotFoundError`` for an unknown id."""
     entry = request.entry()
-    if not isinstance(entry, sdk.TableEntry):
-        raise sdk.NotFoundError(f"{entry.name!r} is a dataset, not a table")
-    return cloud("ReadTableEntryResponse", table=table_entry(entry))
+    if not isinstance(entry, Table):
+        raise NotFoundError(f"{entry.name!r} is a dataset, not a table")
+    return cloud("ReadTableEntryResponse", table=table_entry(request.catalog, entry))
 
 
 def delete_entry(request: Request) -> Message:
     """Deletes the dataset or table the headers name (a dataset with its hidden datasets):
     ``NotFoundError`` if there is none, or it is deleted already."""
-    request.entry().delete()
+    entry = request.entry()
+    write = entries.delete_dataset(entry.name) if isinstance(entry, Dataset) else entries.delete_table(entry)
+    request.catalog.command(entry.id, write)
     return cloud("DeleteEntryResponse")
 
 
@@ -220,7 +235,11 @@ def update_entry(request: Request) -> Message:
     entry = request.entry()
     update = request.message.entry_details_update
     if update.HasField("name") and update.name != entry.name:
-        entry.set_name(update.name)
+        rename = (entries.rename_dataset(update.name) if isinstance(entry, Dataset)
+                  else entries.rename_table(entry, update.name))
+        request.catalog.command(entry.id, rename)
+        entry = (request.catalog.find_dataset(None, entry.id) if isinstance(entry, Dataset)
+                 else table_by_id(request.catalog, entry.id))
     return cloud("UpdateEntryResponse", entry_details=details(entry))
 
 

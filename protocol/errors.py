@@ -16,9 +16,9 @@ from __future__ import annotations
 import grpc
 from rerun_bindings import AlreadyExistsError, NotFoundError
 
+from commands import RevisionConflictError
 from events import StrataError
 from projector import ProjectionTimeoutError, StoreUnavailableError
-from sdk.errors import RevisionConflictError
 
 
 class InvalidRequestError(StrataError, ValueError):

@@ -1,4 +1,4 @@
-"""A dataset's registered layers, as its manifest lists them through the public SDK, and each
+"""A dataset's registered layers, as its manifest lists them (``commands.reads``), and each
 layer's chunks: the chunk index of its ``.rrd`` (``recordings.chunk_index``: byte offsets and
 sizes from the file's footer, no chunk read) with each chunk's signed ``chunk_key``, and the
 layer's Arrow schema.
@@ -20,9 +20,11 @@ from datetime import datetime
 from typing import TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import recordings
-import sdk
+from commands import Catalog, reads
+from projector import Dataset
 from protocol.chunk_keys import CHUNK_KEY, ChunkKeys, LayerRef
 from protocol.chunk_rows import DIRECT_URL_FIELDS, layer_rows
 from protocol.direct import DirectServer, direct_keys
@@ -43,24 +45,29 @@ class Layer:
     registered_at: datetime | None
 
 
-def layers(dataset: sdk.DatasetEntry, segment_ids: Sequence[str] | None = None) -> list[Layer]:
+def layers(catalog: Catalog, dataset: Dataset, segment_ids: Sequence[str] | None = None) -> list[Layer]:
     """The dataset's layers (of ``segment_ids`` only, if given: the manifest of those segments
     alone), by segment id, each segment's in the manifest's order (sorting is stable)."""
-    if segment_ids is not None and not segment_ids:
+    if segment_ids is None:
+        manifest = reads.manifest(catalog, dataset.id)
+    elif not segment_ids:
         return []
-    selected = dataset if segment_ids is None else dataset.filter_segments(list(dict.fromkeys(segment_ids)))
-    rows = selected.manifest().select(*MANIFEST_COLUMNS).to_arrow_table().to_pydict()
+    else:
+        table = reads.layer_table(catalog, dataset.id)
+        wanted = pa.array(sorted(set(segment_ids)), pa.string())
+        manifest = reads.manifest_of(catalog, table.filter(pc.is_in(table.column("segment_id"), wanted)))
+    rows = manifest.select(list(MANIFEST_COLUMNS)).to_pydict()
     found = [Layer(LayerRef(url, segment, layer, int(size or 0)), registered)
              for segment, layer, url, size, registered in zip(*(rows[name] for name in MANIFEST_COLUMNS),
                                                               strict=True)]
     return sorted(found, key=lambda layer: layer.ref.segment_id)
 
 
-def layers_by_schema(dataset: sdk.DatasetEntry, digests: Sequence[bytes]) -> dict[bytes, Layer]:
+def layers_by_schema(catalog: Catalog, dataset: Dataset, digests: Sequence[bytes]) -> dict[bytes, Layer]:
     """A layer of the dataset whose schema has each digest (the manifest's
     ``rerun_schema_sha256``), the first registered; a digest no layer has is left out."""
     wanted = set(digests)
-    rows = dataset.manifest().select("rerun_schema_sha256", *MANIFEST_COLUMNS).to_arrow_table().to_pydict()
+    rows = reads.manifest(catalog, dataset.id).select(["rerun_schema_sha256", *MANIFEST_COLUMNS]).to_pydict()
     found: dict[bytes, Layer] = {}
     for digest, segment, layer, url, size, registered in zip(
             rows["rerun_schema_sha256"], *(rows[name] for name in MANIFEST_COLUMNS), strict=True):

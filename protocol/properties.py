@@ -1,10 +1,10 @@
 """Segment properties over the protocol: ``GetSegmentProperties``, ``SetSegmentProperties`` and
 ``DeleteSegmentProperties``, with Rerun's revisions. strata keeps one such property, the scope of
 an asset, which Rerun's client writes with ``register_asset()`` and edits by reading it, then
-writing it at the revision it read (``add_segments_to_asset``): each call is the SDK's
-``get_segment_properties``, ``set_segment_properties`` or ``delete_segment_properties`` on the
-dataset the headers name, so a write is a ``ScopeAsset`` command in the log, checked against
-the revision by the fold."""
+writing it at the revision it read (``add_segments_to_asset``): each call is the command core's
+(``commands.assets``), as the SDK's ``get_segment_properties``, ``set_segment_properties`` and
+``delete_segment_properties`` are, on the dataset the headers name, so a write is a
+``ScopeAsset`` command in the log, checked against the revision by the fold."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from google.protobuf.message import Message
 
+from commands import DEFAULT_TIMEOUT_SECS, assets, reads
 from protocol.dataframes import decode, encode
 from protocol.descriptors import cloud, common
 from protocol.errors import InvalidRequestError
@@ -21,11 +22,11 @@ from protocol.requests import Request, Streaming, Unary
 def get_segment_properties(request: Request) -> Iterator[Message]:
     """The properties of each segment asked for (of every asset without any asked) that has
     some, with their revisions; a segment without properties is left out."""
-    dataset = request.dataset()
-    asked = [segment.id for segment in request.message.segment_ids] or dataset.segment_ids()
+    catalog, dataset = request.catalog, request.dataset()
+    asked = [segment.id for segment in request.message.segment_ids] or reads.segment_ids(catalog, dataset.id)
     found = []
     for segment_id in asked:
-        stored = dataset.get_segment_properties(segment_id)
+        stored = assets.get_segment_properties(catalog, dataset, segment_id)
         if stored is not None:
             properties, revision = stored
             found.append(cloud("SegmentProperties", segment_id=common("SegmentId", id=segment_id),
@@ -41,8 +42,8 @@ def set_segment_properties(request: Request) -> Message:
     if not message.segment_id.id or not message.HasField("properties"):
         raise InvalidRequestError("SetSegmentProperties needs a segment_id and properties")
     expected = message.expected_revision if message.HasField("expected_revision") else None
-    revision = request.dataset().set_segment_properties(message.segment_id.id, decode(message.properties),
-                                                        expected_revision=expected)
+    revision = assets.set_segment_properties(request.catalog, request.dataset(), message.segment_id.id,
+                                             decode(message.properties), expected, DEFAULT_TIMEOUT_SECS)
     return cloud("SetSegmentPropertiesResponse", revision=revision)
 
 
@@ -53,8 +54,8 @@ def delete_segment_properties(request: Request) -> Message:
     if any(not deletion.segment_id.id for deletion in deletions):
         raise InvalidRequestError("DeleteSegmentProperties: each deletion names a segment_id")
     expected = {d.segment_id.id: d.expected_revision for d in deletions if d.HasField("expected_revision")}
-    request.dataset().delete_segment_properties([d.segment_id.id for d in deletions],
-                                                expected_revisions=expected)
+    assets.delete_segment_properties(request.catalog, request.dataset(), [d.segment_id.id for d in deletions],
+                                     expected, DEFAULT_TIMEOUT_SECS)
     return cloud("DeleteSegmentPropertiesResponse")
 
 

@@ -1,7 +1,7 @@
-"""What every RPC of the service is handed: the catalog it serves (a strata client for this
-call's caller alone, ``sdk.CatalogClient.for_caller``), the decoded request message and the
-call's headers; and the entry a dataset- or table-scoped call names in Rerun's headers
-(``x-rerun-entry-id``, 32 hex digits of the entry's Tuid, or ``x-rerun-entry-name-bin``)."""
+"""What every RPC of the service is handed: the catalog it serves (``commands.Catalog``, shared by
+every call), the decoded request message and the call's headers; and the entry a dataset- or
+table-scoped call names in Rerun's headers (``x-rerun-entry-id``, 32 hex digits of the entry's
+Tuid, or ``x-rerun-entry-name-bin``), as the projection has it."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
-import sdk
-from projector import views
+from commands import Catalog
+from projector import Dataset, Table, views
 from protocol.errors import InvalidRequestError
 from protocol.layer_chunks import LayerChunks
+from recordings import NotFoundError
 
 ENTRY_ID_HEADER = "x-rerun-entry-id"
 ENTRY_NAME_HEADER = "x-rerun-entry-name-bin"
@@ -26,7 +27,7 @@ class Request:
     ``bytes``), the server's layers' chunk indexes and chunk keys, and whether the client is still
     there."""
 
-    catalog: sdk.CatalogClient
+    catalog: Catalog
     message: Message
     metadata: Mapping[str, str | bytes]
     layer_chunks: LayerChunks
@@ -59,43 +60,49 @@ class Request:
             return None
         return value.decode() if isinstance(value, bytes) else value
 
-    def dataset(self) -> sdk.DatasetEntry:
+    def dataset(self) -> Dataset:
         """The dataset the headers name (hidden ones too). ``InvalidRequestError`` without either
         header, ``NotFoundError`` for an unknown id, ``LookupError`` for an unknown name."""
         entry_id = self.entry_id()
         if entry_id is not None:
-            return self.catalog.get_dataset(id=entry_id)
+            return self.catalog.find_dataset(None, entry_id)
         name = self.entry_name()
         if name is not None:
-            return self.catalog.get_dataset(name)
+            return self.catalog.find_dataset(name, None)
         raise _missing_headers()
 
-    def entry(self) -> sdk.DatasetEntry | sdk.TableEntry:
+    def entry(self) -> Dataset | Table:
         """The dataset or table the headers name, as ``dataset``."""
         entry_id = self.entry_id()
         if entry_id is not None:
             try:
-                return self.catalog.get_dataset(id=entry_id)
-            except sdk.NotFoundError:
+                return self.catalog.find_dataset(None, entry_id)
+            except NotFoundError:
                 pass
             try:
-                if entry_id == views.ENTRIES_TABLE.id:  # the SDK finds the system table by name
-                    return self.catalog.get_table(views.ENTRIES_TABLE.name)
-                return self.catalog.get_table(id=entry_id)
-            except sdk.NotFoundError:
-                raise sdk.NotFoundError(
+                return table_by_id(self.catalog, entry_id)
+            except NotFoundError:
+                raise NotFoundError(
                     f"Entry id '{entry_id.hex}' not found: no dataset or table has it") from None
         name = self.entry_name()
         if name is not None:
             try:
-                return self.catalog.get_dataset(name)
+                return self.catalog.find_dataset(name, None)
             except LookupError:
                 pass
             try:
-                return self.catalog.get_table(name)
+                return self.catalog.find_table(name, None)
             except LookupError:
                 raise LookupError(f"no dataset or table is named {name!r}") from None
         raise _missing_headers()
+
+
+def table_by_id(catalog: Catalog, table_id: uuid.UUID) -> Table:
+    """The live table with id ``table_id``, the system table's too (the catalog finds it by
+    name). ``NotFoundError`` if there is none."""
+    if table_id == views.ENTRIES_TABLE.id:
+        return views.ENTRIES_TABLE
+    return catalog.find_table(None, table_id)
 
 
 def _missing_headers() -> InvalidRequestError:

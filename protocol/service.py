@@ -3,11 +3,11 @@ answered, the ones strata serves by their area's module (``entries``, ``datasets
 ``chunks``, ``tables``) and the others with ``UNIMPLEMENTED`` and a message naming them; strata's errors as
 the status codes Rerun's client maps to its exceptions, carrying strata's message.
 
-Calls run at once, each in a thread of the server's pool, with no lock of the server's own: each
-is handed the catalog for its caller (``sdk.CatalogClient.for_caller``), which shares the
-producer, the store's connection (locked per statement) and the workers, and whose reads wait for
-every write made through the endpoint; a write the catalog refuses is reported to the call that
-made it (its task, or its own error) and to no other.
+Calls run at once, each in a thread of the server's pool, with no lock of the server's own: every
+call is handed the one catalog the endpoint serves (``commands.Catalog``: the producer, the
+store's connection, locked per statement, and the workers), whose reads wait for every write made
+through the endpoint. It keeps no ledger of writes: a write the catalog refuses is reported to
+the call that waits for its outcome (its task, or its own error) and to no other.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
-import sdk
 import settings
+from commands import Catalog
 from protocol import chunks, datasets, entries, properties, tables, tasks, watch
 from protocol.descriptors import SERVICE, message_class, service
 from protocol.direct import DirectServer
@@ -76,7 +76,7 @@ class Handlers:
     """Admits a call by its token (``gate``), turns its bytes into a ``Request`` on the catalog
     for its caller, runs its RPC, and its errors into statuses."""
 
-    def __init__(self, catalog: sdk.CatalogClient, layer_chunks: LayerChunks | None = None,
+    def __init__(self, catalog: Catalog, layer_chunks: LayerChunks | None = None,
                  gate: Gate | None = None) -> None:
         self.catalog = catalog
         self.layer_chunks = layer_chunks or LayerChunks()
@@ -90,7 +90,7 @@ class Handlers:
         the cores with their start. An endpoint no writer has called holds no worker."""
         if not self._workers_started:
             self._workers_started = True
-            self.catalog.start_workers()
+            self.catalog.workers.start()
 
     def _message(self, method: str, data: bytes, context: grpc.ServicerContext) -> Message:
         input_type = service().methods_by_name[method].input_type.full_name
@@ -106,7 +106,7 @@ class Handlers:
         metadata, may_write = admitted or _admit(self.gate, method, context)
         if may_write and self.catalog.bootstrap_servers is not None and self.catalog.point is None:
             self._start_workers()
-        return Request(self.catalog.for_caller(), self._message(method, data, context), metadata,
+        return Request(self.catalog, self._message(method, data, context), metadata,
                        self.layer_chunks, context.is_active, may_write)
 
     def unary(self, method: str, run: Unary) -> Callable[[bytes, grpc.ServicerContext], Message]:
@@ -179,7 +179,7 @@ def _unimplemented(method: str, gate: Gate) -> Callable[..., Any]:
     return refuse
 
 
-def generic_handler(catalog: sdk.CatalogClient, layer_chunks: LayerChunks | None = None,
+def generic_handler(catalog: Catalog, layer_chunks: LayerChunks | None = None,
                     gate: Gate | None = None) -> grpc.GenericRpcHandler:
     """The service's handler: every method of the installed rerun-sdk's ``RerunCloudService``,
     each call admitted by ``gate`` (default: anyone)."""
@@ -207,11 +207,11 @@ def generic_handler(catalog: sdk.CatalogClient, layer_chunks: LayerChunks | None
     return grpc.method_handlers_generic_handler(SERVICE, methods)
 
 
-def location_handler(catalog: sdk.CatalogClient, gate: Gate | None = None) -> grpc.GenericRpcHandler:
+def location_handler(catalog: Catalog, gate: Gate | None = None) -> grpc.GenericRpcHandler:
     """strata's own ``settings.CATALOG_LOCATION_RPC``: the Kafka cluster and store of
     ``catalog``, for strata's client given this endpoint's URL (and a token ``gate`` admits)."""
     service_name, method = settings.CATALOG_LOCATION_RPC.strip("/").split("/")
-    answer = json.dumps({"bootstrap_servers": catalog.bootstrap_servers, "store": catalog.store}).encode()
+    answer = json.dumps({"bootstrap_servers": catalog.bootstrap_servers, "store": catalog.location}).encode()
     gate = gate or Gate(None)
 
     def locate(request: bytes, context: grpc.ServicerContext) -> bytes:
@@ -229,7 +229,7 @@ class ProtocolServer:
 
     def __init__(self, server: grpc.Server, host: str, port: int, direct: DirectServer | None = None, *,
                  tls: bool = False, web: WebServer | None = None,
-                 catalog: sdk.CatalogClient | None = None) -> None:
+                 catalog: Catalog | None = None) -> None:
         self._server = server
         self.catalog = catalog
         """The catalog it serves (a view ``as_of`` a point, for one served as of then)."""
@@ -280,12 +280,12 @@ class ProtocolServer:
         self.stop()
 
 
-def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+def serve(catalog: Catalog, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
           max_workers: int = 8, direct_urls: bool = True, presigned_urls: bool = True,
           token_secret: bytes | None = None, certificate: Certificate | None = None,
           web_port: int | None = None) -> ProtocolServer:
-    """Serve Rerun's catalog protocol on ``catalog`` (a strata client: its reads answer, its
-    writes go through the log) at ``host:port``, in background threads; ``port=0`` picks a free
+    """Serve Rerun's catalog protocol on ``catalog`` (its reads answer, its writes go through the
+    log) at ``host:port``, in background threads; ``port=0`` picks a free
     port. Binds this machine only unless ``host`` says otherwise. With ``direct_urls``, also
     serves the registered layers' files over HTTP on ``host`` at a free port, for the queries
     that ask for direct URLs (``protocol.direct``), and ``s3://`` layers' URLs are presigned URLs
@@ -298,7 +298,7 @@ def serve(catalog: sdk.CatalogClient, *, host: str = DEFAULT_HOST, port: int = D
     installed rerun-sdk's protocol cannot be read.
 
     Examples:
-        >>> served = serve(sdk.CatalogClient.from_state_dir(), port=0)  # doctest: +SKIP
+        >>> served = serve(Catalog("localhost:9092", ".strata/store.db"), port=0)  # doctest: +SKIP
         >>> rr.catalog.CatalogClient(served.url).dataset_names()  # doctest: +SKIP
     """
     layer_chunks = LayerChunks()

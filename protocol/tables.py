@@ -3,35 +3,40 @@ URL for its copy or without), registering a Lance table (``RegisterTable``), set
 default blueprint (``UpdateTableEntry``), its schema (``GetTableSchema``), its rows
 (``ScanTable``) and writes in every mode (``WriteTable``, a stream of ``DataframePart``s).
 
-Every write is the public SDK's (``create_table``, ``register_table``, ``append``,
-``overwrite``, ``upsert``), so it goes through the log as the same commands; ``WriteTable``
-answers once the projection has the write, so that the catalog's refusal of it (the table deleted
-meanwhile) is the call's error. Every read is the SDK's, from the store.
+Every write is the command core's (``commands.entries``, ``commands.table_writes``), the same
+commands the SDK's ``create_table``, ``register_table``, ``append``, ``overwrite`` and ``upsert``
+send; ``WriteTable`` answers once the projection has the write, so that the catalog's refusal of
+it (the table deleted meanwhile) is the call's error. Every read is of the projection, through
+the catalog.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 from google.protobuf.message import Message
 
-import sdk
-from projector import Status, views
+from commands import DEFAULT_TIMEOUT_SECS, Catalog, Write, entries
+from commands.table_writes import table_write
+from events import TableWriteMode
+from projector import DatasetKind, Status, Table, companion_id, table_rows, views
 from protocol.dataframes import decode, encode, read_schema, schema_message
 from protocol.descriptors import cloud, enum_value, pool
 from protocol.entries import table_entry
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_uuid
-from protocol.requests import Gathering, Request, Streaming, Unary
+from protocol.requests import Gathering, Request, Streaming, Unary, table_by_id
+from recordings import NotFoundError
 
 INSERT_MODE = "rerun.cloud.v1alpha1.TableInsertMode"
-WRITES = {enum_value(INSERT_MODE, "TABLE_INSERT_MODE_UNSPECIFIED"): "append",
-          enum_value(INSERT_MODE, "TABLE_INSERT_MODE_APPEND"): "append",
-          enum_value(INSERT_MODE, "TABLE_INSERT_MODE_OVERWRITE"): "overwrite",
-          enum_value(INSERT_MODE, "TABLE_INSERT_MODE_REPLACE"): "upsert"}
-"""The insert modes strata takes, and the ``TableEntry`` method each one is: Rerun's ``REPLACE``
-is its client's ``upsert``; a write that names no mode appends, as on Rerun's server."""
+WRITES = {enum_value(INSERT_MODE, "TABLE_INSERT_MODE_UNSPECIFIED"): TableWriteMode.APPEND,
+          enum_value(INSERT_MODE, "TABLE_INSERT_MODE_APPEND"): TableWriteMode.APPEND,
+          enum_value(INSERT_MODE, "TABLE_INSERT_MODE_OVERWRITE"): TableWriteMode.OVERWRITE,
+          enum_value(INSERT_MODE, "TABLE_INSERT_MODE_REPLACE"): TableWriteMode.UPSERT}
+"""The insert modes strata takes, and the write mode each one is: Rerun's ``REPLACE`` is its
+client's ``upsert``; a write that names no mode appends, as on Rerun's server."""
 LANCE_TABLE = "rerun.cloud.v1alpha1.LanceTable"
 ROWS_PER_PART = 16_384
 """Rows per ``DataframePart`` of a scan."""
@@ -70,8 +75,8 @@ def create_table_entry(request: Request) -> Message:
     schema = read_schema(message.schema)
     provider = _field(message, "provider_details")
     url = None if provider is None else _lance_url(provider, "CreateTableEntry")
-    created = request.catalog.create_table(name, schema, url)
-    return cloud("CreateTableEntryResponse", table=table_entry(created))
+    created = _made(request.catalog, entries.create_table(name, schema, url))
+    return cloud("CreateTableEntryResponse", table=created)
 
 
 def register_table(request: Request) -> Message:
@@ -88,24 +93,28 @@ def register_table(request: Request) -> Message:
     if not url.startswith("file:"):
         raise InvalidRequestError(f"RegisterTable: strata registers Lance tables at file:// URLs on its "
                                   f"own machine, not {url}")
-    registered = request.catalog.register_table(name, url)
-    return cloud("RegisterTableResponse", table_entry=table_entry(registered))
+    registered = _made(request.catalog, entries.register_table(name, url))
+    return cloud("RegisterTableResponse", table_entry=registered)
 
 
-def _table(request: Request, wanted: Message | None) -> sdk.TableEntry:
+def _made(catalog: Catalog, write: Write) -> Message:
+    """The ``TableEntry`` of the table ``write`` creates, once the catalog has it."""
+    made = catalog.command(uuid.uuid4(), write)
+    return table_entry(catalog, catalog.find_table(None, made.events[0].entry_id))
+
+
+def _table(request: Request, wanted: Message | None) -> Table:
     """The table of an ``EntryId`` field (``wanted``) or, without one, the one the headers name.
     ``NotFoundError`` for an unknown id or an entry that is not a table."""
     if wanted is not None:
         table_id = entry_uuid(wanted)
-        if table_id == views.ENTRIES_TABLE.id:  # the SDK finds the system table by name
-            return request.catalog.get_table(views.ENTRIES_TABLE.name)
         try:
-            return request.catalog.get_table(id=table_id)
-        except sdk.NotFoundError:
-            raise sdk.NotFoundError(f"Entry id '{table_id.hex}' not found: no table has it") from None
+            return table_by_id(request.catalog, table_id)
+        except NotFoundError:
+            raise NotFoundError(f"Entry id '{table_id.hex}' not found: no table has it") from None
     entry = request.entry()
-    if not isinstance(entry, sdk.TableEntry):
-        raise sdk.NotFoundError(f"{entry.name!r} is a dataset, not a table")
+    if not isinstance(entry, Table):
+        raise NotFoundError(f"{entry.name!r} is a dataset, not a table")
     return entry
 
 
@@ -123,37 +132,38 @@ def update_table_entry(request: Request) -> Message:
         raise InvalidRequestError(f"UpdateTableEntry: {table.name!r} is the catalog's system table, "
                                   "listing its entries: it has no blueprints")
     wanted = request.message.table_details
+    catalog = request.catalog
     try:
-        own = table.blueprint_dataset().id
-    except sdk.NotFoundError:  # deleted on its own
+        own = catalog.find_dataset(None, companion_id(table.id, DatasetKind.BLUEPRINT)).id
+    except NotFoundError:  # deleted on its own
         raise InvalidRequestError("UpdateTableEntry: table blueprint dataset does not exist: it was "
                                   "deleted, and a table's blueprint dataset is made only with it") from None
     if wanted.HasField("blueprint_dataset") and entry_uuid(wanted.blueprint_dataset) != own:
         raise InvalidRequestError("UpdateTableEntry: blueprint_dataset is the table's own, created and "
                                   "deleted with it; it cannot be another dataset")
     default = wanted.default_blueprint_segment.id if wanted.HasField("default_blueprint_segment") else None
-    if default != table.default_blueprint():
-        table.set_default_blueprint(default)
-    return cloud("UpdateTableEntryResponse", table=table_entry(table))
+    if default != table.default_blueprint:
+        catalog.command(table.id, entries.set_default_blueprint(default, False))
+    return cloud("UpdateTableEntryResponse", table=table_entry(catalog, table_by_id(catalog, table.id)))
 
 
 def get_table_schema(request: Request) -> Message:
     """The table's Arrow schema with its field metadata (the index marker among them)."""
     table = _table(request, _field(request.message, "table_id"))
-    return cloud("GetTableSchemaResponse", schema=schema_message(table.arrow_schema()))
+    return cloud("GetTableSchemaResponse", schema=schema_message(table_rows.table_schema(table.arrow_schema)))
 
 
 def scan_table(request: Request) -> Iterator[Message]:
     """The table's rows, in ``DataframePart``s of at most ``ROWS_PER_PART`` rows (an empty table
     is one empty part)."""
-    data = _table(request, _field(request.message, "table_id")).to_arrow_reader().read_all()
+    data = request.catalog.table_data(_table(request, _field(request.message, "table_id")))
     batches = data.combine_chunks().to_batches(max_chunksize=ROWS_PER_PART) or [
         pa.RecordBatch.from_pylist([], schema=data.schema)]
     return iter([cloud("ScanTableResponse", dataframe_part=encode(batch)) for batch in batches])
 
 
-def _rows(messages: Sequence[Message]) -> tuple[str, list[pa.RecordBatch]]:
-    """The write a stream asks for: the ``TableEntry`` method of its one insert mode and the rows
+def _rows(messages: Sequence[Message]) -> tuple[TableWriteMode, list[pa.RecordBatch]]:
+    """The write a stream asks for: the write mode of its one insert mode and the rows
     of every part, all read before anything is written. ``InvalidRequestError`` for a mode strata
     does not take, parts of different modes, or a part that cannot be read."""
     unknown = sorted({message.insert_mode for message in messages} - set(WRITES))
@@ -162,8 +172,8 @@ def _rows(messages: Sequence[Message]) -> tuple[str, list[pa.RecordBatch]]:
         name = str(unknown[0]) if known is None else known.name
         raise InvalidRequestError(f"WriteTable: insert mode {name} is not one strata takes: it takes "
                                   "APPEND, OVERWRITE and REPLACE (append, overwrite, upsert)")
-    methods = {WRITES[message.insert_mode] for message in messages}
-    if len(methods) > 1:
+    modes = {WRITES[message.insert_mode] for message in messages}
+    if len(modes) > 1:
         raise InvalidRequestError("WriteTable: the parts of one write name different insert modes; send "
                                   "each mode's rows in a call of its own")
     tables = []
@@ -173,28 +183,31 @@ def _rows(messages: Sequence[Message]) -> tuple[str, list[pa.RecordBatch]]:
         tables.append(decode(message.dataframe_part))
     batches = [batch for table in tables for batch in table.to_batches()]
     # Rows of none still overwrite: an empty batch, as Rerun's client sends one.
-    return methods.pop(), batches or [pa.RecordBatch.from_pylist([], schema=tables[0].schema)]
+    return modes.pop(), batches or [pa.RecordBatch.from_pylist([], schema=tables[0].schema)]
 
 
 def write_table(request: Request, messages: Sequence[Message]) -> Message:
-    """Writes the stream's rows to the table the headers name with the SDK's ``append``,
-    ``overwrite`` or ``upsert``, and answers once the projection has the write. Raises what the
-    SDK's write raises before sending anything (``ValueError`` for rows that do not fit the
+    """Writes the stream's rows to the table the headers name in its mode (append, overwrite or
+    upsert, ``commands.table_writes``), and answers once the projection has the write. Raises
+    what the write raises before sending anything (``ValueError`` for rows that do not fit the
     table's schema, an upsert without an index column, a registered or system table), and the
-    catalog's refusal of the write after Kafka had it as the SDK's error of its kind
+    catalog's refusal of the write after Kafka had it as the error of its kind
     (``NotFoundError`` for a table deleted meanwhile). A stream of no parts writes nothing."""
-    table = _table(request, None)  # a read: it settles the catalog's earlier writes (see ``service``)
+    table = _table(request, None)
     if not messages:
         return cloud("WriteTableResponse")
-    method, batches = _rows(messages)
-    getattr(table, method)(batches)
-    try:
-        request.catalog.flush()
-    except sdk.WriteRefusedError as refused:
-        outcome = refused.outcomes[-1]  # this write: the last the catalog's client sent
-        if not outcome.accepted:
-            error = sdk.NotFoundError if outcome.status is Status.NOT_FOUND else InvalidRequestError
-            raise error(f"{outcome.what}: {outcome.reason}") from None
+    mode, batches = _rows(messages)
+    write = table_write(table, batches, {}, mode)
+    if write is None:
+        return cloud("WriteTableResponse")
+    catalog = request.catalog
+    [submitted] = catalog.submit(table.id, [write])
+    catalog.wait(submitted.positions, DEFAULT_TIMEOUT_SECS)
+    for position in submitted.positions:
+        outcome = catalog.log.outcome(position)
+        if outcome.status is not Status.ACCEPTED:
+            error = NotFoundError if outcome.status is Status.NOT_FOUND else InvalidRequestError
+            raise error(f"{write.what}: {outcome.reason}")
     return cloud("WriteTableResponse")
 
 

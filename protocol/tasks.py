@@ -1,11 +1,11 @@
-"""Registration and its tasks over the protocol: ``RegisterWithDataset`` registers recordings
-through the public SDK (the files are read on the SDK client's worker pool, the commands go to
-the log), and answers one task per recording whose id names its event; ``UnregisterFromDataset``
-unregisters through the SDK too, one task for its one command. A task's id is its event's place
-in the log, ``<topic>:<partition>:<offset>``. ``QueryTasks`` and ``QueryTasksOnCompletion`` read the
-outcome the projector recorded at that place (the latter after waiting for the projection to pass
-it), so a task survives a restart of the server and is the same for every server of the catalog:
-no state of the server's own.
+"""Registration and its tasks over the protocol: ``RegisterWithDataset`` registers recordings with
+the command core (``commands.register``: the files are read on the catalog's worker pool, the
+commands go to the log), and answers one task per recording whose id names its event;
+``UnregisterFromDataset`` sends its one command the same way, one task for it. A task's id is its
+event's place in the log, ``<topic>:<partition>:<offset>``. ``QueryTasks`` and
+``QueryTasksOnCompletion`` read the outcome the projector recorded at that place (the latter after
+waiting for the projection to pass it), so a task survives a restart of the server and is the same
+for every server of the catalog: no state of the server's own.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from google.protobuf.message import Message
 
-import sdk
+import commands
+from events import OnDuplicate
 from projector import (
+    DatasetKind,
     LogPosition,
     Outcome,
     PositionLike,
     ProjectionReader,
     Status,
-    open_store,
     wait_for_positions,
 )
 from protocol.dataframes import encode
@@ -31,12 +32,13 @@ from protocol.datasets import MANIFEST
 from protocol.descriptors import cloud, common, enum_value
 from protocol.errors import InvalidRequestError
 from protocol.requests import Request, Streaming, Unary
+from recordings import NotFoundError
 
 DUPLICATE = "rerun.common.v1alpha1.IfDuplicateBehavior"
-ON_DUPLICATE = {enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_UNSPECIFIED"): sdk.OnDuplicate.ERROR,
-                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_ERROR"): sdk.OnDuplicate.ERROR,
-                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_SKIP"): sdk.OnDuplicate.SKIP,
-                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_OVERWRITE"): sdk.OnDuplicate.REPLACE}
+ON_DUPLICATE = {enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_UNSPECIFIED"): OnDuplicate.ERROR,
+                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_ERROR"): OnDuplicate.ERROR,
+                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_SKIP"): OnDuplicate.SKIP,
+                enum_value(DUPLICATE, "IF_DUPLICATE_BEHAVIOR_OVERWRITE"): OnDuplicate.REPLACE}
 SOURCE_KINDS = {enum_value("rerun.cloud.v1alpha1.DataSourceKind", name)
                 for name in ("DATA_SOURCE_KIND_UNSPECIFIED", "DATA_SOURCE_KIND_RRD")}
 TEXT = pa.string()
@@ -93,9 +95,11 @@ def _object_store_config(sources: Sequence[Message]) -> str | None:
 
 def register_with_dataset(request: Request) -> Message:
     """Registers the data sources (files, or with ``prefix`` every ``.rrd`` under a prefix) as
-    layers of the dataset the headers name, through the SDK. Raises what the SDK's ``register``
-    raises before sending anything (``NotFoundError`` for a missing file, ``ValueError`` for an
-    unreadable one), ``InvalidRequestError`` for a source of another kind than RRD."""
+    layers of the dataset the headers name (``commands.register``). Raises what it raises before
+    sending anything (``NotFoundError`` for a missing file, ``ValueError`` for an unreadable one),
+    ``InvalidRequestError`` for a source of another kind than RRD."""
+    catalog = request.catalog
+    catalog.writable()
     dataset = request.dataset()
     sources = list(request.message.data_sources)
     if not sources:
@@ -108,31 +112,29 @@ def register_with_dataset(request: Request) -> Message:
     on_duplicate = ON_DUPLICATE.get(request.message.on_duplicate)
     if on_duplicate is None:
         raise InvalidRequestError(f"RegisterWithDataset: unknown on_duplicate {request.message.on_duplicate}")
-    config = _object_store_config(sources)
+    objects = catalog.objects(_object_store_config(sources))
     files = [source for source in sources if not source.prefix]
-    operations: list[tuple[sdk.RegistrationOperation, list[str]]] = []
+    wanted: list[commands.Request] = []
     if files:
         layers = [source.layer if source.HasField("layer") else "base" for source in files]
-        operation = dataset.register([source.storage_url for source in files], layer_name=layers,
-                                     on_duplicate=on_duplicate, object_store_config=config)
-        operations.append((operation, layers))
+        wanted.append(commands.request([source.storage_url for source in files], layers, on_duplicate, None))
     for source in sources:
         if source.prefix:
-            layer = source.layer if source.HasField("layer") else "base"
-            operation = dataset.register_prefix(source.storage_url, layer, on_duplicate,
-                                                object_store_config=config)
-            operations.append((operation, [layer] * len(operation.uris)))
-    rows = [{"rerun_segment_id": segment, "rerun_segment_layer": layer, "rerun_segment_type": "rrd",
-             "rerun_storage_url": uri, "rerun_task_id": task_id(position)}
-            for operation, layers in operations
-            for segment, layer, uri, position in zip(operation.segment_ids, layers, operation.uris,
-                                                     operation.positions, strict=True)]
+            layer = source.layer if source.HasField("layer") else None
+            wanted.append(commands.prefix_request(source.storage_url, layer, on_duplicate, objects))
+    blueprint = dataset.kind is DatasetKind.BLUEPRINT
+    rows = [{"rerun_segment_id": item.segment_id, "rerun_segment_layer": layer, "rerun_segment_type": "rrd",
+             "rerun_storage_url": item.uri, "rerun_task_id": task_id(item.write.positions[0])}
+            for registration in wanted
+            for item, layer in zip(commands.register(catalog.log, catalog.workers, dataset.id, registration,
+                                                     objects=objects, blueprint=blueprint, progress=None),
+                                   registration.layer_names, strict=True)]
     return cloud("RegisterWithDatasetResponse", data=encode(pa.Table.from_pylist(rows, schema=REGISTERED)))
 
 
 def unregister_from_dataset(request: Request) -> Iterator[Message]:
     """Unregisters every (segment, layer) in the product of the segments and layers the request
-    names (an empty list: all of them) through the SDK, and answers, as Rerun's server does, an
+    names (an empty list: all of them), and answers, as Rerun's server does, an
     empty manifest and the task of the command, in a stream of one response.
     ``InvalidRequestError`` if it names neither. ``force`` changes nothing: the log has no queue
     of tasks that could be stuck."""
@@ -142,9 +144,10 @@ def unregister_from_dataset(request: Request) -> Iterator[Message]:
     if not segments and not layers:
         raise InvalidRequestError("UnregisterFromDataset: must specify at least 1 segment ID or layer for "
                                   "removal")
-    operation = dataset.unregister(segments_to_drop=segments, layers_to_drop=layers)
+    command = commands.unregister_command(segments, layers)
+    [submitted] = request.catalog.submit(dataset.id, [commands.Write("unregistering", (command,))])
     return iter([cloud("UnregisterFromDatasetResponse", data=encode(MANIFEST.empty_table()),
-                       task_id=common("TaskId", id=task_id(operation.position)))])
+                       task_id=common("TaskId", id=task_id(submitted.positions[0])))])
 
 
 def _row(task: str, outcome: Outcome | None) -> dict[str, object]:
@@ -166,7 +169,7 @@ def _tasks(store: ProjectionReader, tasks: list[str], positions: list[LogPositio
         passed = reached.get((position.topic, position.partition), 0) > position.offset
         outcome = store.outcome_at(position) if passed else None
         if passed and outcome is None:
-            raise sdk.NotFoundError(
+            raise NotFoundError(
                 f"task {task!r}: the catalog recorded no command at that place of the log")
         rows.append(_row(task, outcome))
     return encode(pa.Table.from_pylist(rows, schema=TASKS))
@@ -182,11 +185,7 @@ def _requested(request: Request) -> tuple[list[str], list[LogPosition]]:
 def query_tasks(request: Request) -> Message:
     """The tasks' outcomes as the projection has them now (``pending``: not yet applied)."""
     tasks, positions = _requested(request)
-    store = open_store(request.catalog.store, read_only=True)
-    try:
-        return cloud("QueryTasksResponse", data=_tasks(store, tasks, positions))
-    finally:
-        store.close()
+    return cloud("QueryTasksResponse", data=_tasks(request.catalog.projection, tasks, positions))
 
 
 def query_tasks_on_completion(request: Request) -> Iterator[Message]:
@@ -196,12 +195,9 @@ def query_tasks_on_completion(request: Request) -> Iterator[Message]:
     tasks, positions = _requested(request)
     timeout = request.message.timeout
     wait = timeout.seconds + timeout.nanos / 1e9 if request.message.HasField("timeout") else DEFAULT_WAIT_SECS
-    store = open_store(request.catalog.store, read_only=True)
-    try:
-        wait_for_positions(store, positions, min(max(wait, 0.0), MAX_WAIT_SECS))
-        return iter([cloud("QueryTasksOnCompletionResponse", data=_tasks(store, tasks, positions))])
-    finally:
-        store.close()
+    store = request.catalog.projection
+    wait_for_positions(store, positions, min(max(wait, 0.0), MAX_WAIT_SECS))
+    return iter([cloud("QueryTasksOnCompletionResponse", data=_tasks(store, tasks, positions))])
 
 
 UNARY: dict[str, Unary] = {"RegisterWithDataset": register_with_dataset, "QueryTasks": query_tasks}

@@ -34,7 +34,7 @@ def watch_events(request: Request) -> Iterator[Message]:
             raise InvalidRequestError(f"WatchEvents: strata watches entries' events only, not {kind}")
     if request.catalog.point is not None:
         return _unchanging(request)
-    store = open_store(request.catalog.store, read_only=True)
+    store = open_store(request.catalog.location, read_only=True)
     after = feed.start(store, None)
 
     def respond() -> Iterator[Message]:

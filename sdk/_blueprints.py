@@ -9,7 +9,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from events import OnDuplicate, SetDefaultBlueprint
+from commands import entries
+from events import OnDuplicate
 from recordings import ObjectStoreSettings
 from sdk._connection import Connection
 from sdk._operations import Operation, RegistrationOperation
@@ -54,5 +55,5 @@ def set_default(internal: Connection, owner_id: uuid.UUID, blueprint_name: str |
     recordings, or with ``segment_table`` of its segment table. Raises the command's refusal
     (``NotFoundError`` if the blueprint dataset was deleted), ``ProjectionTimeoutError`` if it is
     not applied in time."""
-    Operation.submit(internal, owner_id, SetDefaultBlueprint(blueprint_name, segment_table),
-                     f"setting the default blueprint to {blueprint_name!r}").wait(timeout_secs)
+    Operation.send(internal, owner_id, entries.set_default_blueprint(blueprint_name, segment_table)).wait(
+        timeout_secs)

@@ -16,14 +16,12 @@ import datafusion
 import pyarrow as pa
 
 import settings
-from events import CreateDataset, CreateTable, RegisterTable
-from events.names import check_dataset_name, check_table_name
-from projector import Change, Rejection, feed, table_rows, views
-from recordings import ObjectStoreConfig, ObjectStoreSettings, is_object_url, local_path
+from commands import entries
+from projector import Change, Rejection, feed, views
+from recordings import ObjectStoreConfig, ObjectStoreSettings
 from sdk._connection import Connection, no_kafka
 from sdk._dataset import DatasetEntry
 from sdk._endpoint import is_endpoint_url, locate
-from sdk._lance import lance_table
 from sdk._operations import Operation
 from sdk._table_entry import TableEntry, table_entry
 from sdk._wait import DEFAULT_TIMEOUT_SECS
@@ -235,24 +233,6 @@ class CatalogClient:
         view._endpoint_url = self._endpoint_url
         return view
 
-    def for_caller(self) -> CatalogClient:
-        """This client for one caller of several that share it, as an endpoint's calls, each in
-        a thread of its own, share the endpoint's client: the same connection to Kafka, the
-        store and the workers, and its reads wait for every write made through any of them
-        (read-your-writes across the callers), but a write of its own that the catalog refuses is
-        raised by its own reads and ``flush()`` only, never by another caller's. Closing it closes
-        nothing: the client it came from closes what they share.
-
-        Examples:
-            >>> caller = client.for_caller()  # doctest: +SKIP
-            >>> caller.get_dataset("droid").register(uris)  # doctest: +SKIP
-        """
-        view = object.__new__(CatalogClient)
-        view._internal = self._internal.for_caller()
-        view._internal.catalog = view
-        view._endpoint_url = self._endpoint_url
-        return view
-
     @property
     def point(self) -> int | None:
         """The log offset this client shows the catalog as of (``as_of``); None: as it is now."""
@@ -278,9 +258,7 @@ class CatalogClient:
             >>> client.create_dataset("droid")  # doctest: +SKIP
             DatasetEntry(name='droid', id=...)
         """
-        check_dataset_name(name)
-        operation = Operation.submit(self._internal, uuid.uuid4(), CreateDataset(name),
-                                     f"creating dataset {name!r}")
+        operation = Operation.send(self._internal, uuid.uuid4(), entries.create_dataset(name))
         try:
             operation.wait(timeout_secs)
         except AlreadyExistsError:
@@ -388,14 +366,7 @@ class CatalogClient:
             >>> client.create_table("labels", pa.schema([("id", pa.int64())]))  # doctest: +SKIP
             TableEntry(name='labels', id=...)
         """
-        check_table_name(name)
-        if not isinstance(schema, pa.Schema):
-            raise ValueError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-        table_rows.check_schema(schema)
-        storage_url = "" if url is None else _lance_copy_url(url)
-        operation = Operation.submit(self._internal, uuid.uuid4(),
-                                     CreateTable(name, schema.serialize().to_pybytes(), storage_url),
-                                     f"creating table {name!r}")
+        operation = Operation.send(self._internal, uuid.uuid4(), entries.create_table(name, schema, url))
         operation.wait()
         return self.get_table(id=operation.event.entry_id)
 
@@ -405,25 +376,7 @@ class CatalogClient:
         ``NotFoundError`` if there is nothing at the URL, ``ValueError`` if it is not a Lance
         table, ``AlreadyExistsError`` if an entry has the name, ``MissingExtraError`` without
         ``strata[lance]``."""
-        check_table_name(name)
-        lance = lance_table(url)
-        schema = lance.schema
-        table_rows.check_schema(schema)
-        command = RegisterTable(name, url, schema.serialize().to_pybytes(), lance.version)
-        operation = Operation.submit(self._internal, uuid.uuid4(), command, f"registering table {name!r}")
+        operation = Operation.send(self._internal, uuid.uuid4(), entries.register_table(name, url))
         operation.wait()
         return self.get_table(id=operation.event.entry_id)
 
-
-def _lance_copy_url(url: str) -> str:
-    """``url`` checked as where a created table's Lance copy may go: a URL, or a local path made
-    absolute; a local directory that holds a Lance dataset already is a ``ValueError``."""
-    if not isinstance(url, str) or not url:
-        raise ValueError(f"url must be a non-empty string (a path, file:// or s3:// URL), got {url!r}")
-    if is_object_url(url):
-        return url
-    path = local_path(url) if url.startswith("file:") else Path(url).absolute()
-    if (path / "_versions").is_dir():
-        raise ValueError(f"{url} already holds a Lance dataset: register_table() it to read it, or "
-                         "give create_table() an empty place for the new table's copy")
-    return path.as_uri()

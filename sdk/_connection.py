@@ -1,8 +1,7 @@
 """The one internal connection that a client, its entries, selections and operations share, as
-Rerun's entries share one ``_internal``: the command log (``commands.CommandLog``: the producer,
-the schemas already defined, the offsets written, the wait by log position), the store reader,
-the client's open writes (read-your-writes, refusals raised), outcomes turned into errors, and
-the DataFusion session.
+Rerun's entries share one ``_internal``: the catalog session of ``commands`` (the command log, the
+store reader, the workers, the wait by log position, outcomes as errors), with the client's open
+writes (read-your-writes, refusals raised by its next read) and the DataFusion session.
 
 Every other module of the SDK talks to Kafka and the store through this object's public methods;
 every write goes through ``submit``.
@@ -10,38 +9,26 @@ every write goes through ``submit``.
 
 from __future__ import annotations
 
-import collections
-import copy
-import os
-import threading
 import uuid
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import datafusion
 import pyarrow as pa
 
-import settings
-from commands import CommandLog, Submitted, Write
-from events import CATALOG_TOPIC, DefineSchema, Event
-from producers import EventProducer, Position, end_offsets, offset_after
-from projector import Dataset, Outcome, ProjectionReader, Status, Table, open_store, views, wait_for_positions
-from projector.stores import describe, normalize
-from recordings import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, WorkerPool, object_store
-from sdk._lance import lance_table
+from commands import Catalog, Submitted, Write
+from commands.catalog import DEFAULT_TIMEOUT_SECS, no_kafka
+from events import DefineSchema, Event
+from producers import Position
+from projector import ProjectionReader
+from recordings import ObjectStoreSettings
 from sdk._sql import TableNamespaces
-from sdk._wait import DEFAULT_TIMEOUT_SECS
 from sdk._writes import Ledger, WriteOutcome
-from sdk.errors import AlreadyExistsError, NotFoundError, RevisionConflictError, WriteRefusedError
+from sdk.errors import WriteRefusedError
 
-Found = TypeVar("Found", Dataset, Table)
-T = TypeVar("T")
-KEPT_READS = 32
-"""Reads a connection keeps for the current version of the store (``Connection.kept``)."""
+__all__ = ["Connection", "Tracked", "no_kafka"]
 
 
 @dataclass(frozen=True)
@@ -55,33 +42,9 @@ class Tracked:
     handle: int
 
 
-def outcome_error(outcome: Outcome, what: str) -> Exception | None:
-    """The exception a rejected outcome raises in the SDK, None if it was accepted."""
-    message = f"{what}: {outcome.reason}"
-    match outcome.status:
-        case Status.ACCEPTED:
-            return None
-        case Status.ALREADY_EXISTS:
-            return AlreadyExistsError(message)
-        case Status.NOT_FOUND:
-            return NotFoundError(message)
-        case Status.REVISION_CONFLICT:
-            return RevisionConflictError(message)
-        case _:
-            return ValueError(message)
-
-
-def no_kafka(what: str) -> str:
-    """The message of a call a connection without a Kafka cluster cannot make."""
-    return (f"{what} needs the Kafka cluster, and this client was made without bootstrap_servers: it "
-            "reads the store only (give it bootstrap_servers, or a stack's URL, or use "
-            "CatalogClient.from_state_dir())")
-
-
-class Connection:
-    """A client's connection to the catalog: writes go to Kafka, reads come from the projection
-    store, which it opens read-only. Without ``bootstrap_servers`` it only reads: its writes raise
-    ``ValueError`` (``writable``). See ``CatalogClient`` for the arguments."""
+class Connection(Catalog):
+    """A client's connection to the catalog: a ``commands.Catalog`` (see ``CatalogClient`` for the
+    arguments) whose reads first settle the client's open writes, raising their refusals."""
 
     def __init__(
         self,
@@ -94,184 +57,48 @@ class Connection:
         object_store_config: ObjectStoreSettings,
         workers: int | None,
     ) -> None:
-        self.workers = WorkerPool(settings.workers() if workers is None else workers)
-        """The processes bulk reads and registrations run in, started on first use."""
-        weakref.finalize(self, self.workers.close)
-        self.bootstrap_servers = bootstrap_servers
-        self.object_store_config = ObjectStoreConfig.resolve(object_store_config)
-        self.location = normalize(store)
-        self.producer_id = producer_id or f"strata-sdk@{os.uname().nodename}:{os.getpid()}"
-        self._store: ProjectionReader = open_store(self.location, read_only=True)
+        super().__init__(bootstrap_servers, store, kafka_config=kafka_config, producer_id=producer_id,
+                         delivery_timeout_secs=delivery_timeout_secs,
+                         object_store_config=object_store_config, workers=workers)
         self.catalog: Any = None
         """The ``CatalogClient`` this connection belongs to, as ``Entry.catalog`` returns it."""
-        self._kafka_config = {**settings.kafka_options(), **(kafka_config or {})}
-        producer = None if bootstrap_servers is None else EventProducer(
-            bootstrap_servers, config=self._kafka_config, delivery_timeout_secs=delivery_timeout_secs)
-        self.log = CommandLog(producer, self._store, self.producer_id)
-        """Where this client's commands go, and their outcomes come from."""
         self.ledger = Ledger(self.log.horizon)
         """This client's writes whose outcome it has not reported."""
         self._ctx = datafusion.SessionContext()
         self._ctx.register_catalog_provider_list(TableNamespaces(self))
-        self._kept: collections.OrderedDict[tuple[object, ...], Any] = collections.OrderedDict()
-        self._kept_lock = threading.Lock()
-
-    point: int | None = None
-    """The log offset this connection reads the catalog as of (``at``); None: as it is now."""
-    shared = False
-    """Whether this is a view of another connection (``at``, ``for_caller``), whose producer,
-    store and workers that one closes."""
-
-    def __repr__(self) -> str:
-        return f"bootstrap_servers={self.bootstrap_servers!r}, store={describe(self.location)!r}"
-
-    def at(self, point: int | datetime) -> Connection:
-        """This connection reading the catalog as of ``point`` (see ``resolve``). Read-only: a
-        write through it is a ``ValueError``."""
-        view = copy.copy(self)
-        view.point = self.resolve(point)
-        view.shared = True
-        return view
-
-    def for_caller(self) -> Connection:
-        """This connection for one of several callers sharing it: the same producer, store and
-        workers, and the same written offsets (every read waits for every caller's writes), with
-        open writes of its own (``Ledger.for_caller``): a refusal is raised to the caller whose
-        write it was. Closing it closes nothing."""
-        view = copy.copy(self)
-        view.ledger = self.ledger.for_caller()
-        view.shared = True
-        return view
-
-    def resolve(self, point: int | datetime) -> int:
-        """The log offset of ``point``: a log offset (the catalog the records before it make) or
-        a timezone-aware ``datetime`` (the records produced up to then). ``ValueError`` for an
-        offset past the end of the log or a naive ``datetime``; also, without a Kafka cluster
-        to ask, for a ``datetime`` and an offset past what the store has folded."""
-        if isinstance(point, datetime):
-            if point.tzinfo is None:
-                raise ValueError(f"point {point!r}: give a timezone-aware datetime, such as "
-                                 "datetime.now(timezone.utc): a naive one depends on this machine's zone")
-            if self.bootstrap_servers is None:
-                raise ValueError(no_kafka(f"point {point.isoformat()} (a time, looked up in the log)"))
-            offset = offset_after(self.bootstrap_servers, point, config=self._kafka_config)
-        elif isinstance(point, int) and not isinstance(point, bool):
-            offset = point
-            folded = self._store.next_offsets().get((CATALOG_TOPIC, 0), 0)
-            # A point the store has folded up to is in the log; only one past it asks the broker.
-            if offset <= folded:
-                end = folded
-            elif self.bootstrap_servers is None:
-                raise ValueError(f"point {point} is past the store's {folded} (the log offsets it has "
-                                 f"folded): {no_kafka('a later point')}")
-            else:
-                ends = end_offsets(self.bootstrap_servers, config=self._kafka_config)
-                end = ends.get((CATALOG_TOPIC, 0), 0)
-            if not 0 <= offset <= end:
-                raise ValueError(f"point {point}: the log has offsets 0 to {end} (the catalog as of "
-                                 f"{end} is the catalog now); give one of them, or a datetime")
-        else:
-            raise TypeError(f"a point is a log offset (int) or a datetime, got {type(point).__name__}")
-        return offset
-
-    def here(self) -> int:
-        """The point a new tag names by default: just after this client's last write, or the
-        store's current offset if it has written nothing (once the store has its writes)."""
-        written = self.log.horizon.written(CATALOG_TOPIC, 0)
-        if written is not None:
-            return written + 1
-        return self.wait_for_store().next_offsets().get((CATALOG_TOPIC, 0), 0)
-
-    def writable(self) -> None:
-        """Raises ``ValueError`` if this connection reads the catalog as of a point, or knows no
-        Kafka cluster to write to."""
-        if self.point is not None:
-            raise ValueError(f"this is the catalog as of log offset {self.point}, which is read-only: "
-                             "write through the client or entry itself")
-        if self.log.producer is None:
-            raise ValueError(no_kafka("writing"))
 
     def close(self, *, flush: bool = True) -> None:
         """Settle this client's writes (``settle``) unless told not to, then release the
         workers, the producer and the store (not for a view ``at`` a point: they are its
-        client's, nor for one ``for_caller``)."""
+        client's)."""
         if self.shared:
             return
         try:
             if flush and not self.ledger.settled:
                 self.settle(DEFAULT_TIMEOUT_SECS)
         finally:
-            self.workers.close()
-            self.log.close()
-            self._store.close()
+            super().close()
 
     def wait_for_store(self) -> ProjectionReader:
-        """The projection, read-only, once it has passed every write of this client (and, for a
-        connection as of a point, every record before the point): blocks for up to
-        ``DEFAULT_TIMEOUT_SECS``, raises ``WriteRefusedError`` for the refused writes (see
-        ``settle``) and ``ProjectionTimeoutError`` if the projection does not get there in time.
-        ``peek`` is the projection without waiting."""
+        """``Catalog.wait_for_store``, once this client's open writes are settled (``settle``:
+        raises ``WriteRefusedError`` for the refused ones)."""
         if not self.ledger.settled:
             self.settle(DEFAULT_TIMEOUT_SECS)
-        if self.point is None:
-            return self._store
-        if self.point:  # the projection must have folded every record before the point
-            last = Position(CATALOG_TOPIC, 0, self.point - 1)
-            wait_for_positions(self._store, [last], DEFAULT_TIMEOUT_SECS)
-        return self._store.at(self.point)
-
-    def kept(self, key: tuple[object, ...], read: Callable[[], T]) -> T:
-        """``read()``, a read of the projection as ``wait_for_store`` gives it, kept until the
-        projector commits again (the store's ``data_version`` moves) for the next call with the
-        same ``key`` at the same point: a segment table asked for again and again (a dashboard, a
-        protocol endpoint's schema and scan calls) is made once per commit. The version is read
-        before the data, so what is kept is never older than its version."""
-        self.wait_for_store()
-        entry = (*key, self.point, self._store.data_version())
-        with self._kept_lock:
-            if entry in self._kept:
-                self._kept.move_to_end(entry)
-                value: T = self._kept[entry]
-                return value
-        value = read()
-        with self._kept_lock:
-            self._kept[entry] = value
-            while len(self._kept) > KEPT_READS:
-                self._kept.popitem(last=False)
-        return value
-
-    @property
-    def peek(self) -> ProjectionReader:
-        """The projection as it is, without waiting for this client's writes: for the checks a
-        write makes before it is sent, which must not wait for the writes before it."""
-        self.writable()
-        return self._store
+        return super().wait_for_store()
 
     # -- writes -------------------------------------------------------------------------------
 
-    def submit(self, entry_id: uuid.UUID, writes: Sequence[Write], *,
-               schemas: Sequence[DefineSchema] = ()) -> list[Tracked]:
-        """Append ``writes``, commands on the entry ``entry_id``, to the log in order, in one batch
-        (``CommandLog.submit``: those of ``schemas`` the log lacks go first), and keep each write
-        open until its outcome is settled by a read, ``settle`` or its operation; the client's
-        later reads wait for them. Raises ``ValueError`` for a connection that cannot write
-        (``writable``; nothing is sent), ``DeliveryError`` if Kafka does not acknowledge the
-        events in time.
-        """
-        self.writable()
-        return [self.track(submitted) for submitted in self.log.submit(entry_id, writes, schemas=schemas)]
+    def submit_tracked(self, entry_id: uuid.UUID, writes: Sequence[Write], *,
+                       schemas: Sequence[DefineSchema] = ()) -> list[Tracked]:
+        """``Catalog.submit``, each write kept open until its outcome is settled by a read,
+        ``settle`` or its operation."""
+        return [self.track(submitted) for submitted in self.submit(entry_id, writes, schemas=schemas)]
 
     def track(self, submitted: Submitted) -> Tracked:
         """Keep a write of this connection's log open in its ledger until its outcome is
         settled."""
         handle = self.ledger.track(submitted.what, submitted.events, submitted.positions)
         return Tracked(submitted.what, submitted.events, submitted.positions, handle)
-
-    # -- waiting for the projection -----------------------------------------------------------
-
-    def wait(self, positions: Sequence[Position], timeout_secs: float | None) -> None:
-        """Block until the projection has passed ``positions`` (``CommandLog.wait``)."""
-        self.log.wait(positions, timeout_secs)
 
     def settle(self, timeout_secs: float | None) -> list[WriteOutcome]:
         """Wait until the projection has passed every write of this client, then collect the
@@ -292,61 +119,7 @@ class Connection:
             raise WriteRefusedError(refused, outcomes)
         return outcomes
 
-    def accepted(self, position: Position, what: str) -> Outcome:
-        """The outcome of the event at ``position`` (``CommandLog.outcome``), raising its error
-        (see ``outcome_error``) if it was not accepted."""
-        outcome = self.log.outcome(position)
-        error = outcome_error(outcome, what)
-        if error is not None:
-            raise error
-        return outcome
-
-    # -- entries ------------------------------------------------------------------------------
-
-    def find_dataset(self, name: str | None, id: uuid.UUID | str | None) -> Dataset:
-        """The live dataset named ``name`` or with id ``id`` (see ``_find``)."""
-        store = self.wait_for_store()
-        return self._find("dataset", name, id, store.dataset_by_name, store.dataset)
-
-    def find_table(self, name: str | None, id: uuid.UUID | str | None) -> Table:
-        """The live table named ``name`` (the system table's name too) or with id ``id`` (see
-        ``_find``)."""
-        def by_name(table_name: str) -> Table | None:
-            system = table_name == views.ENTRIES_TABLE.name
-            return views.ENTRIES_TABLE if system else self.wait_for_store().table_by_name(table_name)
-        return self._find("table", name, id, by_name, self.wait_for_store().table)
-
-    def tables(self, *, include_hidden: bool = False) -> list[Table]:
-        """The live tables, oldest first, after the system table with ``include_hidden``."""
-        return [views.ENTRIES_TABLE] * include_hidden + self.wait_for_store().tables()
-
-    def _find(self, kind: str, name: str | None, id: uuid.UUID | str | None,
-              by_name: Callable[[str], Found | None], by_id: Callable[[uuid.UUID], Found | None]) -> Found:
-        """The live ``kind`` entry named ``name`` or with id ``id`` (exactly one of them). A name
-        of no entry raises ``LookupError``, a name of an entry of the other kind ``NotFoundError``,
-        as Rerun's server does; an unknown id ``NotFoundError``."""
-        if (name is None) == (id is None):
-            raise ValueError(f"get_{kind}() takes exactly one of name or id")
-        if name is not None:
-            found = by_name(name)
-            if found is not None:
-                return found
-            store = self.wait_for_store()
-            others = {"dataset": store.dataset_by_name, "table": store.table_by_name}
-            for other, other_by_name in others.items():
-                if other != kind and other_by_name(name) is not None:
-                    raise NotFoundError(f"{name!r} is a {other}, not a {kind}: use get_{other}({name!r})")
-            raise LookupError(f"No {kind} found with name {name!r}")
-        try:
-            entry_id = id if isinstance(id, uuid.UUID) else uuid.UUID(str(id))
-        except ValueError:
-            raise ValueError(f"a {kind} id is a UUID, got {id!r}") from None
-        record = by_id(entry_id)
-        if record is None or record.deleted:
-            raise NotFoundError(f"no {kind} with id {id}")
-        return record
-
-    # -- reads --------------------------------------------------------------------------------
+    # -- DataFusion ---------------------------------------------------------------------------
 
     @property
     def ctx(self) -> datafusion.SessionContext:
@@ -360,16 +133,3 @@ class Connection:
         frame = self._ctx.from_arrow(table, name=name)
         self._ctx.deregister_table(name)
         return frame
-
-    def table_data(self, table: Table) -> pa.Table:
-        """A table's rows: from the projection, a registered table's Lance version, or for the
-        system table the entries as they are now."""
-        if table.system:
-            return views.entries_table(self.wait_for_store())
-        if not table.registered:
-            return self.wait_for_store().table_data(table)
-        return lance_table(table.storage_url).checkout_version(table.lance_version).to_table()
-
-    def objects(self, override: ObjectStoreSettings = None) -> ObjectStore:
-        """The object store of this connection's settings, with ``override`` winning key by key."""
-        return object_store(self.object_store_config.updated(override))

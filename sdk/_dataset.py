@@ -2,7 +2,7 @@
 the client's connection or into the module of its job: registering recordings as layers of
 segments (``commands``), the dataset's history (``sdk._history``), its assets
 (``sdk._assets``), blueprints (``sdk._blueprints``), and the catalog's reads
-of it (``sdk._dataset_reads``); the recordings' data through ``DatasetSelection``.
+of it (``commands.reads``, ``sdk._dataset_reads``); the recordings' data through ``DatasetSelection``.
 
 Every mutation is a command event appended to the log; the call's operation waits until the
 projection has passed the event's offset and reports the outcome the projector recorded for it.
@@ -19,9 +19,9 @@ import datafusion
 import pyarrow as pa
 
 import commands
-from commands import Properties
-from events import AssetMode, AssetScopeEdit, DeleteDataset, OnDuplicate, RenameDataset, ScopeAsset
-from events.names import check_dataset_name
+from commands import Properties, entries, reads
+from commands import assets as scopes
+from events import AssetMode, AssetScopeEdit, OnDuplicate
 from projector import Dataset, DatasetKind, EntryKind, ProjectionReader, Tag, companion_id
 from recordings import Contents, ObjectStore, ObjectStoreSettings, Progress, rerun_schema, segment_store
 from sdk import _assets, _blueprints, _dataset_reads, _history
@@ -32,7 +32,7 @@ from sdk._operations import Operation, RegistrationOperation
 from sdk._segment import Layer, Segment
 from sdk._selection import DatasetSelection
 from sdk._wait import DEFAULT_TIMEOUT_SECS
-from sdk.errors import NotFoundError, RevisionConflictError
+from sdk.errors import NotFoundError
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
@@ -116,16 +116,13 @@ class DatasetEntry(Entry[Dataset]):
     def set_name(self, name: str, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Rename the dataset. ``AlreadyExistsError`` if another dataset has the name,
         ``ValueError`` for an invalid name (nothing is sent)."""
-        check_dataset_name(name)
-        Operation.submit(self._internal, self._id, RenameDataset(name), f"renaming to {name!r}").wait(
-            timeout_secs)
+        Operation.send(self._internal, self._id, entries.rename_dataset(name)).wait(timeout_secs)
 
     def delete(self, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Delete the dataset, and its hidden blueprint and asset datasets: its segments disappear
         from every table, its name is free again, its id is never reused. ``NotFoundError`` if it
         is already deleted."""
-        Operation.submit(self._internal, self._id, DeleteDataset(),
-                         f"deleting dataset {self._seen.name!r}").wait(timeout_secs)
+        Operation.send(self._internal, self._id, entries.delete_dataset(self._seen.name)).wait(timeout_secs)
 
     # -- registration -------------------------------------------------------------------------
 
@@ -249,7 +246,7 @@ class DatasetEntry(Entry[Dataset]):
         recording id, and return that id. ``mode="opt_out"`` (the default) applies it to every
         segment but ``segments``; ``"opt_in"`` only to ``segments``. ``ValueError`` for a file with
         temporal data or another mode, ``NotFoundError`` if the asset dataset was deleted."""
-        asset_mode = _assets.asset_mode(mode)
+        asset_mode = scopes.asset_mode(mode)
         return _assets.register(self._internal, self._asset_dataset_of("register_asset"), uri, asset_mode,
                                 segments, object_store_config, timeout_secs)
 
@@ -263,30 +260,29 @@ class DatasetEntry(Entry[Dataset]):
         from an opt-out one). Applied by the projector in log order, so concurrent edits of one
         asset all count. ``NotFoundError`` for an asset that is not registered."""
         assets = self._asset_dataset_of("add_segments_to_asset")
-        _assets.scope(self._internal, assets.id, asset_segment_id, AssetScopeEdit.APPLY, segments,
-                      AssetMode.OPT_OUT, timeout_secs)
+        scopes.scope(self._internal, assets.id, asset_segment_id, AssetScopeEdit.APPLY, segments,
+                     AssetMode.OPT_OUT, timeout_secs)
 
     def remove_segments_from_asset(self, asset_segment_id: str, segments: str | Sequence[str], *,
                                    timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Stop an asset from applying to ``segments``; the inverse of ``add_segments_to_asset``."""
         assets = self._asset_dataset_of("remove_segments_from_asset")
-        _assets.scope(self._internal, assets.id, asset_segment_id, AssetScopeEdit.UNAPPLY, segments,
-                      AssetMode.OPT_OUT, timeout_secs)
+        scopes.scope(self._internal, assets.id, asset_segment_id, AssetScopeEdit.UNAPPLY, segments,
+                     AssetMode.OPT_OUT, timeout_secs)
 
     def assets_for_segment(self, segment_id: str) -> list[str]:
         """The assets that apply to ``segment_id``, in registration order."""
-        return _assets.for_segment(self._internal, self._asset_dataset_of("assets_for_segment"), segment_id)
+        assets = self._asset_dataset_of("assets_for_segment")
+        return scopes.for_segment(self._internal, assets.id, segment_id)
 
-    # -- segment properties (sdk._assets): an asset's scope, as Rerun's client keeps it ---------
+    # -- segment properties (commands.assets): an asset's scope, as Rerun's client keeps it ---------
 
     def get_segment_properties(self, segment_id: str) -> tuple[pa.RecordBatch, int] | None:
         """The properties of segment ``segment_id`` kept beside its layers, and their revision;
         None if it has none. strata keeps one such property, the scope of an asset of an asset
         dataset, as Rerun's client reads it: one row of ``property:asset:mode`` (``OptOut`` or
         ``OptIn``) and ``property:asset:segments``."""
-        if self._seen.kind is not DatasetKind.ASSET:
-            return None
-        return _assets.properties(self._internal, self._id, segment_id)
+        return scopes.get_segment_properties(self._internal, self._seen, segment_id)
 
     def set_segment_properties(self, segment_id: str, properties: pa.RecordBatch | pa.Table, *,
                                expected_revision: int | None = None,
@@ -297,12 +293,8 @@ class DatasetEntry(Entry[Dataset]):
         at that revision: ``RevisionConflictError`` if they changed since. ``ValueError`` for
         another property or a dataset that is not an asset dataset, ``NotFoundError`` for an asset
         that is not registered."""
-        if self._seen.kind is not DatasetKind.ASSET:
-            raise ValueError(f"{self._seen.name!r} is not an asset dataset: strata keeps segment properties "
-                             "only for assets, their scope (register_asset, add_segments_to_asset)")
-        mode, segments = _assets.scope_of(properties)
-        command = ScopeAsset(segment_id, AssetScopeEdit.SET, mode, segments, expected_revision)
-        return _assets.edit_at(self._internal, self._id, segment_id, command, timeout_secs)
+        return scopes.set_segment_properties(self._internal, self._seen, segment_id, properties,
+                                             expected_revision, timeout_secs)
 
     def delete_segment_properties(self, segment_ids: str | Sequence[str], *,
                                   expected_revisions: Mapping[str, int] | None = None,
@@ -311,18 +303,8 @@ class DatasetEntry(Entry[Dataset]):
         every segment. Deleting properties a segment does not have is a no-op, as in Rerun. A
         segment in ``expected_revisions`` loses them only if they are still at that revision
         (``RevisionConflictError`` if not; the segments before it in ``segment_ids`` lost theirs)."""
-        expected = dict(expected_revisions or {})
-        for segment_id in [segment_ids] if isinstance(segment_ids, str) else list(segment_ids):
-            revision = expected.get(segment_id)
-            if revision is None and self.get_segment_properties(segment_id) is None:
-                continue
-            if self._seen.kind is not DatasetKind.ASSET:  # no properties: any revision but 0 is stale
-                if revision:
-                    raise RevisionConflictError(f"segment {segment_id!r} has no properties: expected "
-                                                f"revision {revision}, found 0")
-                continue
-            command = ScopeAsset(segment_id, AssetScopeEdit.CLEAR, expected_revision=revision)
-            _assets.edit_at(self._internal, self._id, segment_id, command, timeout_secs)
+        scopes.delete_segment_properties(self._internal, self._seen, segment_ids, expected_revisions,
+                                         timeout_secs)
 
     def _asset_dataset_of(self, call: str) -> DatasetEntry:
         assets = self.asset_dataset()
@@ -330,7 +312,7 @@ class DatasetEntry(Entry[Dataset]):
             raise LookupError(f"{call}: {self._seen.name!r} is a hidden dataset and has no asset dataset")
         return assets
 
-    # -- reads (sdk._dataset_reads) -----------------------------------------------------------
+    # -- reads (commands.reads) ---------------------------------------------------------------
 
     def schema(self) -> Schema:
         """Rerun's ``Schema`` of the dataset: its index columns and the component columns of
@@ -343,11 +325,11 @@ class DatasetEntry(Entry[Dataset]):
         before the first layer). The schema of a layer registered without one (a producer may
         leave it out) is read from its file and kept for later reads, of up to 4096 files per
         process (the least recently used dropped first)."""
-        return _dataset_reads.arrow_schema(self._internal, self._current())
+        return reads.arrow_schema(self._internal, self._current())
 
     def segment_ids(self) -> list[str]:
         """The dataset's segment ids, in registration order."""
-        return _dataset_reads.segment_ids(self._internal, self._id)
+        return reads.segment_ids(self._internal, self._id)
 
     def info(self) -> DatasetInfo:
         """Segments, bytes, segments per layer, property columns and schema width."""
@@ -368,7 +350,7 @@ class DatasetEntry(Entry[Dataset]):
         """One row per (segment, layer): ``rerun_segment_id``, ``rerun_layer_name``,
         ``rerun_storage_url``, ``rerun_registration_time``, ``rerun_last_updated_at``,
         ``rerun_size_bytes``, ``rerun_schema_sha256``, and each layer's own properties."""
-        return _dataset_reads.manifest(self._internal, self._id)
+        return self._internal.dataframe(reads.manifest(self._internal, self._id))
 
     # -- data ---------------------------------------------------------------------------------
 
@@ -380,10 +362,11 @@ class DatasetEntry(Entry[Dataset]):
         ``.rrd`` first. Raises ``NotFoundError`` naming the segment if the dataset has none of
         that id."""
         name = self.name
-        files = _dataset_reads.segment_files(self._internal, self._id, name, segment_id)
+        files = reads.segment_files(self._internal, self._id, name, segment_id)
         with_assets = include_assets and not self._seen.hidden
         assets = self._companion(DatasetKind.ASSET) if with_assets else None
-        asset_files = [] if assets is None else _assets.files_for_segment(self._internal, assets, segment_id)
+        asset_files = [] if assets is None else scopes.files_for_segment(self._internal, assets.id,
+                                                                         segment_id)
         return segment_store(files, name, asset_files)
 
     def segment(self, segment_id: str) -> Segment:
@@ -396,7 +379,7 @@ class DatasetEntry(Entry[Dataset]):
     def layer(self, name: str) -> Layer:
         """A handle of one layer name (rerun-sdk's ``Layer``: ``segment_ids()``). A layer exists
         while a segment has it: ``ValueError`` naming the layers there are otherwise."""
-        layers = _dataset_reads.layer_table(self._internal, self._id)
+        layers = reads.layer_table(self._internal, self._id)
         names = sorted(set(layers.column("layer_name").to_pylist()))
         if name not in names:
             raise ValueError(f"Layer {name!r} not found in dataset {self.name!r}. Available layers: "

@@ -118,8 +118,14 @@ class Operation:
     @classmethod
     def submit(cls, internal: Connection, entry_id: uuid.UUID, command: Command, what: str) -> Operation:
         """Send ``command`` on the entry ``entry_id``; ``what`` names it in errors."""
-        [submitted] = internal.submit(entry_id, [Write(what, (command,))])
-        return cls(internal, submitted.events[0], submitted.positions[0], what, submitted.handle)
+        return cls.send(internal, entry_id, Write(what, (command,)))
+
+    @classmethod
+    def send(cls, internal: Connection, entry_id: uuid.UUID, write: Write) -> Operation:
+        """Send ``write``, one command on the entry ``entry_id`` (``commands.entries``), kept open
+        in the client's ledger until its outcome is reported."""
+        [submitted] = internal.submit_tracked(entry_id, [write])
+        return cls(internal, submitted.events[0], submitted.positions[0], write.what, submitted.handle)
 
     def wait(self, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> Outcome:
         """Block until the projection has applied the command; raise what it decided if it was

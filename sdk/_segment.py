@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow.compute as pc
 
-from sdk import _dataset_reads
+from commands import reads
 from sdk._connection import Connection
 from sdk._operations import Operation
 from sdk.errors import NotFoundError
@@ -69,7 +69,7 @@ class Segment:
 
     def layers(self) -> set[str]:
         """The names of the segment's layers now. Raises ``NotFoundError`` if it has none."""
-        layers = _dataset_reads.layer_table(self._internal, self._dataset.id)
+        layers = reads.layer_table(self._internal, self._dataset.id)
         mine = layers.filter(pc.equal(layers.column("segment_id"), self._id))
         names = set(mine.column("layer_name").to_pylist())
         if not names:
@@ -108,7 +108,7 @@ class Layer:
     def segment_ids(self) -> list[str]:
         """The ids of the segments that have this layer now, in the order they were registered;
         empty if none has."""
-        layers = _dataset_reads.layer_table(self._internal, self._dataset.id)
+        layers = reads.layer_table(self._internal, self._dataset.id)
         having = set(layers.filter(pc.equal(layers.column("layer_name"), self._name))
                      .column("segment_id").to_pylist())
         return [segment_id for segment_id in self._dataset.segment_ids() if segment_id in having]

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from datafusion import col, lit
 from datafusion import functions as F
 
+from commands.reads import layer_table, manifest_of
 from projector import views
 from recordings import (
     SEGMENT_ID,
@@ -33,7 +34,6 @@ from recordings import (
     with_manifest_ranges,
 )
 from sdk._connection import Connection
-from sdk._dataset_reads import layer_table, manifest_of
 
 if TYPE_CHECKING:
     from rerun.catalog import Schema
@@ -143,7 +143,7 @@ class DatasetSelection:
         """The dataset's manifest (see ``DatasetEntry.manifest``), only the selected segments'
         layers: the properties of the others are not read, so one segment's costs as little in a
         dataset of many."""
-        return manifest_of(self._internal, self._layers())
+        return self._internal.dataframe(manifest_of(self._internal, self._layers()))
 
     def get_index_ranges(self) -> datafusion.DataFrame:
         """One row per selected segment: ``rerun_segment_id``, ``<index>:start`` and

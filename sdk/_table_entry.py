@@ -14,14 +14,14 @@ from typing import Any
 import datafusion
 import pyarrow as pa
 
-from events import DeleteTable, RenameTable, TableWriteMode
-from events.names import check_table_name
+from commands import entries, reads
+from commands.table_writes import Batches, table_write
+from events import TableWriteMode
 from projector import DatasetKind, EntryKind, ProjectionReader, Table, table_rows, views
 from sdk._connection import Connection
 from sdk._dataset import DatasetEntry, companion_dataset
 from sdk._entry import Entry
 from sdk._operations import Operation
-from sdk._table_writes import Batches, table_write
 
 
 class TableEntry(Entry[Table]):
@@ -45,7 +45,7 @@ class TableEntry(Entry[Table]):
         """A registered table's Lance URL; a created table's ``url``, where the projector keeps a
         Lance copy of its rows, or without one ``strata://tables/<id>``: the rows themselves are
         in strata's log and projection."""
-        return self._seen.storage_url or f"strata://tables/{self._id}"
+        return reads.table_url(self._seen)
 
     def blueprint_dataset(self) -> DatasetEntry:
         """The hidden dataset of the table's blueprints, one segment per ``.rbl``; deleted with
@@ -61,15 +61,13 @@ class TableEntry(Entry[Table]):
     def set_name(self, name: str) -> None:
         """Rename the table. ``AlreadyExistsError`` if an entry has the name, ``ValueError`` for
         an invalid one (nothing is sent)."""
-        check_table_name(name)
-        Operation.submit(self._internal, self._id, RenameTable(name), f"renaming table to {name!r}").wait()
+        Operation.send(self._internal, self._id, entries.rename_table(self._seen, name)).wait()
 
     def delete(self) -> None:
         """Delete the table and its rows, and its hidden blueprint dataset; its name is free
         again, its id never reused.
         ``NotFoundError`` if it is already deleted."""
-        Operation.submit(self._internal, self._id, DeleteTable(),
-                         f"deleting table {self._seen.name!r}").wait()
+        Operation.send(self._internal, self._id, entries.delete_table(self._seen)).wait()
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -121,7 +119,7 @@ class TableEntry(Entry[Table]):
             raise TypeError("Cannot pass both batches and named parameters. Use one or the other.")
         write = table_write(self._current(settle=False), batches, named_params, mode)
         if write is not None:
-            self._internal.submit(self._id, [write])
+            self._internal.submit_tracked(self._id, [write])
 
 
 class SystemTableEntry(TableEntry):
@@ -132,25 +130,8 @@ class SystemTableEntry(TableEntry):
     def _lookup(self, store: ProjectionReader, entry_id: uuid.UUID) -> Table:
         return views.ENTRIES_TABLE
 
-    @property
-    def storage_url(self) -> str:
-        return ""
-
     def blueprint_dataset(self) -> None:  # type: ignore[override]  # it has none
         return None
-
-    def set_name(self, name: str) -> None:
-        self._refuse(f"renamed to {name!r}")
-
-    def delete(self) -> None:
-        self._refuse("deleted")
-
-    def _write(self, batches: Batches | None, named_params: dict[str, Any], mode: TableWriteMode) -> None:
-        self._refuse(f"written ({mode})")
-
-    def _refuse(self, what: str) -> None:
-        raise ValueError(f"{self._seen.name!r} is the catalog's system table, listing its entries: it "
-                         f"cannot be {what}")
 
 
 def table_entry(internal: Connection, record: Table) -> TableEntry:

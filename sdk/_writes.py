@@ -66,21 +66,13 @@ class _Write:
 
 class Ledger:
     """A client's writes whose outcome it has not reported, over the offsets its command log has
-    written (``Horizon``); safe to share between threads.
-
-    ``for_caller`` makes a ledger over the same offsets with open writes of its own: the reads of
-    each wait for every write of any of them, but a refused write is raised only by the ledger
-    that made it."""
+    written (``Horizon``); safe to share between threads."""
 
     def __init__(self, horizon: Horizon) -> None:
         self.horizon = horizon
         self._lock = threading.Lock()
         self._open: dict[int, _Write] = {}
         self._handles = itertools.count()
-
-    def for_caller(self) -> Ledger:
-        """A ledger over this one's offsets, with no open write."""
-        return Ledger(self.horizon)
 
     def track(self, what: str, events: Sequence[Event], positions: Sequence[Position]) -> int:
         """Keep a write (already in the horizon) open until its outcome is settled; returns its

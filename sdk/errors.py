@@ -45,8 +45,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rerun_bindings import AlreadyExistsError as RerunAlreadyExistsError
-
+from commands.errors import AlreadyExistsError, RevisionConflictError
 from events import MissingExtraError, StrataError
 from producers import DeliveryError
 from projector import ProjectionTimeoutError, StoreUnavailableError
@@ -54,10 +53,6 @@ from recordings import NotFoundError, ObjectStoreError, RecordingChangedError, W
 
 if TYPE_CHECKING:
     from sdk._writes import WriteOutcome
-
-
-class AlreadyExistsError(StrataError, RerunAlreadyExistsError):
-    """Raised when trying to create a resource that already exists."""
 
 
 class EndpointUnavailableError(StrataError, ConnectionError):
@@ -69,12 +64,6 @@ class EndpointRefusedError(StrataError, PermissionError):
     """The endpoint at the ``rerun+http://`` URL a ``CatalogClient`` was given needs a token, and
     the client has none (``token=``, ``REDAP_TOKEN``) or the endpoint refuses it; the message
     says why."""
-
-
-class RevisionConflictError(StrataError, RuntimeError):
-    """An edit made at a revision (``set_segment_properties(..., expected_revision=...)``) of
-    something another edit changed since; nothing was changed. Read it again and edit that.
-    A ``RuntimeError``, as Rerun's client raises for a lost revision."""
 
 
 class WriteRefusedError(StrataError, ValueError):

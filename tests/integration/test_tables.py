@@ -12,11 +12,11 @@ import pyarrow as pa
 import pytest
 
 import sdk
+from commands.table_writes import MAX_PART_BYTES
 from events import TableWriteMode, WriteTable, decode
 from producers import end_offsets, read_range
 from projector import table_rows
 from sdk._operations import Operation
-from sdk._table_writes import MAX_PART_BYTES
 from stack import Server
 from stack_tools import strata_replay, wait_caught_up
 from stores import dump

@@ -414,8 +414,8 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcess
 
 @pytest.fixture
 def served(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
-    """Rerun's catalog protocol on ``stack``'s client, on a free port."""
-    with protocol.serve(stack.client, port=0) as server:
+    """Rerun's catalog protocol on ``stack``'s catalog, on a free port."""
+    with protocol.serve(stack.catalog, port=0) as server:
         yield server
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import sdk
+from commands import Catalog
 from events import CATALOG_TOPIC, Event
 from producers import Position
 from projector import apply_batch
@@ -37,7 +38,8 @@ class FoldingProducer:
 
 
 class InProcessStack:
-    """A store with the dataset ``droid``, and a client writing through a folding producer."""
+    """A store with the dataset ``droid``, and a client and a catalog (``commands.Catalog``, what an
+    endpoint serves) writing through a folding producer."""
 
     def __init__(self, directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.projector = SqliteStore(directory / "store.db")
@@ -46,6 +48,9 @@ class InProcessStack:
         self.apply([create(self.droid, "droid")])
         self.client = sdk.CatalogClient("127.0.0.1:1", directory / "store.db", workers=0)
         monkeypatch.setattr(self.client._internal.log, "producer", self.producer)
+        self.catalog = Catalog("127.0.0.1:1", directory / "store.db", workers=0)
+        """The catalog an endpoint serves, writing through the same producer."""
+        monkeypatch.setattr(self.catalog.log, "producer", self.producer)
         self.dataset = self.client.get_dataset("droid")
 
     def apply(self, events: list[Event]) -> None:
@@ -54,4 +59,5 @@ class InProcessStack:
 
     def close(self) -> None:
         self.client.close()
+        self.catalog.close()
         self.projector.close()

@@ -305,7 +305,8 @@ def test_spark_streaming_does_not_import_kafka_clients() -> None:
     ("dashboard", ("pyspark", "sdk", "stack", "protocol")),  # the projector's views and the recordings only
     ("sdk", ("uvicorn", "starlette", "sse_starlette", "sqlite_utils", "psycopg", "selenium",
              "dashboard", "changelog", "spark_streaming", "protocol", "grpc")),
-    ("protocol", ("stack", "dashboard", "changelog", "spark_streaming", "pyspark")),  # on the public SDK
+    ("commands", ("sdk", "protocol", "stack", "dashboard", "changelog", "spark_streaming", "pyspark")),
+    ("protocol", ("sdk", "stack", "dashboard", "changelog", "spark_streaming", "pyspark")),  # on commands
     ("recordings", ("sdk", "dashboard", "changelog", "stack", "spark_streaming", "pyspark",
                     "confluent_kafka")),
 ])

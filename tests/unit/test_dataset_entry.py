@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 import sdk
+from commands.file_schemas import FILE_SCHEMAS
 from projector import views
 from recordings import read_recording
-from sdk._file_schemas import FILE_SCHEMAS
 
 from .conftest import register
 from .test_registration import recording

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 
 import sdk
+from commands import file_schemas as _file_schemas
+from commands.file_schemas import MAX_FILE_SCHEMAS, FileSchemaCache, with_file_schemas
 from projector import schemas
 from recordings import ObjectStoreConfig, WorkerPool, object_store
-from sdk import _file_schemas
-from sdk._file_schemas import MAX_FILE_SCHEMAS, FileSchemaCache, with_file_schemas
 
 
 def schema_of(*names: str) -> bytes:

@@ -83,7 +83,7 @@ def test_sdk_server_forwards_to_the_stack_on_first_use() -> None:
 @pytest.mark.parametrize("statement, blocked, extra", [
     ("import sdk; sdk.CatalogClient('127.0.0.1:1', 'postgresql://reader@127.0.0.1:1/strata')",
      ("psycopg",), "postgres"),
-    ("from sdk._lance import lance_table; lance_table('file:///nowhere')", ("lance",), "lance"),
+    ("from commands.lance import lance_table; lance_table('file:///nowhere')", ("lance",), "lance"),
     ("import sdk; sdk.Server(data_dir='/nonexistent').start()", ("pyspark",), "projector"),
 ])
 def test_a_part_used_without_its_extra_names_the_extra_in_one_line(statement: str, blocked: tuple[str, ...],

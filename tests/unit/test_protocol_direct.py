@@ -36,7 +36,7 @@ SIGNED = descriptors.enum_value("rerun.cloud.v1alpha1.DirectUrlMode", "DIRECT_UR
 @pytest.fixture
 def through_grpc(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
     """An endpoint on the same catalog without direct URLs."""
-    with protocol.serve(stack.client, port=0, direct_urls=False) as server:
+    with protocol.serve(stack.catalog, port=0, direct_urls=False) as server:
         yield server
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 import rerun as rr
 
-import sdk
+from commands import Catalog
 from protocol import chunk_rows, chunks, descriptors, entries, service
 from protocol.chunk_keys import ChunkKeys, ChunkLocation, InvalidChunkKeyError, LayerRef
 from protocol.chunk_rows import Selection
@@ -262,7 +262,7 @@ def test_a_file_changed_since_registration_is_refused(served, stack, registered)
 
 def test_each_layer_s_chunk_index_is_read_once(stack, registered) -> None:
     cache = LayerChunks()
-    handlers = service.Handlers(stack.client, cache)
+    handlers = service.Handlers(stack.catalog, cache)
     for _ in range(3):
         list(call(handlers, "FindChunks", descriptors.cloud("FindChunksRequest"), header(stack)))
     assert cache.reads == 3  # three layers, each read once
@@ -330,18 +330,18 @@ def test_calls_run_at_once_a_registration_reading_its_files_holds_up_no_other(
 def test_the_workers_start_at_the_first_call_of_a_caller_that_may_write(stack) -> None:
     """An endpoint no one has called holds no worker process; a client's first call (its
     ``WhoAmI`` on connecting) starts them, so its first registration finds them started."""
-    catalog = sdk.CatalogClient("127.0.0.1:1", stack.client.store, workers=1)
+    catalog = Catalog("127.0.0.1:1", stack.client.store, workers=1)
     try:
         handlers = service.Handlers(catalog)
-        assert catalog.worker_pids == []
+        assert catalog.workers.pids == []
         who_am_i = handlers.unary("WhoAmI", service.UNARY["WhoAmI"])
         who_am_i(descriptors.cloud("WhoAmIRequest").SerializeToString(), Context(()))
         deadline = time.monotonic() + 60
-        while not catalog.worker_pids:
+        while not catalog.workers.pids:
             assert time.monotonic() < deadline, "the first call started no worker"
             time.sleep(0.05)
     finally:
-        catalog.close(flush=False)
+        catalog.close()
 
 
 def test_rerun_s_client_reads_what_strata_s_sdk_reads(served, stack, registered) -> None:

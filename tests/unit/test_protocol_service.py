@@ -20,6 +20,7 @@ import rerun as rr
 
 import protocol
 import sdk
+from commands import Catalog
 from protocol import descriptors
 from protocol.dataframes import decode, read_schema
 from protocol.ids import entry_id
@@ -66,7 +67,7 @@ def test_rerun_s_own_server_s_url_is_a_value_error_naming_rerun_s_client() -> No
 
 def test_a_taken_port_is_an_os_error(served, stack) -> None:
     with pytest.raises(OSError, match=f"cannot serve Rerun's catalog protocol on 127.0.0.1:{served.port}"):
-        protocol.serve(stack.client, port=served.port)
+        protocol.serve(stack.catalog, port=served.port)
 
 
 def test_rerun_s_client_creates_lists_renames_and_deletes_through_the_log(served, stack) -> None:
@@ -130,7 +131,7 @@ def test_who_am_i_says_whether_the_catalog_can_write(served, stack, tmp_path) ->
     assert (answer.can_read, answer.can_write) == (True, True)
     assert answer.HasField("capabilities")
     assert list(answer.capabilities.capabilities) == ["dataset:find_chunks"]
-    reader = sdk.CatalogClient(store=tmp_path / "store.db", workers=0)
+    reader = Catalog(None, tmp_path / "store.db", workers=0)
     with protocol.serve(reader, port=0) as read_only:
         answer = rpc(read_only, "WhoAmI")
         assert (answer.can_read, answer.can_write) == (True, False)
@@ -254,7 +255,7 @@ def test_rerun_s_client_registers_recordings_and_waits_on_tasks_named_by_their_e
     assert row["rerun_segment_id"] == "ep_0" and row["rerun_segment_layer"] == "base"
     topic, partition, offset = row["rerun_task_id"].split(":")
     assert (topic, partition) == ("strata.catalog", "0") and int(offset) >= sent
-    with protocol.serve(stack.client, port=0) as another:
+    with protocol.serve(stack.catalog, port=0) as another:
         [part] = rpc(another, "QueryTasksOnCompletion", descriptors.cloud(
             "QueryTasksOnCompletionRequest", ids=[descriptors.common("TaskId", id=row["rerun_task_id"])]))
     [task] = decode(part.data).to_pylist()
@@ -360,7 +361,7 @@ def test_watch_events_streams_the_entries_created_and_deleted_after_it_starts(se
 def test_a_watch_of_the_catalog_as_of_a_point_sees_no_entry_made_since(stack) -> None:
     point = stack.client.get_dataset("droid").create_tag("then").offset
     events: queue.Queue[Any] = queue.Queue()
-    with protocol.serve(stack.client.as_of(point), port=0) as then, \
+    with protocol.serve(stack.catalog.at(point), port=0) as then, \
             grpc.insecure_channel(f"127.0.0.1:{then.port}") as channel:
         stream = _watch(channel)
         reader = threading.Thread(target=_drain, args=(stream, events), daemon=True)

@@ -37,7 +37,7 @@ HOSTS = ["127.0.0.1"]
 @pytest.fixture
 def guarded(stack: InProcessStack) -> Iterator[protocol.ProtocolServer]:
     """The endpoint on ``stack``'s client, asking for tokens signed with ``SECRET``."""
-    with protocol.serve(stack.client, port=0, token_secret=SECRET) as server:
+    with protocol.serve(stack.catalog, port=0, token_secret=SECRET) as server:
         yield server
 
 
@@ -159,7 +159,7 @@ def test_over_tls_both_clients_connect_with_a_token_and_direct_urls_are_https(
         stack, tmp_path, monkeypatch) -> None:
     certificates = make_certificates(tmp_path / "tls", ["127.0.0.1"])
     stack.dataset.register([episode(tmp_path / f"ep_{i}.rrd", f"ep_{i}") for i in range(2)]).wait()
-    with protocol.serve(stack.client, port=0, token_secret=SECRET,
+    with protocol.serve(stack.catalog, port=0, token_secret=SECRET,
                         certificate=Certificate(certificates.cert, certificates.key)) as served:
         assert served.url.startswith("rerun+https://127.0.0.1:")
         assert served.direct is not None and served.direct.base.startswith("https://127.0.0.1:")
@@ -183,4 +183,4 @@ def test_over_tls_both_clients_connect_with_a_token_and_direct_urls_are_https(
 def test_a_certificate_that_cannot_be_read_is_a_value_error(stack, tmp_path: Path) -> None:
     missing = Certificate(tmp_path / "cert.pem", tmp_path / "key.pem")
     with pytest.raises(ValueError, match="cannot read the endpoint's TLS certificate or key"):
-        protocol.serve(stack.client, port=0, certificate=missing)
+        protocol.serve(stack.catalog, port=0, certificate=missing)

@@ -14,7 +14,8 @@ from typing import Any, TypeAlias
 
 import pyarrow as pa
 
-from commands import Write
+from commands.entries import refuse_system
+from commands.log import Write
 from events import TableWriteMode, WriteTable
 from projector import Table, table_rows
 
@@ -34,6 +35,7 @@ def table_write(table: Table, batches: Batches | None, named_params: dict[str, A
     for a registered (Lance) table, an upsert to a table without an index column, rows that do not
     fit the table's schema or lack an index value, or a single row larger than a part;
     ``TypeError`` for data of another kind."""
+    refuse_system(table, f"written ({mode})")
     if table.registered:
         raise ValueError(f"table {table.name!r} is the Lance table at {table.storage_url}, "
                          "registered to be read: strata writes only the tables it created")

@@ -1,4 +1,5 @@
-"""Lance tables registered as read-only table entries (``CatalogClient.register_table``)."""
+"""Lance tables registered as read-only table entries (``CatalogClient.register_table``), opened
+for every client that reads them."""
 
 from __future__ import annotations
 
