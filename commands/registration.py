@@ -26,9 +26,13 @@ from recordings import (
     is_object_url,
     local_path,
     read_recordings,
+    read_recordings_on_spark,
     with_properties,
 )
 
+SPARK_MIN_FILES = 1_000
+"""The fewest files a registration given a Spark session reads on its executors; fewer are read
+on the caller's workers."""
 Properties = Mapping[str, Mapping[str, Any]]
 """Properties given with a URI: ``{entity: {field: value}}``, like ``rr.send_property``."""
 
@@ -92,14 +96,21 @@ class Registered:
 
 
 def register(log: CommandLog, workers: WorkerPool, entry_id: uuid.UUID, request: Request, *,
-             objects: ObjectStore, blueprint: bool, progress: Progress | None) -> list[Registered]:
+             objects: ObjectStore, blueprint: bool, progress: Progress | None,
+             spark: Any = None) -> list[Registered]:
     """Read the request's recordings (blueprints, with ``blueprint``) with ``objects`` on
-    ``workers``, ``progress`` told as they are read; then append one ``RegisterLayer`` per URI to
-    ``log``, after the definitions of the schemas they name that the log lacks. Raises what reading
-    raises (``NotFoundError``, ``ValueError``, ``ObjectStoreError``), and ``ValueError`` for
-    properties that cannot be stored or are too large and for the same (segment, layer) twice;
-    nothing is sent then. ``DeliveryError`` if Kafka does not take the events."""
-    recordings = read_recordings(request.uris, objects, workers, blueprint=blueprint, progress=progress)
+    ``workers``, or with a ``spark`` session on its executors for a request of at least
+    ``SPARK_MIN_FILES`` files, ``progress`` told as they are read; then append one
+    ``RegisterLayer`` per URI to ``log``, after the definitions of the schemas they name that the
+    log lacks. Raises what reading raises (``NotFoundError``, ``ValueError``,
+    ``ObjectStoreError``), and ``ValueError`` for properties that cannot be stored or are too
+    large and for the same (segment, layer) twice; nothing is sent then. ``DeliveryError`` if
+    Kafka does not take the events."""
+    if spark is not None and len(request.uris) >= SPARK_MIN_FILES:
+        recordings = read_recordings_on_spark(spark, request.uris, objects, blueprint=blueprint,
+                                              progress=progress)
+    else:
+        recordings = read_recordings(request.uris, objects, workers, blueprint=blueprint, progress=progress)
     recordings = [r if p is None else with_properties(r, p)
                   for r, p in zip(recordings, request.properties, strict=True)]
     writes, schemas = writes_for(recordings, request.layer_names, request.on_duplicate)

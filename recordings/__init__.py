@@ -6,7 +6,8 @@ and their presigned URLs: ``presigned``);
 what a file holds without loading its data: its id, size, Arrow schema, properties and an
 ``.rrd``'s chunk index with byte offsets (``files``), an ``.rrd``'s footer and chunks read with
 Rerun's own definitions (``rrd``, ``definitions``: the protobuf descriptors the installed
-rerun-sdk carries, which ``protocol`` speaks too), many files read at once (``bulk``);
+rerun-sdk carries, which ``protocol`` speaks too), many files read at once (``bulk``), or by the
+tasks of a caller's Spark session (``on_spark``);
 Rerun's entity path filters (``contents``); per-segment reads with rerun-sdk's query engine
 (``segments``); the worker processes those reads run in (``workers``, ``python -m
 recordings.worker``); and the errors of all of these (``errors``, re-exported by ``sdk.errors``).
@@ -23,6 +24,7 @@ from recordings.errors import NotFoundError, ObjectStoreError, RecordingChangedE
 from recordings.files import Recording, chunk_index, read_recording, with_properties
 from recordings.locations import is_object_url, local_path, split
 from recordings.objects import ObjectStore, ObjectStoreConfig, ObjectStoreSettings, RemoteObject, object_store
+from recordings.on_spark import read_recordings_on_spark
 from recordings.presigned import PresignedObject, Presigner, presigner
 from recordings.segments import (
     SEGMENT_ID,
@@ -74,6 +76,7 @@ __all__ = [
     "presigner",
     "read_recording",
     "read_recordings",
+    "read_recordings_on_spark",
     "read_segment",
     "rerun_schema",
     "segment_rrd",

@@ -135,6 +135,7 @@ class DatasetEntry(Entry[Dataset]):
         properties: Properties | Sequence[Properties | None] | None = None,
         object_store_config: ObjectStoreSettings = None,
         progress: Progress | None = None,
+        spark: Any = None,
     ) -> RegistrationOperation:
         """Register recordings (``file://`` or ``s3://`` URIs) as layers of their segments.
 
@@ -149,7 +150,11 @@ class DatasetEntry(Entry[Dataset]):
         first with (0, total), then as they are read. All files are read before anything is
         sent: a missing file raises ``NotFoundError``; an unreadable one, a bad argument, or the
         same (segment, layer) twice in one call raises ``ValueError``; and then nothing is
-        produced. Returns an operation to ``wait()`` on.
+        produced. With ``spark`` (a ``SparkSession``), a call of at least 1,000 files
+        (``commands.registration.SPARK_MIN_FILES``) has them read by the session's executors
+        instead of the client's workers: their files must be where the executors can read them
+        (``s3://``, or a file system they share); the events are the same. Returns an operation
+        to ``wait()`` on.
 
         Examples:
             >>> dataset.register(["file:///data/a.rrd"], layer_name="quality").wait()  # doctest: +SKIP
@@ -158,7 +163,7 @@ class DatasetEntry(Entry[Dataset]):
         """
         self._internal.writable()
         request = commands.request(uris, layer_name, on_duplicate, properties)
-        return self._register(request, self._internal.objects(object_store_config), progress)
+        return self._register(request, self._internal.objects(object_store_config), progress, spark)
 
     def register_prefix(
         self,
@@ -168,9 +173,11 @@ class DatasetEntry(Entry[Dataset]):
         *,
         object_store_config: ObjectStoreSettings = None,
         progress: Progress | None = None,
+        spark: Any = None,
     ) -> RegistrationOperation:
         """Register every ``.rrd`` under a ``file://`` directory or an ``s3://`` prefix,
-        recursively, in path order (``object_store_config`` and ``progress`` as in ``register``).
+        recursively, in path order (``object_store_config``, ``progress`` and ``spark`` as in
+        ``register``).
 
         ``ValueError`` if the prefix holds no recording, ``NotFoundError`` if it (or its bucket)
         does not exist.
@@ -178,13 +185,13 @@ class DatasetEntry(Entry[Dataset]):
         self._internal.writable()
         objects = self._internal.objects(object_store_config)
         request = commands.prefix_request(recordings_prefix, layer_name, on_duplicate, objects)
-        return self._register(request, objects, progress)
+        return self._register(request, objects, progress, spark)
 
-    def _register(self, request: commands.Request, objects: ObjectStore, progress: Progress | None
-                  ) -> RegistrationOperation:
+    def _register(self, request: commands.Request, objects: ObjectStore, progress: Progress | None,
+                  spark: Any = None) -> RegistrationOperation:
         registered = commands.register(self._internal.log, self._internal.workers, self._id, request,
                                        objects=objects, blueprint=self._seen.kind is DatasetKind.BLUEPRINT,
-                                       progress=progress)
+                                       progress=progress, spark=spark)
         return RegistrationOperation.tracked(self._internal, registered)
 
     def unregister(

@@ -223,7 +223,9 @@ def class_data_archive(name: str) -> Path:
 def class_data_options(name: str) -> list[str]:
     """The JVM options for ``name``'s archive (``class_data_archive``) under
     ``STRATA_CLASS_DATA_SHARING``: map it if it exists, or write it when the JVM exits
-    (``create``). A JVM that cannot map an archive (another JDK, other jars) starts without it."""
+    (``create``). A JVM that cannot map an archive (another JDK, other jars: a Spark driver whose
+    jars go to a cluster) starts without it, and says nothing: the JVM would print its warning
+    to standard output, which a command's output is."""
     mode = os.environ.get("STRATA_CLASS_DATA_SHARING") or "use"
     if mode not in CLASS_DATA_MODES:
         raise ValueError(f"STRATA_CLASS_DATA_SHARING is {mode!r}; set it to one of "
@@ -232,7 +234,7 @@ def class_data_options(name: str) -> list[str]:
     if mode == "create":
         return [f"-XX:ArchiveClassesAtExit={archive}"]
     if mode == "use" and archive.exists():
-        return [f"-XX:SharedArchiveFile={archive}"]
+        return [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds*=off"]
     return []
 
 

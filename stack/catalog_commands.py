@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sdk import AlreadyExistsError, CatalogClient, DatasetEntry, StoreUnavailableError
 from stack import output
-from stack.cli_options import cluster, kafka_config, store_location
+from stack.cli_options import cluster, kafka_config, spark_session, store_location
 
 
 def _reader(args: argparse.Namespace) -> CatalogClient:
@@ -165,6 +165,9 @@ def register(args: argparse.Namespace) -> int:
     if bool(args.uris) == (args.prefix is not None):
         raise SystemExit("strata: register takes recordings (URI ...) or --prefix, "
                          f"{'not both' if args.uris else 'one of them'}")
+    if args.spark and args.prefix is None:
+        raise SystemExit("strata: --spark reads a --prefix's recordings on Spark executors; "
+                         "give --prefix, or leave --spark out")
     uris = [_as_uri(u) for u in args.uris]
     with _writer(args) as client:
         dataset = client.get_dataset(args.name)
@@ -183,8 +186,13 @@ def register(args: argparse.Namespace) -> int:
                     reading(count, total)
                     done.expect(total)
 
+                spark = None
+                if args.spark:
+                    output.note("strata register: starting Spark, which reads a prefix of at least "
+                                "1,000 recordings on its executors")
+                    spark = spark_session(args, "strata register")
                 operations = iter([dataset.register_prefix(prefix, args.layer, args.on_duplicate,
-                                                           progress=read)])
+                                                           progress=read, spark=spark)])
             else:
                 output.note(f"strata register: {len(uris)} recordings into {dataset.name}, "
                             f"layer {args.layer}")

@@ -191,8 +191,10 @@ COMMANDS = (
                     "or an s3:// prefix, recursively, in path order, in one call. On a terminal, "
                     "progress bars show the recordings read and those the projection registered. "
                     "Prints 'segment<TAB>uri' per registered recording; failures go to stderr and "
-                    "make the exit code 1.",
-        groups=(LOCATION, KAFKA, PROGRESS),
+                    "make the exit code 1. With --spark, a --prefix of at least 1,000 recordings "
+                    "is read by the tasks of a Spark session on --spark-master, whose executors "
+                    "must reach the files (s3://, or a shared file system).",
+        groups=(LOCATION, KAFKA, SPARK, PROGRESS),
         arguments=(
             DATASET,
             argument("uris", metavar="URI", nargs="*", help="recordings to register"),
@@ -203,6 +205,8 @@ COMMANDS = (
             argument("--on-duplicate", default="error", choices=["error", "skip", "replace"],
                      help="when the segment already has the layer: fail that recording (default), "
                           "skip it, or replace the layer"),
+            argument("--spark", action="store_true",
+                     help="read a --prefix's recordings on Spark executors (--spark-master)"),
             argument("--batch-size", type=int, default=100, metavar="N",
                      help="recordings per registration call (default 100; a --prefix is one call)"),
             argument("--timeout", type=float, default=60.0, metavar="SECS",

@@ -9,9 +9,11 @@ Imports neither Spark nor the SDK.
 from __future__ import annotations
 
 import argparse
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import settings
 from settings.options import (
@@ -140,3 +142,27 @@ def cluster(args: argparse.Namespace, what_to_pass: str) -> str:
         raise SystemExit(f"strata: no running stack in {data_dir(args)}: start it with 'strata up', "
                          f"or pass {what_to_pass}")
     return bootstrap
+
+
+QUIET_LOG4J2 = """\
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark: %p %m%n
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+"""
+"""The driver's log configuration for ``--spark``: its errors only, not Spark's start-up lines."""
+
+
+def spark_session(args: argparse.Namespace, command: str) -> Any:
+    """A Spark session on ``--spark-master`` (default ``$STRATA_SPARK_MASTER``, else local) for
+    ``command`` (``strata register``), whose driver logs its errors only."""
+    from spark_streaming.job import build_session  # heavy: only for --spark
+
+    master = args.spark_master or settings.spark_master()
+    with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as config:
+        config.write(QUIET_LOG4J2)
+    return build_session(master, app_name=command.replace(" ", "-"), conf={
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={config.name}"})

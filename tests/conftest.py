@@ -9,6 +9,7 @@ Kafka broker and the Spark projector once per session, on first use. The propert
 from __future__ import annotations
 
 import os
+import sys
 
 # Before anything imports grpc: a test process talks gRPC and also starts the stack's children,
 # whose fork (preexec_fn) would run grpc's fork handlers, and those can restart grpc's poller in
@@ -218,3 +219,18 @@ def fetch_chunks_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setitem(service.STREAMING, "FetchChunks",
                         lambda request: (calls.append(1), fetch(request))[1])
     return calls
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[object]:
+    """A local Spark session of two cores, as a user's notebook makes one, for the module."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("strata-test")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -19,13 +19,14 @@ from stack import Server
 
 SERVE = """
 import sys
-import protocol, sdk
+import protocol
+from commands import Catalog
 from protocol import entries
 if sys.argv[2] == "query_dataset":
     entries.CAPABILITIES.clear()
 bootstrap = sys.argv[3] or None
 web_port = 0 if sys.argv[4] == "web" else None
-catalog = sdk.CatalogClient(bootstrap, store=sys.argv[1], workers=0)
+catalog = Catalog(bootstrap, sys.argv[1], workers=0)
 with protocol.serve(catalog, port=0, web_port=web_port) as served:
     print(served.url, flush=True)
     print(served.web_url, flush=True)

@@ -1,10 +1,11 @@
-"""The server host of the several-hosts test (``tests/reliability/test_several_hosts.py``), run
-in its own network namespace: a Kafka broker with a SASL_SSL listener, PostgreSQL taking TLS
-connections with a password, an S3-compatible server, a Spark standalone master with two
-workers, and the projector on that master, all on ``--address``. Once up, it writes ``DIR/ready.json``:
-what a client host needs (bootstrap servers, the read-only store URL, Kafka and object-store
-settings) and the projector's process id. Like a service manager, it starts the projector again
-whenever it dies, counting restarts in ``ready.json``. Stops on SIGTERM.
+"""The server host of the several-hosts test (``tests/reliability/test_several_hosts.py``), run in its
+own network namespace: a Kafka broker with a SASL_SSL listener, PostgreSQL taking TLS connections
+with a password, an S3-compatible server, a Spark standalone master with four workers of which an
+application takes two unless it asks for more (the projector takes two, a registration on the
+executors the other two), and the projector on that master, all on ``--address``. Once up, it
+writes ``DIR/ready.json``: what a client host needs (bootstrap servers, the read-only store URL,
+Kafka and object-store settings) and the projector's process id. Like a service manager, it starts
+the projector again whenever it dies, counting restarts in ``ready.json``. Stops on SIGTERM.
 
     python tests/team_host.py --address 10.213.0.1 --dir DIR
 """
@@ -37,19 +38,23 @@ def write_json(path: Path, value: dict) -> None:
     partial.replace(path)
 
 
-SPARK_WORKERS = 2
+SPARK_WORKERS = 4
+APP_CORES = 2
+"""The cores an application takes unless it asks (``spark.deploy.defaultCores``): without it, the
+projector's streaming query would hold every core, and no other application would ever start."""
 
 
 def start_spark_cluster(address: str, directory: Path) -> tuple[str, list[subprocess.Popen]]:
     """A Spark standalone master and ``SPARK_WORKERS`` workers of one core each on ``address``,
-    from pyspark's own jars; the master's URL and the processes. The projector gets an executor
-    on each worker."""
+    from pyspark's own jars, an application getting ``APP_CORES`` of them; the master's URL and
+    the processes. The projector gets an executor on each of two workers."""
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
     port = processes.free_port(address)
     master = f"spark://{address}:{port}"
     started = [processes.start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", address,
                                 "--port", str(port), "--webui-port", str(processes.free_port(address))],
-                               directory / "spark-master.log")]
+                               directory / "spark-master.log",
+                               env={"SPARK_MASTER_OPTS": f"-Dspark.deploy.defaultCores={APP_CORES}"})]
     logs = [directory / f"spark-worker-{n}.log" for n in range(SPARK_WORKERS)]
     for n, log in enumerate(logs):
         started.append(processes.start(

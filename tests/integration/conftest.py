@@ -10,6 +10,7 @@ import rerun as rr
 
 import protocol
 import sdk
+from commands import Catalog
 from stack import Server
 
 
@@ -32,8 +33,12 @@ def own_client(own_stack: Server) -> sdk.CatalogClient:
 @pytest.fixture(scope="module")
 def strata_endpoint(own_stack: Server) -> Iterator[protocol.ProtocolServer]:
     """Rerun's catalog protocol served on ``own_stack``, on a free port."""
-    with protocol.serve(own_stack.client(), port=0) as served:
-        yield served
+    catalog = Catalog(own_stack.bootstrap_servers, own_stack.store)
+    try:
+        with protocol.serve(catalog, port=0) as served:
+            yield served
+    finally:
+        catalog.close()
 
 
 @pytest.fixture(scope="module")

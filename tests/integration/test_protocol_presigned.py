@@ -17,6 +17,7 @@ import rerun as rr
 
 import protocol
 import sdk
+from commands import Catalog
 from protocol import direct
 from protocol.chunk_keys import LayerRef
 from stack import Server
@@ -41,9 +42,9 @@ def remote(server: Server, client: sdk.CatalogClient, s3, tmp_path: Path) -> tup
 
 
 @pytest.fixture
-def catalog(server: Server, s3) -> Iterator[sdk.CatalogClient]:
-    """strata's client of the shared stack that reads the object store as the endpoint's catalog."""
-    reader = sdk.CatalogClient(server.url(), object_store_config=s3.config())
+def catalog(server: Server, s3) -> Iterator[Catalog]:
+    """The shared stack's catalog, reading the object store, for an endpoint to serve."""
+    reader = Catalog(server.bootstrap_servers, server.store, object_store_config=s3.config())
     try:
         yield reader
     finally:

@@ -15,6 +15,7 @@ import pytest
 import rerun as rr
 
 import sdk
+from endpoints import endpoint
 
 
 def _write(path: Path, recording_id: str, column_type: pa.DataType) -> str:
@@ -139,6 +140,37 @@ def test_the_same_segment_layer_twice_in_one_call(on_duplicate: str, pair, tmp_p
     for message in (strata[1], rerun[1]):
         assert "duplicate segment layers in request" in message
         assert first in message and second in message
+    assert ours.segment_ids() == theirs.segment_ids() == []
+
+
+BAD_FILES = {
+    "not a recording": (ValueError, lambda tmp: _garbage(tmp / "garbage.rrd")),
+    "missing": (rr.catalog.NotFoundError, lambda tmp: (tmp / "missing.rrd").as_uri()),
+}
+
+
+def _garbage(path: Path) -> str:
+    path.write_bytes(b"not a recording at all")
+    return path.as_uri()
+
+
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_a_bad_file_among_good_ones_refuses_the_whole_call(case: str, pair, server, tmp_path: Path) -> None:
+    """Rerun's server refuses a call naming a file it cannot read, and registers none of the
+    call's other files; so does strata, through its SDK and through its endpoint, with an error
+    naming the file."""
+    error, bad_file = BAD_FILES[case]
+    uris = [_recording(tmp_path, "good_a"), bad_file(tmp_path), _recording(tmp_path, "good_b")]
+    ours, theirs = pair
+    with endpoint(server, writes=True) as url:
+        through = rr.catalog.CatalogClient(url).get_dataset(ours.name)
+        errors = {name: _error(lambda dataset=dataset: dataset.register(uris).wait())
+                  for name, dataset in (("sdk", ours), ("endpoint", through), ("rerun", theirs))}
+        assert through.segment_ids() == []
+    for name, (kind, message) in errors.items():
+        assert issubclass(kind, error), (name, kind, message)
+        if name != "rerun":  # strata's error names the file; Rerun's says only what was wrong
+            assert uris[1] in message, (name, message)
     assert ours.segment_ids() == theirs.segment_ids() == []
 
 

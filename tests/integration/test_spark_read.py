@@ -3,9 +3,6 @@ names of ``reader()`` on the same dataset."""
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,20 +14,6 @@ from sdk._spark import spark_schema, to_spark_types
 from stack.droid import write_episode
 
 pytestmark = pytest.mark.store_agnostic
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[object]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("strata-test-read")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def _rows(table: pa.Table) -> list[tuple]:

@@ -7,6 +7,9 @@ the others reach them by IP address only, as the README's "A team on several mac
   writes, and survive a kill -9 of the projector half-way.
 - A pipeline host (``team_pipeline.py``) produces a burst that the projector folds on the
   executors, and one executor is killed with -9 while it folds.
+- A client host (``team_register.py``) registers a prefix of recordings whose facts the
+  executors of its own Spark application read (``strata register --prefix --spark``), and one of
+  those executors is killed with -9 while it reads.
 
 Each time, nothing is lost or applied twice."""
 
@@ -19,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +38,9 @@ CLIENTS = {"laptop": "trainer", "trainer": "laptop"}
 """Each client host and its peer."""
 BURST = 60_000
 """The pipeline's registrations: batches of 20,000 records, each folded for seconds."""
+DELIVERY = 2_000
+"""The recordings registered on the executors: past the 1,000 from which a registration given a
+Spark session reads on it, and two tasks of about 1,000 objects, each read for seconds."""
 
 
 @contextlib.contextmanager
@@ -108,6 +114,70 @@ def test_two_client_hosts_share_the_catalog_and_survive_a_projector_crash(tmp_pa
                     client.kill()
 
 
+def test_an_executor_killed_while_it_reads_a_prefix_loses_nothing_and_registers_nothing_twice(
+        tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    with Hosts(["server", "laptop"]) as hosts, server_host(hosts, tmp_path) as (ready, _):
+        wait_until(lambda: len(executors()) == 2, 120, "the projector's two executors")
+        projector_executors = set(executors())
+        log = tmp_path / "register.log"
+        registering = subprocess.Popen(
+            hosts.command("laptop", [
+                sys.executable, TESTS_DIR / "team_register.py", "--address", hosts.address["laptop"],
+                "--bootstrap-servers", ready["bootstrap_servers"], "--store", ready["store"],
+                "--bucket", ready["bucket"], "--spark-master", ready["spark_master"],
+                "--count", str(DELIVERY), "--dir", shared]),
+            env={**os.environ, "STRATA_KAFKA_OPTIONS": json.dumps(ready["kafka_options"]), **ready["aws"]},
+            stdout=log.open("wb"), stderr=subprocess.STDOUT)
+        try:
+            def uploaded() -> bool:
+                assert registering.poll() is None, f"the registering host failed:\n{tail(log, 40)}"
+                return (shared / "register.uploaded").exists()
+
+            wait_until(uploaded, 600, "the delivery in the object store")
+
+            def reading() -> None:
+                assert registering.poll() is None, \
+                    f"the registration ended before an executor was seen reading:\n{tail(log, 40)}"
+
+            # An executor of the registration (not the projector's) whose task is reading.
+            killed = kill_a_busy_executor(lambda: set(executors()) - projector_executors, 0.02, reading,
+                                          "an executor seen reading")
+            registering.wait(timeout=900)
+            assert registering.returncode == 0, f"the registering host failed:\n{tail(log, 60)}"
+            assert killed not in executors()
+            assert set(executors()) >= projector_executors  # the projector's were left alone
+        finally:
+            if registering.poll() is None:
+                registering.kill()
+
+
+def kill_a_busy_executor(candidates: Callable[[], Iterable[int]], busy_secs: float,
+                         going: Callable[[], None], what: str) -> int:
+    """Kill with -9 the first executor of ``candidates()`` whose task's Python workers use
+    ``busy_secs`` of CPU within one 0.25 s poll; ``going()`` asserts the work is still under way.
+    Returns its process id."""
+    busy_ticks = busy_secs * os.sysconf("SC_CLK_TCK")
+    ticks: dict[int, int] = {}
+    killed: list[int] = []
+
+    def killed_one() -> bool:
+        going()
+        children = _children()
+        now = {pid: _python_cpu_ticks(pid, children) for pid in candidates()}
+        busy = [pid for pid in now if now[pid] - ticks.get(pid, now[pid]) >= busy_ticks]
+        ticks.clear()
+        ticks.update(now)
+        if busy:
+            os.kill(busy[0], signal.SIGKILL)
+            killed.append(busy[0])
+        return bool(killed)
+
+    wait_until(killed_one, 600, what, poll_secs=0.25)
+    return killed[0]
+
+
 def _children() -> dict[int, list[int]]:
     found: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -163,28 +233,16 @@ def test_an_executor_killed_while_it_folds_loses_nothing_and_applies_nothing_twi
                 return (shared / "pipeline.sent").exists()
 
             wait_until(sent, 300, "the burst in Kafka")
-            # An executor whose task's Python worker is busy folding: kill it there.
-            busy_ticks = 0.1 * os.sysconf("SC_CLK_TCK")  # CPU time in one 0.25 s poll
-            ticks = {pid: _python_cpu_ticks(pid, _children()) for pid in executors()}
-            killed: list[int] = []
 
-            def killed_one_folding() -> bool:
+            def folding() -> None:
                 assert pipeline.poll() is None, \
                     f"the burst was folded before an executor was seen folding:\n{tail(pipeline_log, 40)}"
-                children = _children()
-                now = {pid: _python_cpu_ticks(pid, children) for pid in executors()}
-                busy = [pid for pid in now if now[pid] - ticks.get(pid, now[pid]) >= busy_ticks]
-                ticks.clear()
-                ticks.update(now)
-                if busy:
-                    os.kill(busy[0], signal.SIGKILL)
-                    killed.append(busy[0])
-                return bool(killed)
 
-            wait_until(killed_one_folding, 300, "an executor seen folding", poll_secs=0.25)
+            # An executor whose task's Python worker is busy folding: kill it there.
+            killed = kill_a_busy_executor(executors, 0.1, folding, "an executor seen folding")
             pipeline.wait(timeout=600)
             assert pipeline.returncode == 0, f"the pipeline failed:\n{tail(pipeline_log, 40)}"
-            assert killed[0] not in executors()
+            assert killed not in executors()
             # Spark ran the killed executor's task again elsewhere; the projector never stopped.
             assert reread()["restarts"] == 0
         finally:

@@ -163,6 +163,8 @@ def test_register_takes_recordings_or_a_prefix(tmp_path) -> None:
         cli.main(["register", "droid", *kafka])
     with pytest.raises(SystemExit, match=r"register takes recordings \(URI ...\) or --prefix, not both"):
         cli.main(["register", "droid", "a.rrd", "--prefix", str(tmp_path), *kafka])
+    with pytest.raises(SystemExit, match=r"--spark reads a --prefix's recordings on Spark executors"):
+        cli.main(["register", "droid", "a.rrd", "--spark", *kafka])
 
 
 def imports_of(module: object) -> list[tuple[str, str]]:
