@@ -19,7 +19,7 @@ from commands.registration import (
     prefix_request,
     register,
     request,
-    unregister_command,
+    unregister,
     writes_for,
 )
 
@@ -40,6 +40,6 @@ __all__ = [
     "prefix_request",
     "register",
     "request",
-    "unregister_command",
+    "unregister",
     "writes_for",
 ]

@@ -237,12 +237,15 @@ class Catalog:
         return self._find("dataset", name, id, store.dataset_by_name, store.dataset)
 
     def find_table(self, name: str | None, id: uuid.UUID | str | None) -> Table:
-        """The live table named ``name`` (the system table's name too) or with id ``id`` (see
-        ``_find``)."""
+        """The live table named ``name`` or with id ``id``, the system table too (see ``_find``)."""
         def by_name(table_name: str) -> Table | None:
             system = table_name == views.ENTRIES_TABLE.name
             return views.ENTRIES_TABLE if system else self.wait_for_store().table_by_name(table_name)
-        return self._find("table", name, id, by_name, self.wait_for_store().table)
+
+        def by_id(table_id: uuid.UUID) -> Table | None:
+            system = table_id == views.ENTRIES_TABLE.id
+            return views.ENTRIES_TABLE if system else self.wait_for_store().table(table_id)
+        return self._find("table", name, id, by_name, by_id)
 
     def tables(self, *, include_hidden: bool = False) -> list[Table]:
         """The live tables, oldest first, after the system table with ``include_hidden``."""

@@ -119,16 +119,15 @@ def register(log: CommandLog, workers: WorkerPool, entry_id: uuid.UUID, request:
             for recording, write in zip(recordings, submitted, strict=True)]
 
 
-def unregister_command(segments_to_drop: str | Sequence[str], layers_to_drop: str | Sequence[str]
-                       ) -> UnregisterLayers:
-    """The command removing every (segment, layer) in the product of the two lists, an empty list
+def unregister(segments_to_drop: str | Sequence[str], layers_to_drop: str | Sequence[str]) -> Write:
+    """The write removing every (segment, layer) in the product of the two lists, an empty list
     meaning all. ``ValueError`` if both are empty."""
     segments = [segments_to_drop] if isinstance(segments_to_drop, str) else list(segments_to_drop)
     layers = [layers_to_drop] if isinstance(layers_to_drop, str) else list(layers_to_drop)
     if not segments and not layers:
         raise ValueError("unregister() needs segments_to_drop or layers_to_drop (an empty "
                          "list means all, but not both)")
-    return UnregisterLayers(tuple(segments), tuple(layers))
+    return Write("unregistering", (UnregisterLayers(tuple(segments), tuple(layers)),))
 
 
 def writes_for(recordings: list[Recording], layer_names: list[str], mode: OnDuplicate

@@ -19,7 +19,7 @@ from projector import Dataset, DatasetKind, EntryKind, Table, companion_id, view
 from protocol.descriptors import cloud, common, enum_value, message_class
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_id, entry_uuid, timestamp
-from protocol.requests import Request, Unary, table_by_id
+from protocol.requests import Request, Unary
 from recordings import NotFoundError
 
 CLOUD_ENTRY_KIND = "rerun.cloud.v1alpha1.EntryKind"
@@ -239,7 +239,7 @@ def update_entry(request: Request) -> Message:
                   else entries.rename_table(entry, update.name))
         request.catalog.command(entry.id, rename)
         entry = (request.catalog.find_dataset(None, entry.id) if isinstance(entry, Dataset)
-                 else table_by_id(request.catalog, entry.id))
+                 else request.catalog.find_table(None, entry.id))
     return cloud("UpdateEntryResponse", entry_details=details(entry))
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from commands import Catalog
-from projector import Dataset, Table, views
+from projector import Dataset, Table
 from protocol.errors import InvalidRequestError
 from protocol.layer_chunks import LayerChunks
 from recordings import NotFoundError
@@ -80,7 +80,7 @@ class Request:
             except NotFoundError:
                 pass
             try:
-                return table_by_id(self.catalog, entry_id)
+                return self.catalog.find_table(None, entry_id)
             except NotFoundError:
                 raise NotFoundError(
                     f"Entry id '{entry_id.hex}' not found: no dataset or table has it") from None
@@ -95,14 +95,6 @@ class Request:
             except LookupError:
                 raise LookupError(f"no dataset or table is named {name!r}") from None
         raise _missing_headers()
-
-
-def table_by_id(catalog: Catalog, table_id: uuid.UUID) -> Table:
-    """The live table with id ``table_id``, the system table's too (the catalog finds it by
-    name). ``NotFoundError`` if there is none."""
-    if table_id == views.ENTRIES_TABLE.id:
-        return views.ENTRIES_TABLE
-    return catalog.find_table(None, table_id)
 
 
 def _missing_headers() -> InvalidRequestError:

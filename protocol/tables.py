@@ -18,16 +18,16 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from google.protobuf.message import Message
 
-from commands import DEFAULT_TIMEOUT_SECS, Catalog, Write, entries
+from commands import Catalog, Write, entries
 from commands.table_writes import table_write
 from events import TableWriteMode
-from projector import DatasetKind, Status, Table, companion_id, table_rows, views
+from projector import DatasetKind, Table, companion_id, table_rows, views
 from protocol.dataframes import decode, encode, read_schema, schema_message
 from protocol.descriptors import cloud, enum_value, pool
 from protocol.entries import table_entry
 from protocol.errors import InvalidRequestError
 from protocol.ids import entry_uuid
-from protocol.requests import Gathering, Request, Streaming, Unary, table_by_id
+from protocol.requests import Gathering, Request, Streaming, Unary
 from recordings import NotFoundError
 
 INSERT_MODE = "rerun.cloud.v1alpha1.TableInsertMode"
@@ -109,7 +109,7 @@ def _table(request: Request, wanted: Message | None) -> Table:
     if wanted is not None:
         table_id = entry_uuid(wanted)
         try:
-            return table_by_id(request.catalog, table_id)
+            return request.catalog.find_table(None, table_id)
         except NotFoundError:
             raise NotFoundError(f"Entry id '{table_id.hex}' not found: no table has it") from None
     entry = request.entry()
@@ -144,7 +144,7 @@ def update_table_entry(request: Request) -> Message:
     default = wanted.default_blueprint_segment.id if wanted.HasField("default_blueprint_segment") else None
     if default != table.default_blueprint:
         catalog.command(table.id, entries.set_default_blueprint(default, False))
-    return cloud("UpdateTableEntryResponse", table=table_entry(catalog, table_by_id(catalog, table.id)))
+    return cloud("UpdateTableEntryResponse", table=table_entry(catalog, catalog.find_table(None, table.id)))
 
 
 def get_table_schema(request: Request) -> Message:
@@ -200,14 +200,7 @@ def write_table(request: Request, messages: Sequence[Message]) -> Message:
     write = table_write(table, batches, {}, mode)
     if write is None:
         return cloud("WriteTableResponse")
-    catalog = request.catalog
-    [submitted] = catalog.submit(table.id, [write])
-    catalog.wait(submitted.positions, DEFAULT_TIMEOUT_SECS)
-    for position in submitted.positions:
-        outcome = catalog.log.outcome(position)
-        if outcome.status is not Status.ACCEPTED:
-            error = NotFoundError if outcome.status is Status.NOT_FOUND else InvalidRequestError
-            raise error(f"{write.what}: {outcome.reason}")
+    request.catalog.command(table.id, write)
     return cloud("WriteTableResponse")
 
 

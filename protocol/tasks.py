@@ -144,8 +144,7 @@ def unregister_from_dataset(request: Request) -> Iterator[Message]:
     if not segments and not layers:
         raise InvalidRequestError("UnregisterFromDataset: must specify at least 1 segment ID or layer for "
                                   "removal")
-    command = commands.unregister_command(segments, layers)
-    [submitted] = request.catalog.submit(dataset.id, [commands.Write("unregistering", (command,))])
+    [submitted] = request.catalog.submit(dataset.id, [commands.unregister(segments, layers)])
     return iter([cloud("UnregisterFromDatasetResponse", data=encode(MANIFEST.empty_table()),
                        task_id=common("TaskId", id=task_id(submitted.positions[0])))])
 

@@ -200,8 +200,7 @@ class DatasetEntry(Entry[Dataset]):
         """Remove every (segment, layer) in the product of the two lists; an empty list means
         all. A segment disappears with its last layer. Both empty is a ``ValueError``.
         Unregistering what is not there changes nothing."""
-        command = commands.unregister_command(segments_to_drop, layers_to_drop)
-        return Operation.submit(self._internal, self._id, command, "unregistering")
+        return Operation.send(self._internal, self._id, commands.unregister(segments_to_drop, layers_to_drop))
 
     # -- hidden datasets ----------------------------------------------------------------------
 
