@@ -26,15 +26,19 @@ from events.model import (
     AssetScopeEdit,
     Command,
     CreateDataset,
+    CreateSearchIndex,
     CreateTable,
     CreateTag,
     DefineSchema,
     DeleteDataset,
+    DeleteSearchIndexes,
     DeleteTable,
     DeleteTag,
+    DistanceMetric,
     Event,
     IndexKind,
     IndexRange,
+    MaintainSearchIndexes,
     OnDuplicate,
     RegisterBlueprint,
     RegisterLayer,
@@ -42,6 +46,7 @@ from events.model import (
     RenameDataset,
     RenameTable,
     ScopeAsset,
+    SearchIndexKind,
     SetDefaultBlueprint,
     TableWriteMode,
     UnregisterLayers,
@@ -109,7 +114,8 @@ _COMMAND_FIELDS = {
 _COMMAND_TYPES: dict[str, type[Command]] = {t.__name__: t for t in (
     CreateDataset, DefineSchema, RenameDataset, DeleteDataset, RegisterLayer, UnregisterLayers,
     RegisterBlueprint, SetDefaultBlueprint, ScopeAsset, CreateTable, RegisterTable, RenameTable,
-    DeleteTable, WriteTable, CreateTag, DeleteTag)}
+    DeleteTable, WriteTable, CreateTag, DeleteTag, CreateSearchIndex, DeleteSearchIndexes,
+    MaintainSearchIndexes)}
 _BYTES_FIELDS = ("arrow_schema", "properties", "properties_batch")
 
 
@@ -138,6 +144,8 @@ def encode(event: Event, *, schema_version: int = SCHEMA_VERSION) -> bytes:
                              "edit would lose its condition")
         command.update(edit=str(event.command.edit), mode=str(event.command.mode),
                        segments=list(event.command.segments))
+    elif isinstance(event.command, CreateSearchIndex):
+        command.update(kind=str(event.command.kind), distance_metric=str(event.command.distance_metric))
     record = {
         "event_id": str(event.event_id),
         "event_type": event.event_type,
@@ -199,6 +207,11 @@ def _event_from_record(record: dict[str, Any]) -> Event:
     elif command_type is ScopeAsset:
         fields = {**fields, "edit": AssetScopeEdit(fields["edit"]), "mode": AssetMode(fields["mode"]),
                   "segments": tuple(fields["segments"])}
+    elif command_type is CreateSearchIndex:
+        fields = {**fields, "kind": SearchIndexKind(fields["kind"]),
+                  "distance_metric": DistanceMetric(fields["distance_metric"])}
+    elif command_type is MaintainSearchIndexes and fields["cleanup_before"] is not None:
+        fields = {**fields, "cleanup_before": fields["cleanup_before"].astimezone(UTC)}
     return Event(
         entry_id=_as_uuid(record["dataset_id"], "dataset_id"),
         command=command_type(**fields),

@@ -251,9 +251,66 @@ class DeleteTag:
     name: str
 
 
+class SearchIndexKind(StrEnum):
+    """What a search index answers: nearest vectors, or full-text queries ranked by BM25."""
+
+    VECTOR = "vector"
+    FULL_TEXT = "full_text"
+
+
+class DistanceMetric(StrEnum):
+    """A vector index's distance, with the seed's names (``rerun.catalog.VectorDistanceMetric``)."""
+
+    L2 = "L2"
+    COSINE = "Cosine"
+    DOT = "Dot"
+    HAMMING = "Hamming"
+
+
+@dataclass(frozen=True)
+class CreateSearchIndex:
+    """Indexes one component column of a dataset (``entity_path`` and ``component``, as in the
+    dataset's schema) on the timeline ``time_index``; replaces the column's index if it has one.
+    A vector index takes fixed-size lists of floats (``Hamming``: of bytes, 8 bits each), a
+    full-text index strings. The parameters are the seed's ``create_vector_index`` and
+    ``create_fts_index`` ones."""
+
+    entity_path: str
+    component: str
+    time_index: str
+    kind: SearchIndexKind
+    distance_metric: DistanceMetric = DistanceMetric.L2
+    num_partitions: int | None = None
+    target_partition_num_rows: int | None = None
+    num_sub_vectors: int = 16
+    store_position: bool = False
+    base_tokenizer: str = "simple"
+
+
+@dataclass(frozen=True)
+class DeleteSearchIndexes:
+    """Removes the index of one component column of a dataset."""
+
+    entity_path: str
+    component: str
+
+
+@dataclass(frozen=True)
+class MaintainSearchIndexes:
+    """Asks for the seed's ``do_maintenance`` on every index of a dataset; the follower that keeps
+    the indexes does it. ``cleanup_before``: drop index versions older than this time."""
+
+    optimize_indexes: bool = False
+    retrain_indexes: bool = False
+    compact_fragments: bool = False
+    cleanup_before: datetime | None = None
+    unsafe_allow_recent_cleanup: bool = False
+
+
 Command = (CreateDataset | DefineSchema | RenameDataset | DeleteDataset | RegisterLayer | UnregisterLayers
            | RegisterBlueprint | SetDefaultBlueprint | ScopeAsset | CreateTable | RegisterTable
-           | RenameTable | DeleteTable | WriteTable | CreateTag | DeleteTag)
+           | RenameTable | DeleteTable | WriteTable | CreateTag | DeleteTag | CreateSearchIndex
+           | DeleteSearchIndexes | MaintainSearchIndexes)
 
 
 def _now() -> datetime:

@@ -18,13 +18,16 @@ from events import (
     AssetMode,
     AssetScopeEdit,
     CreateDataset,
+    CreateSearchIndex,
     CreateTable,
     CreateTag,
     DefineSchema,
     DeleteDataset,
+    DeleteSearchIndexes,
     DeleteTable,
     DeleteTag,
     Event,
+    MaintainSearchIndexes,
     OnDuplicate,
     RegisterBlueprint,
     RegisterLayer,
@@ -45,7 +48,7 @@ from events.names import (
     check_table_name,
     check_tag_name,
 )
-from projector import registration, schemas, table_rows
+from projector import registration, schemas, search_indexes, table_rows
 from projector.model import (
     ENTRIES_TABLE_NAME,
     AssetScope,
@@ -58,6 +61,7 @@ from projector.model import (
     Outcome,
     Rejection,
     SchemaRef,
+    SearchIndex,
     Segment,
     Status,
     Table,
@@ -455,6 +459,49 @@ def _delete_tag(state: Overlay, record: LogRecord, event: Event, command: Delete
     state.note(ChangeKind.TAG_DELETED, dataset.id, dataset.name, detail=command.name)
 
 
+# -- search indexes ---------------------------------------------------------------------------
+# An index is defined here; its rows are derived from the layers by the follower in ``search``.
+
+
+def _create_search_index(state: Overlay, record: LogRecord, event: Event, command: CreateSearchIndex) -> None:
+    dataset = _live_dataset(state, event)
+    if dataset.kind is not DatasetKind.DATASET:
+        raise InvalidCommand(f"{dataset.name!r} is a hidden {dataset.kind} dataset: index the dataset it "
+                             "belongs to")
+    schema = schemas.parse(dataset.schema) if dataset.schema else pa.schema([])
+    refused = search_indexes.refusal(schema, command)
+    if refused is not None:
+        raise InvalidCommand(f"cannot index dataset {dataset.name!r}: {refused}")
+    key = (dataset.id, command.entity_path, command.component)
+    state.put_search_index(key, SearchIndex(*key, command, record.position.offset, event.produced_at))
+    column = search_indexes.column_name(command.entity_path, command.component)
+    state.note(ChangeKind.SEARCH_INDEX_CREATED, dataset.id, dataset.name,
+               detail=f"{column} {command.kind} on {command.time_index}")
+
+
+def _delete_search_indexes(state: Overlay, record: LogRecord, event: Event,
+                           command: DeleteSearchIndexes) -> None:
+    dataset = _live_dataset(state, event)
+    column = search_indexes.column_name(command.entity_path, command.component)
+    key = (dataset.id, command.entity_path, command.component)
+    if state.search_index(*key) is None:
+        raise Refused(Status.NOT_FOUND, f"dataset {dataset.name!r} has no index on {column!r}")
+    state.put_search_index(key, None)
+    state.note(ChangeKind.SEARCH_INDEX_DELETED, dataset.id, dataset.name, detail=column)
+
+
+def _maintain_search_indexes(state: Overlay, record: LogRecord, event: Event,
+                             command: MaintainSearchIndexes) -> None:
+    dataset = _live_dataset(state, event)
+    for index in state.search_indexes(dataset.id):
+        state.put_search_index((dataset.id, index.entity_path, index.component),
+                               replace(index, maintenance=command, maintained_offset=record.position.offset))
+    asked = [name for name in ("optimize_indexes", "retrain_indexes", "compact_fragments")
+             if getattr(command, name)] + (["cleanup"] if command.cleanup_before is not None else [])
+    state.note(ChangeKind.SEARCH_INDEXES_MAINTAINED, dataset.id, dataset.name,
+               detail=" ".join(asked) or "none")
+
+
 # -- blueprints -------------------------------------------------------------------------------
 # A blueprint is a segment of the owner's hidden blueprint dataset, registered there as any
 # recording is; the owner keeps only the name of its default.
@@ -682,4 +729,7 @@ _HANDLERS: dict[type, Callable[..., None]] = {
     WriteTable: _write_table,
     CreateTag: _create_tag,
     DeleteTag: _delete_tag,
+    CreateSearchIndex: _create_search_index,
+    DeleteSearchIndexes: _delete_search_indexes,
+    MaintainSearchIndexes: _maintain_search_indexes,
 }

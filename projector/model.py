@@ -10,7 +10,17 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from events import AssetMode, DecodeError, Event, IndexRange, RegisterLayer, TableWriteMode, decode
+from events import (
+    AssetMode,
+    CreateSearchIndex,
+    DecodeError,
+    Event,
+    IndexRange,
+    MaintainSearchIndexes,
+    RegisterLayer,
+    TableWriteMode,
+    decode,
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -318,6 +328,12 @@ class ChangeKind(StrEnum):
     """The change's layer_name is empty; detail: the tag's name and offset, e.g. ``train 1200``."""
     TAG_DELETED = "tag_deleted"
     """detail: the tag's name."""
+    SEARCH_INDEX_CREATED = "search_index_created"
+    """detail: the column, its kind and timeline, e.g. ``/camera:embedding vector on frame``."""
+    SEARCH_INDEX_DELETED = "search_index_deleted"
+    """detail: the column."""
+    SEARCH_INDEXES_MAINTAINED = "search_indexes_maintained"
+    """detail: the maintenance asked for, e.g. ``optimize_indexes retrain_indexes``."""
     REJECTED = "rejected"
     """A record that was bad input (see ``Rejection``). detail: the reason."""
 
@@ -356,6 +372,27 @@ class Tag:
     name: str
     offset: int
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class SearchIndex:
+    """A search index of one component column of a dataset, as its last ``CreateSearchIndex``
+    defined it. Its rows are derived (``search``): ``created_offset`` tells a rebuilt or
+    replaced index from the one before, ``maintained_offset`` the last maintenance asked for."""
+
+    dataset_id: uuid.UUID
+    entity_path: str
+    component: str
+    definition: CreateSearchIndex
+    created_offset: int
+    created_at: datetime
+    maintenance: MaintainSearchIndexes | None = None
+    maintained_offset: int = -1
+
+    @property
+    def column(self) -> str:
+        """The column's name in the dataset's schema, ``<entity_path>:<component>``."""
+        return f"{self.entity_path}:{self.component}"
 
 
 class Versioned(StrEnum):
@@ -494,6 +531,8 @@ class Changes:
     """Parts of writes still waiting for their last part; None: the part is no longer kept."""
     tags: dict[tuple[uuid.UUID, str], Tag | None] = field(default_factory=dict)
     """None: the tag was deleted."""
+    search_indexes: dict[tuple[uuid.UUID, str, str], SearchIndex | None] = field(default_factory=dict)
+    """By (dataset id, entity path, component); None: the index was deleted."""
     purged: set[uuid.UUID] = field(default_factory=set)
     """Deleted datasets: every segment and layer of theirs goes, before the rest."""
     history: list[Version] = field(default_factory=list)

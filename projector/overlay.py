@@ -20,6 +20,7 @@ from projector.model import (
     Layer,
     LayerRun,
     LogRecord,
+    SearchIndex,
     Segment,
     Table,
     TablePart,
@@ -65,6 +66,12 @@ class FoldReader(Protocol):
         ...
 
     def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None: ...
+
+    def search_index(self, dataset_id: uuid.UUID, entity_path: str, component: str) -> SearchIndex | None: ...
+
+    def search_indexes(self, dataset_id: uuid.UUID) -> list[SearchIndex]:
+        """A dataset's search indexes, by entity path then component."""
+        ...
 
 
 
@@ -172,6 +179,23 @@ class Overlay:
         self.changes.tags[key] = tag
         self._version(Versioned.TAG, key, tag)
 
+    def search_index(self, dataset_id: uuid.UUID, entity_path: str, component: str) -> SearchIndex | None:
+        return self._overlaid(self.changes.search_indexes, (dataset_id, entity_path, component),
+                              self.view.search_index)
+
+    def search_indexes(self, dataset_id: uuid.UUID) -> list[SearchIndex]:
+        """The dataset's indexes, this batch's changes included."""
+        found = {(i.entity_path, i.component): i for i in self.view.search_indexes(dataset_id)} \
+            if dataset_id not in self.changes.purged else {}
+        for (changed, entity_path, component), index in self.changes.search_indexes.items():
+            if changed == dataset_id:
+                found[(entity_path, component)] = index  # type: ignore[assignment]
+        return [index for _, index in sorted(found.items()) if index is not None]
+
+    def put_search_index(self, key: tuple[uuid.UUID, str, str], index: SearchIndex | None) -> None:
+        """A dataset's index of a column (None: deleted)."""
+        self.changes.search_indexes[key] = index
+
     def table_parts(self, table_id: uuid.UUID, write_id: str) -> list[TablePart]:
         parts: dict[int, TablePart | None] = {} if table_id in self.changes.purged else {
             p.part: p for p in self.view.table_parts(table_id, write_id)}
@@ -215,6 +239,7 @@ class Overlay:
         _drop_entry(self.changes.layers, dataset_id)
         _drop_entry(self.changes.asset_scopes, dataset_id)
         _drop_entry(self.changes.tags, dataset_id)
+        _drop_entry(self.changes.search_indexes, dataset_id)
         _drop_entry(self.changes.table_parts, dataset_id)
         _drop_entry(self._changed_layers, dataset_id)
 

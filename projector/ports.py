@@ -22,6 +22,7 @@ from projector.model import (
     LogRecord,
     Outcome,
     Rejection,
+    SearchIndex,
     Segment,
     Table,
     Tag,
@@ -113,6 +114,10 @@ class ProjectionReader(Protocol):
         ...
 
     def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None: ...
+
+    def search_indexes(self, dataset_id: uuid.UUID) -> list[SearchIndex]:
+        """A dataset's search indexes, by entity path then component."""
+        ...
 
     def schemas(self, digests: Sequence[str]) -> dict[str, bytes]:
         """The schemas the store holds of ``digests``, by digest."""

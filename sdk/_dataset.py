@@ -24,7 +24,7 @@ from commands import assets as scopes
 from events import AssetMode, AssetScopeEdit, OnDuplicate
 from projector import Dataset, DatasetKind, EntryKind, ProjectionReader, Tag, companion_id
 from recordings import Contents, ObjectStore, ObjectStoreSettings, Progress, rerun_schema, segment_store
-from sdk import _assets, _blueprints, _dataset_reads, _history
+from sdk import _assets, _blueprints, _dataset_reads, _history, _search
 from sdk._connection import Connection
 from sdk._dataset_reads import DatasetInfo
 from sdk._entry import Entry
@@ -53,6 +53,11 @@ class DatasetEntry(Entry[Dataset]):
     def kind(self) -> EntryKind:
         """``DATASET``, or for a hidden one ``BLUEPRINT_DATASET`` or ``ASSET_DATASET``."""
         return self._seen.entry_kind
+
+    @property
+    def record(self) -> Dataset:
+        """The dataset's row in the projection, once it has this client's writes."""
+        return self._current()
 
     def as_of(self, point: int | datetime | str) -> DatasetEntry:
         """The dataset as the catalog had it at ``point``: a log offset (the catalog the records
@@ -419,6 +424,88 @@ class DatasetEntry(Entry[Dataset]):
             index, include_semantically_empty_columns=include_semantically_empty_columns,
             include_tombstone_columns=include_tombstone_columns, fill_latest_at=fill_latest_at,
             using_index_values=using_index_values)
+
+    # -- search (the seed's indexes; commands.search) -----------------------------------------
+
+    def create_vector_index(self, *, column: Any, time_index: Any, num_partitions: int | None = None,
+                            target_partition_num_rows: int | None = None, num_sub_vectors: int = 16,
+                            distance_metric: Any = "L2",
+                            timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Index a column of embeddings (fixed-size lists of floats per instance; of bytes for
+        ``"Hamming"``) on the timeline ``time_index``, for ``search_vector``. ``column`` is what
+        ``schema().column_for_selector`` takes. Creating it again replaces the column's index.
+        Below a few tens of thousands of rows the index is searched exactly; above, an IVF_PQ
+        index is trained with ``target_partition_num_rows`` (default 4096) rows per partition
+        and ``num_sub_vectors`` (a divisor of the dimension). ``distance_metric``: ``"L2"``,
+        ``"Cosine"``, ``"Dot"`` or ``"Hamming"``. The index is a command in the log; its rows are
+        derived from the layers and kept current as they change. ``ValueError`` (from the
+        projector) for a column of the wrong type, an unknown timeline or unfitting parameters,
+        ``LookupError`` for an unknown column.
+
+        Examples:
+            >>> dataset.create_vector_index(column="/camera:embedding", time_index="frame",
+            ...                             distance_metric="Cosine")  # doctest: +SKIP
+        """
+        entity_path, component = _search.column_of(self.schema(), column)
+        write = _search.search.create_vector_index(
+            entity_path, component, _search.timeline_of(time_index), num_partitions=num_partitions,
+            target_partition_num_rows=target_partition_num_rows, num_sub_vectors=num_sub_vectors,
+            distance_metric=distance_metric)
+        _search.send(self._internal, self._id, write, timeout_secs)
+
+    def create_fts_index(self, *, column: Any, time_index: Any, store_position: bool = False,
+                         base_tokenizer: str = "simple",
+                         timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Index a column of strings (a ``TextDocument``, a language instruction) on the timeline
+        ``time_index`` for full-text search, ranked by BM25. ``store_position`` keeps token
+        positions, for phrase searches (``search_fts('"red cup"', ...)``). ``base_tokenizer``:
+        ``"simple"`` (words, lowercased), ``"whitespace"`` or ``"raw"`` (each value whole)."""
+        entity_path, component = _search.column_of(self.schema(), column)
+        write = _search.search.create_fts_index(entity_path, component, _search.timeline_of(time_index),
+                                                store_position=store_position, base_tokenizer=base_tokenizer)
+        _search.send(self._internal, self._id, write, timeout_secs)
+
+    def delete_indexes(self, column: Any, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Delete the index of ``column``. ``NotFoundError`` if it has none."""
+        entity_path, component = _search.column_of(self.schema(), column, known=False)
+        _search.send(self._internal, self._id, _search.search.delete_indexes(entity_path, component),
+                     timeout_secs)
+
+    def list_indexes(self) -> datafusion.DataFrame:
+        """The dataset's indexes, one row each: the column, its kind and timeline, the metric,
+        how many rows its copy holds and how it is searched (``exact``, ``trained``,
+        ``inverted``, or ``building`` before its first rows), the log offset its rows cover."""
+        return _search.as_frame(self._internal, _search.search.list_indexes(self._internal, self.record))
+
+    def do_maintenance(self, optimize_indexes: bool = False, retrain_indexes: bool = False,
+                       compact_fragments: bool = False, cleanup_before: datetime | None = None,
+                       unsafe_allow_recent_cleanup: bool = False, *,
+                       timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
+        """Maintain every index of the dataset: add the rows searched exactly since the last
+        training to the index (``optimize_indexes``), train it again (``retrain_indexes``), merge
+        small files (``compact_fragments``), remove versions older than ``cleanup_before``. The
+        follower that keeps the indexes does it after this command is applied."""
+        write = _search.search.maintain(
+            optimize_indexes=optimize_indexes, retrain_indexes=retrain_indexes,
+            compact_fragments=compact_fragments, cleanup_before=cleanup_before,
+            unsafe_allow_recent_cleanup=unsafe_allow_recent_cleanup)
+        _search.send(self._internal, self._id, write, timeout_secs)
+
+    def search_vector(self, query: Any, column: Any, top_k: int, *,
+                      where: Any = None) -> datafusion.DataFrame:
+        """The ``top_k`` instances of ``column`` nearest the vector ``query``, nearest first:
+        ``rerun_segment_id``, the index's timeline, ``rerun_instance_index``, the vector and
+        ``_distance``. Waits until the index has every write of this client. ``where`` (a
+        DataFusion expression or SQL text on the segment table's columns) narrows the segments
+        before the top k is taken. ``ValueError`` for a query of the wrong length."""
+        return DatasetSelection(self._internal, self).search_vector(query, column, top_k, where=where)
+
+    def search_fts(self, query: str, column: Any, *, where: Any = None,
+                   limit: int | None = None) -> datafusion.DataFrame:
+        """The instances of ``column`` matching the words of ``query`` (a phrase in double
+        quotes, with ``store_position``), best BM25 ``_score`` first: ``rerun_segment_id``, the
+        index's timeline, ``rerun_instance_index``, the text and ``_score``."""
+        return DatasetSelection(self._internal, self).search_fts(query, column, where=where, limit=limit)
 
     def to_spark(self, spark: Any, index: str | None, **options: Any) -> Any:
         """Every segment's data as a Spark DataFrame, a partition per segment (see

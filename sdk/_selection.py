@@ -18,7 +18,7 @@ from datafusion import col, lit
 from datafusion import functions as F
 
 from commands.reads import layer_table, manifest_of
-from projector import views
+from projector import Dataset, views
 from recordings import (
     SEGMENT_ID,
     Contents,
@@ -33,6 +33,7 @@ from recordings import (
     selected_schema,
     with_manifest_ranges,
 )
+from sdk import _search
 from sdk._connection import Connection
 
 if TYPE_CHECKING:
@@ -51,6 +52,13 @@ class SelectedDataset(Protocol):
     def arrow_schema(self) -> pa.Schema: ...
 
     def segment_ids(self) -> list[str]: ...
+
+    def schema(self) -> Schema: ...
+
+    @property
+    def record(self) -> Dataset:
+        """The dataset's record, as the projection has it after this client's writes."""
+        ...
 
     def segment_table(self, join_meta: datafusion.DataFrame | None = None,
                       join_key: str = SEGMENT_ID) -> datafusion.DataFrame: ...
@@ -129,6 +137,27 @@ class DatasetSelection:
     def arrow_schema(self) -> pa.Schema:
         """``schema()`` as an Arrow schema, with Rerun's field metadata."""
         return selected_schema(self._dataset.arrow_schema(), self._content_groups or (EVERYTHING,))
+
+    def search_vector(self, query: Any, column: Any, top_k: int, *,
+                      where: Any = None) -> datafusion.DataFrame:
+        """``DatasetEntry.search_vector`` among the selected segments (taken before the top k)."""
+        entity_path, component = _search.column_of(self._dataset.schema(), column)
+        ids = _search.selected_ids(self._dataset.segment_table(), self._selected(), where)
+        found = _search.search.search_vector(self._internal, self._dataset.record, entity_path, component,
+                                             query, top_k, ids)
+        return self._internal.dataframe(found)
+
+    def search_fts(self, query: str, column: Any, *, where: Any = None,
+                   limit: int | None = None) -> datafusion.DataFrame:
+        """``DatasetEntry.search_fts`` among the selected segments."""
+        entity_path, component = _search.column_of(self._dataset.schema(), column)
+        ids = _search.selected_ids(self._dataset.segment_table(), self._selected(), where)
+        found = _search.search.search_text(self._internal, self._dataset.record, entity_path, component,
+                                           query, ids, limit)
+        return self._internal.dataframe(found)
+
+    def _selected(self) -> list[str] | None:
+        return None if self._segment_ids is None else sorted(self._segment_ids)
 
     def segment_table(self, join_meta: datafusion.DataFrame | None = None,
                       join_key: str = SEGMENT_ID) -> datafusion.DataFrame:

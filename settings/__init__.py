@@ -18,6 +18,8 @@ ENVIRONMENT = {
     "STRATA_SPARK_MASTER": "use this Spark master instead of local[*]",
     "STRATA_STORE": "the projection store (default: store.db in the state directory)",
     "STRATA_KAFKA_OPTIONS": 'Kafka client settings as a JSON object, e.g. {"sasl.password": "..."}',
+    "STRATA_SEARCH_URL": "where the search indexes are kept: a directory, or an s3:// prefix every host "
+                         "reads (default: beside a SQLite store; a PostgreSQL store needs it)",
     "STRATA_JARS_DIR": "where scripts/setup.sh put the jars (default .cache/jars)",
     "STRATA_CLASS_DATA_SHARING": "the JVMs' class-data sharing archives that setup makes: use "
                                  "(default), off, or create (replace them at the JVMs' exit)",
@@ -132,6 +134,19 @@ def store(data_dir: Path) -> str:
     """The projection store of the stack whose state is in ``data_dir``: a SQLite file's path or
     a ``postgresql://`` URL."""
     return os.environ.get("STRATA_STORE") or str(data_dir / "store.db")
+
+
+def search_indexes(store: str) -> str:
+    """Where the search indexes of the catalog in ``store`` (a SQLite file's path or a
+    ``postgresql://`` URL) are kept: ``STRATA_SEARCH_URL``, else the directory ``<store>.search``
+    beside a SQLite file. Raises ``ValueError`` for a PostgreSQL store without the variable."""
+    given = os.environ.get("STRATA_SEARCH_URL")
+    if given:
+        return given
+    if store.startswith(("postgresql://", "postgres://")):
+        raise ValueError("a PostgreSQL store's search indexes need STRATA_SEARCH_URL: a directory or "
+                         "s3:// prefix that the projector and every client reach")
+    return str(Path(store).absolute()) + ".search"
 
 
 def object_store() -> dict[str, str]:

@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
                                config=kafka_options)
         relay.start()
     mirror = _lance_mirror(args.store, log)
+    indexer = _search_follower(args.store, log)
     snapshotter = _snapshotter(args.store, snapshots_at, args.snapshot_every) if snapshots_at else None
     log.info(
         "projector running: %s -> %s (checkpoint %s, master %s)",
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         log.info("the Spark JVM stopped with the interrupt")
         error = None
     finally:
-        for follower in (relay, mirror, snapshotter):
+        for follower in (relay, mirror, indexer, snapshotter):
             if follower is not None:
                 follower.stop()
                 follower.store.close()
@@ -172,6 +173,26 @@ def _lance_mirror(location: str, log: logging.Logger) -> Any:
     mirror = LanceMirror(open_store(location, read_only=True))
     mirror.start()
     return mirror
+
+
+def _search_follower(location: str, log: logging.Logger) -> Any:
+    """The thread that keeps the search indexes; None (said once) without ``strata[lance]``, or
+    for a PostgreSQL store without ``STRATA_SEARCH_URL``: its searches then wait in vain."""
+    try:
+        import lance  # noqa: F401
+
+        root = settings.search_indexes(location)
+    except ImportError:
+        log.warning("pylance is not installed (pip install 'strata[lance]'): search indexes are not kept")
+        return None
+    except ValueError as exc:
+        log.warning("search indexes are not kept: %s", exc)
+        return None
+    from changelog.search_follower import SearchFollower
+
+    follower = SearchFollower(open_store(location, read_only=True), root)
+    follower.start()
+    return follower
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from projector.model import (
     LogRecord,
     Outcome,
     Rejection,
+    SearchIndex,
     Segment,
     Table,
     TablePart,
@@ -110,6 +111,13 @@ class SqlStore:
 
     def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None:
         return self._fold_reads.tag(dataset_id, name)
+
+    def search_index(self, dataset_id: uuid.UUID, entity_path: str, component: str) -> SearchIndex | None:
+        return self._fold_reads.search_index(dataset_id, entity_path, component)
+
+    def search_indexes(self, dataset_id: uuid.UUID) -> list[SearchIndex]:
+        """The dataset's search indexes, by entity path then component."""
+        return self._fold_reads.search_indexes(dataset_id)
 
     def schema(self, digest: str) -> bytes | None:
         return self._fold_reads.schema(digest)

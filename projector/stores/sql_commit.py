@@ -68,6 +68,8 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
         "asset_scopes": [sql_rows.scope_values(a) for a in changes.asset_scopes.values() if a is not None],
         "schemas": list(changes.schemas.items()),
         "tags": [sql_rows.tag_values(t) for t in changes.tags.values() if t is not None],
+        "search_indexes": [sql_rows.search_index_values(i) for i in changes.search_indexes.values()
+                           if i is not None],
         "tables": [sql_rows.table_values(t) for t in changes.tables.values()],
         "table_parts": [sql_rows.table_part_values(p) for p in changes.table_parts.values() if p is not None],
         "outcomes": [sql_rows.outcome_values(o) for o in changes.outcomes.values()],
@@ -96,10 +98,14 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
         chunks = _touched_chunks(database, changes)
         _keep_history(database, changes.history, changes.runs)
         purged = [(str(dataset_id),) for dataset_id in changes.purged]
-        for table in ("segments", "layers", "layer_chunks", "asset_scopes", "tags"):
+        for table in ("segments", "layers", "layer_chunks", "asset_scopes", "tags", "search_indexes"):
             database.executemany(f"delete from {table} where dataset_id = ?", purged)
         database.executemany("delete from tags where dataset_id = ? and name = ?",
                              [(str(d), n) for (d, n), tag in changes.tags.items() if tag is None])
+        database.executemany("delete from search_indexes where dataset_id = ? and entity_path = ? "
+                             "and component = ?",
+                             [(str(d), e, c) for (d, e, c), index in changes.search_indexes.items()
+                              if index is None])
         tables = sql_tables.Writer(statements)
         database.executemany(
             "delete from table_parts where table_id = ? and write_id = ? and part = ?",

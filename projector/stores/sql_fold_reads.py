@@ -10,7 +10,17 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from events import DefineSchema, RegisterLayer
 from projector.fold import FoldReader
-from projector.model import AssetScope, Dataset, Layer, LogRecord, Segment, Table, TablePart, Tag
+from projector.model import (
+    AssetScope,
+    Dataset,
+    Layer,
+    LogRecord,
+    SearchIndex,
+    Segment,
+    Table,
+    TablePart,
+    Tag,
+)
 from projector.stores import sql_rows
 from projector.stores.sql_database import Database
 
@@ -99,6 +109,16 @@ class FoldReads:
         rows = self._db.query("select * from tags where dataset_id = ? and name = ?", (str(dataset_id), name))
         return sql_rows.tag(rows[0]) if rows else None
 
+    def search_index(self, dataset_id: uuid.UUID, entity_path: str, component: str) -> SearchIndex | None:
+        rows = self._db.query("select * from search_indexes where dataset_id = ? and entity_path = ? "
+                              "and component = ?", (str(dataset_id), entity_path, component))
+        return sql_rows.search_index(rows[0]) if rows else None
+
+    def search_indexes(self, dataset_id: uuid.UUID) -> list[SearchIndex]:
+        return [sql_rows.search_index(r) for r in self._db.query(
+            "select * from search_indexes where dataset_id = ? order by entity_path, component",
+            (str(dataset_id),))]
+
     def schema(self, digest: str) -> bytes | None:
         rows = self._db.query("select arrow_schema from schemas where digest = ?", (digest,))
         return rows[0]["arrow_schema"] if rows else None
@@ -148,6 +168,8 @@ class BatchView:
         self.table_by_name = reads.table_by_name
         self.table_parts = reads.table_parts
         self.tag = reads.tag
+        self.search_index = reads.search_index
+        self.search_indexes = reads.search_indexes
 
     def schema(self, digest: str) -> bytes | None:
         if digest in self._digests:

@@ -24,6 +24,7 @@ from projector.model import (
     LogPosition,
     Outcome,
     Rejection,
+    SearchIndex,
     Segment,
     Table,
     Tag,
@@ -160,6 +161,10 @@ class PointReader:
     def tags(self, dataset_id: uuid.UUID) -> list[Tag]:
         return [sql_rows.tag(r) for r in self._versions("tag_history", "dataset_id = ?", (str(dataset_id),),
                                                         '"offset", name')]
+
+    def search_indexes(self, dataset_id: uuid.UUID) -> list[SearchIndex]:
+        """None: search answers for the catalog as it is, never as of a point."""
+        return []
 
     def asset_scope(self, dataset_id: uuid.UUID, segment_id: str) -> AssetScope | None:
         rows = self._versions("asset_scope_history", "dataset_id = ? and segment_id = ?",

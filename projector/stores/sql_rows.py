@@ -15,7 +15,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from events import AssetMode, IndexKind, IndexRange, TableWriteMode
+from events import (
+    AssetMode,
+    CreateSearchIndex,
+    DistanceMetric,
+    IndexKind,
+    IndexRange,
+    MaintainSearchIndexes,
+    SearchIndexKind,
+    TableWriteMode,
+)
 from projector import layer_table, schemas
 from projector.model import (
     AssetScope,
@@ -29,6 +38,7 @@ from projector.model import (
     Rejection,
     RunWrite,
     SchemaRef,
+    SearchIndex,
     Segment,
     Status,
     Table,
@@ -113,6 +123,30 @@ def tag_values(t: Tag) -> tuple[Any, ...]:
 
 def tag(r: dict[str, Any]) -> Tag:
     return Tag(uuid.UUID(r["dataset_id"]), r["name"], r["offset"], from_micros(r["created_at"]))
+
+
+def search_index_values(i: SearchIndex) -> tuple[Any, ...]:
+    """An index as stored: its definition and last maintenance as JSON objects of their fields."""
+    maintenance = "" if i.maintenance is None else json.dumps({
+        **vars(i.maintenance), "cleanup_before": None if i.maintenance.cleanup_before is None
+        else micros(i.maintenance.cleanup_before)})
+    return (str(i.dataset_id), i.entity_path, i.component, json.dumps(vars(i.definition)), i.created_offset,
+            micros(i.created_at), maintenance, i.maintained_offset)
+
+
+def search_index(r: dict[str, Any]) -> SearchIndex:
+    definition = json.loads(r["definition"])
+    definition.update(kind=SearchIndexKind(definition["kind"]),
+                      distance_metric=DistanceMetric(definition["distance_metric"]))
+    maintenance = None
+    if r["maintenance"]:
+        asked = json.loads(r["maintenance"])
+        if asked["cleanup_before"] is not None:
+            asked["cleanup_before"] = from_micros(asked["cleanup_before"])
+        maintenance = MaintainSearchIndexes(**asked)
+    return SearchIndex(uuid.UUID(r["dataset_id"]), r["entity_path"], r["component"],
+                       CreateSearchIndex(**definition), r["created_offset"], from_micros(r["created_at"]),
+                       maintenance, r["maintained_offset"])
 
 
 def segment_values(s: Segment) -> tuple[Any, ...]:

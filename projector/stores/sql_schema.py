@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-FORMAT_VERSION = 13
+FORMAT_VERSION = 14
 """Bumped whenever the tables change; an older store is rebuilt with ``strata replay``."""
 
 Columns = dict[str, type]
@@ -31,6 +31,9 @@ _TABLE: Columns = {"id": str, "name": str, "created_at": int, "updated_at": int,
                    "storage_url": str, "lance_version": int, "deleted": int, "revision": int,
                    "default_blueprint": str}
 _TAG: Columns = {"dataset_id": str, "name": str, "offset": int, "created_at": int}
+_SEARCH_INDEX: Columns = {
+    "dataset_id": str, "entity_path": str, "component": str, "definition": str, "created_offset": int,
+    "created_at": int, "maintenance": str, "maintained_offset": int}
 _SPAN: Columns = {"valid_from": int, "valid_to": int}
 _DATASET_VERSION: Columns = {
     "id": str, "name": str, "created_at": int, "updated_at": int, "deleted": int, "schema_digest": str,
@@ -91,6 +94,7 @@ TABLES: dict[str, tuple[Columns, tuple[str, ...]]] = {
         ("table_id", "write_id", "part"),
     ),
     "tags": (_TAG, ("dataset_id", "name")),
+    "search_indexes": (_SEARCH_INDEX, ("dataset_id", "entity_path", "component")),
     **HISTORY_TABLES,
 }
 """``batches`` records how the projection was applied, not what it holds: per committed batch and

@@ -15,12 +15,15 @@ from events import (
     CATALOG_TOPIC,
     AssetMode,
     AssetScopeEdit,
+    CreateSearchIndex,
     CreateTag,
     DeleteTable,
     DeleteTag,
     Event,
+    MaintainSearchIndexes,
     OnDuplicate,
     ScopeAsset,
+    SearchIndexKind,
 )
 from projector import (
     AssetScope,
@@ -61,6 +64,10 @@ from unit.conftest import (
 
 SCHEMA_X = arrow_schema(("x", pa.int64()))
 SCHEMA_Y = arrow_schema(("y", pa.string()))
+SCHEMA_EMBEDDED = arrow_schema(
+    pa.field("frame", pa.int64(), metadata={"rerun:kind": "index", "rerun:index_name": "frame"}),
+    pa.field("/camera:embedding", pa.list_(pa.list_(pa.float32(), 4)),
+             metadata={"rerun:kind": "data", "rerun:entity_path": "/camera", "rerun:component": "embedding"}))
 
 
 def history() -> tuple[uuid.UUID, list[LogRecord]]:
@@ -90,6 +97,14 @@ def history() -> tuple[uuid.UUID, list[LogRecord]]:
     log.append(Event(droid, CreateTag("before-v2", 8), produced_at=at(9)))
     log.append(Event(droid, CreateTag("moved", 3), produced_at=at(9)))
     log.append(Event(droid, DeleteTag("moved"), produced_at=at(9)))
+    indexed = uuid.uuid4()
+    log.append(create(indexed, "indexed", when=at(9)))
+    log.append(register(indexed, "i1", "base", when=at(9), schema=SCHEMA_EMBEDDED))
+    log.append(Event(indexed, CreateSearchIndex("/camera", "embedding", "frame", SearchIndexKind.VECTOR,
+                                              num_sub_vectors=2), produced_at=at(9)))
+    log.append(Event(indexed, MaintainSearchIndexes(optimize_indexes=True), produced_at=at(9)))
+    log.append(Event(indexed, CreateSearchIndex("/camera", "nothing", "frame", SearchIndexKind.FULL_TEXT),
+                     produced_at=at(9)))  # no such column
     return droid, log.records + table_history(len(log.records))
 
 
@@ -118,12 +133,16 @@ def table_history(start: int = 0) -> list[LogRecord]:
 def test_commit_then_read_back_what_the_fold_produced(store):
     droid, records = history()
     changes = fold(store, records)
-    assert len(changes.rejections) == 4 and len(changes.outcomes) == 29
+    assert len(changes.rejections) == 5 and len(changes.outcomes) == 34
 
     store.commit(changes, expected_offsets={})
 
-    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 30}
-    assert store.next_offset(CATALOG_TOPIC, 0) == 30
+    assert store.next_offsets() == changes.next_offsets == {(CATALOG_TOPIC, 0): 35}
+    assert store.next_offset(CATALOG_TOPIC, 0) == 35
+    [indexed] = [d.id for d in store.datasets() if d.name == "indexed"]
+    [index] = store.search_indexes(indexed)
+    assert (index.column, index.created_offset, index.maintained_offset) == ("/camera:embedding", 20, 21)
+    assert index.maintenance == MaintainSearchIndexes(optimize_indexes=True)
     assert [(t.name, t.offset) for t in store.tags(droid)] == [("before-v2", 8)]
     assert store.next_offset(CATALOG_TOPIC, 9) == 0
 
@@ -159,7 +178,7 @@ def test_commit_then_read_back_what_the_fold_produced(store):
         AssetScope(assets, "mesh", AssetMode.OPT_IN, ("seg1",), scoped.position.offset + 1)]
     for digest, schema_bytes in changes.schemas.items():
         assert store.schema(digest) == schema_bytes
-    assert set(changes.schemas) == {schemas.digest(SCHEMA_X), schemas.digest(SCHEMA_Y)}
+    assert set(changes.schemas) == {schemas.digest(s) for s in (SCHEMA_X, SCHEMA_Y, SCHEMA_EMBEDDED)}
     [labels] = store.tables()
     assert store.table_by_name("labels") == labels == changes.tables[labels.id]
     assert store.table_by_name("gone") is None and any(t.deleted for t in changes.tables.values())
@@ -328,7 +347,7 @@ def test_commit_with_stale_offsets_raises_and_writes_nothing(store):
     assert store.layers(droid) == []
     # The store is still usable: the right expectation commits.
     store.commit(changes, expected_offsets={(CATALOG_TOPIC, 0): 4})
-    assert store.next_offset(CATALOG_TOPIC, 0) == 30
+    assert store.next_offset(CATALOG_TOPIC, 0) == 35
 
 
 def test_a_second_writer_loses_the_race(open_named, locate):
@@ -489,7 +508,7 @@ def test_delete_purges_the_dataset_from_every_table_but_keeps_a_tombstone(store)
     assert tombstone.deleted and tombstone.updated_at == at(20)
     assert (tombstone.schema, tombstone.schema_refs, tombstone.default_blueprint) == (b"", (), None)
     assert store.dataset_by_name("droid") is None
-    assert [d.name for d in store.datasets() if not d.hidden] == ["other"]
+    assert [d.name for d in store.datasets() if not d.hidden] == ["other", "indexed"]
     # The other dataset and the content-addressed schemas are untouched.
     assert [x.segment_id for x in store.layers(store.dataset_by_name("other").id)] == ["o1"]
     assert store.schema(schemas.digest(SCHEMA_X)) == SCHEMA_X

@@ -47,6 +47,7 @@ from projector import (
     LogRecord,
     Outcome,
     Rejection,
+    SearchIndex,
     Segment,
     Table,
     TablePart,
@@ -79,6 +80,7 @@ class MemoryCatalog:
         self.layer_rows: dict[tuple[uuid.UUID, str, str], Layer] = {}
         self.scopes: dict[tuple[uuid.UUID, str], AssetScope] = {}
         self.tag_rows: dict[tuple[uuid.UUID, str], Tag] = {}
+        self.index_rows: dict[tuple[uuid.UUID, str, str], SearchIndex] = {}
         self.schemas: dict[str, bytes] = {}
         self.outcomes: dict[uuid.UUID, Outcome] = {}
         self.rejections: list[Rejection] = []
@@ -142,15 +144,22 @@ class MemoryCatalog:
     def tag(self, dataset_id: uuid.UUID, name: str) -> Tag | None:
         return self.tag_rows.get((dataset_id, name))
 
+    def search_index(self, dataset_id: uuid.UUID, entity_path: str, component: str) -> SearchIndex | None:
+        return self.index_rows.get((dataset_id, entity_path, component))
+
+    def search_indexes(self, dataset_id: uuid.UUID) -> list[SearchIndex]:
+        return [i for k, i in sorted(self.index_rows.items()) if k[0] == dataset_id]
+
     # -- merging a batch ------------------------------------------------------------------------
 
     def apply(self, changes: Changes) -> None:
-        for table in (self.segments, self.layer_rows, self.scopes, self.tag_rows):
+        for table in (self.segments, self.layer_rows, self.scopes, self.tag_rows, self.index_rows):
             for key in [k for k in table if k[0] in changes.purged]:
                 del table[key]
         self.datasets.update(changes.datasets)
         for table, changed in ((self.segments, changes.segments), (self.layer_rows, changes.layers),
-                               (self.scopes, changes.asset_scopes), (self.tag_rows, changes.tags)):
+                               (self.scopes, changes.asset_scopes), (self.tag_rows, changes.tags),
+                               (self.index_rows, changes.search_indexes)):
             for key, value in changed.items():
                 if value is None:
                     table.pop(key, None)
@@ -201,6 +210,7 @@ class MemoryCatalog:
             "layers": dict(self.layer_rows),
             "scopes": dict(self.scopes),
             "tags": dict(self.tag_rows),
+            "search_indexes": dict(self.index_rows),
             "schemas": dict(self.schemas),
             "tables": dict(self.tables),
             "parts": dict(self.parts),

@@ -1,0 +1,161 @@
+"""Searching an index's copy: waiting until it covers a client's writes, then the nearest
+vectors or the best full-text matches, best first.
+
+A search opens the newest marked version of the copy (``search.copies``), so it reads the rows of
+one complete pass of the follower. It waits until that pass reflects every record before the
+offset the caller needs: the pass covers it, or the change feed shows nothing that touched the
+index's rows between the two.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from events import DistanceMetric, SearchIndexKind
+from projector import ProjectionReader, SearchIndex, schemas
+from projector.feed import FEED_PAGE
+from projector.search_indexes import find_column
+from recordings.segments import SEGMENT_ID
+from search import copies
+from search.indexer import SEGMENT_CHANGES
+from search.rows import INSTANCE, VALUE
+from search.training import METRICS, vector_index_name
+
+DISTANCE = "_distance"
+SCORE = "_score"
+POLL_SECS = 0.01
+NPROBES = 20
+"""IVF partitions a trained search visits, and how many more candidates it ranks exactly
+(``REFINE_FACTOR`` times ``top_k``): recall@10 of at least 0.95 on 768-float embeddings
+(``python -m bench.search``)."""
+REFINE_FACTOR = 5
+
+
+class SearchTimeoutError(TimeoutError):
+    """The index did not reach the caller's writes in time."""
+
+
+def _untouched(store: ProjectionReader, index: SearchIndex, since: int, until: int) -> bool:
+    """Whether nothing in the feed from ``since`` to ``until`` changed the index's rows."""
+    cursor = (since - 1, 1 << 62)
+    while page := store.changes(cursor, entry_id=index.dataset_id, limit=FEED_PAGE):
+        for change in page:
+            if change.position.offset >= until:
+                return True
+            if change.kind in SEGMENT_CHANGES:
+                return False
+        cursor = page[-1].cursor
+    return True
+
+
+def open_copy(store: ProjectionReader, root: str, index: SearchIndex, needed: int,
+              timeout_secs: float) -> Any:
+    """The copy of ``index`` at its newest marked version, once that reflects every record before
+    log offset ``needed``; None if it has no copy because no segment has the column (the follower
+    makes none). Raises ``SearchTimeoutError`` if it does not within ``timeout_secs``."""
+    url = copies.index_url(root, index)
+    deadline = time.monotonic() + timeout_secs
+    marker = None
+    while True:
+        dataset = copies.open_dataset(url)
+        marker = copies.newest_marker(dataset) if dataset is not None else None
+        if dataset is None and not _has_column(store, index):
+            return None
+        if marker is not None and marker.created_offset == index.created_offset and (
+                marker.covered >= needed or _untouched(store, index, marker.covered, needed)):
+            return copies.open_dataset(url, marker.version)
+        if time.monotonic() > deadline:
+            where = "has no rows yet" if marker is None else f"covers the log up to offset {marker.covered}"
+            raise SearchTimeoutError(
+                f"the {index.definition.kind} index of {index.column} {where}, and the search needs "
+                f"offset {needed}: is the projector running (strata status)? Its follower keeps the indexes")
+        time.sleep(POLL_SECS)
+
+
+def _has_column(store: ProjectionReader, index: SearchIndex) -> bool:
+    dataset = store.dataset(index.dataset_id)
+    return dataset is not None and bool(dataset.schema) and \
+        find_column(schemas.parse(dataset.schema), index.entity_path, index.component) is not None
+
+
+def empty_result(index: SearchIndex) -> pa.Table:
+    """The answer of an index without a copy: no rows, in the result's columns."""
+    value = pa.string() if index.definition.kind is SearchIndexKind.FULL_TEXT else pa.list_(pa.float32())
+    measure = SCORE if index.definition.kind is SearchIndexKind.FULL_TEXT else DISTANCE
+    return pa.schema([(SEGMENT_ID, pa.string()), (index.definition.time_index, pa.int64()),
+                      (INSTANCE, pa.uint32()), (VALUE, value), (measure, pa.float32())]).empty_table()
+
+
+def _where(segment_ids: Sequence[str] | None) -> str | None:
+    if segment_ids is None:
+        return None
+    if not segment_ids:
+        return "false"
+    quoted = ", ".join("'" + s.replace("'", "''") + "'" for s in segment_ids)
+    return f"{SEGMENT_ID} IN ({quoted})"
+
+
+def _query_vector(index: SearchIndex, dataset: Any, query: Any) -> np.ndarray:
+    """``query`` as the copy's vector type; ``ValueError`` if it has the wrong length."""
+    value_type = dataset.schema.field(VALUE).type
+    size = value_type.list_size
+    dtype = np.uint8 if index.definition.distance_metric is DistanceMetric.HAMMING else \
+        value_type.value_type.to_pandas_dtype()
+    vector = np.asarray(query, dtype=dtype)
+    if vector.ndim != 1 or vector.shape[0] != size:
+        raise ValueError(f"the query vector has shape {vector.shape}: the index of {index.column} takes "
+                         f"vectors of {size} {'bytes' if dtype is np.uint8 else 'floats'}")
+    return vector
+
+
+def search_vector(index: SearchIndex, dataset: Any, query: Any, top_k: int,
+                  segment_ids: Sequence[str] | None = None) -> pa.Table:
+    """The ``top_k`` rows nearest ``query``, nearest first, with their ``_distance``: among the
+    rows of ``segment_ids`` only, if given (the selection applied before the top k)."""
+    if index.definition.kind is not SearchIndexKind.VECTOR:
+        raise ValueError(f"{index.column} has a full-text index: use search_fts")
+    if not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k={top_k!r}: give a number of rows, at least 1")
+    nearest: dict[str, Any] = {"column": VALUE, "q": _query_vector(index, dataset, query), "k": top_k,
+                               "metric": METRICS[index.definition.distance_metric]}
+    if vector_index_name(dataset) is None:
+        nearest["use_index"] = False
+    else:
+        nearest.update(nprobes=NPROBES, refine_factor=REFINE_FACTOR)
+    found = dataset.to_table(nearest=nearest, filter=_where(segment_ids), prefilter=True)
+    return _result(found, DISTANCE)
+
+
+def search_text(index: SearchIndex, dataset: Any, query: str,
+                segment_ids: Sequence[str] | None = None, limit: int | None = None) -> pa.Table:
+    """The rows matching ``query`` (words, or a phrase in double quotes with ``store_position``),
+    best BM25 ``_score`` first."""
+    if index.definition.kind is not SearchIndexKind.FULL_TEXT:
+        raise ValueError(f"{index.column} has a vector index: use search_vector")
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError(f"query={query!r}: give the words to search for")
+    from lance.query import MatchQuery, PhraseQuery
+
+    text = query.strip()
+    phrase = len(text) > 1 and text.startswith('"') and text.endswith('"')
+    if phrase and not index.definition.store_position:
+        raise ValueError(f"a phrase search needs token positions: the index of {index.column} was created "
+                         "without them; create it again with store_position=True")
+    full_text = PhraseQuery(text[1:-1], VALUE) if phrase else MatchQuery(text, VALUE)
+    found = dataset.to_table(full_text_query=full_text, filter=_where(segment_ids), prefilter=True,
+                             limit=limit)
+    found = found.take(np.argsort(-found.column(SCORE).to_numpy(), kind="stable"))
+    return _result(found, SCORE)
+
+
+def _result(found: pa.Table, measure: str) -> pa.Table:
+    """The copy's columns in the result's order, best first as Lance gives them."""
+    columns = [name for name in found.column_names if name not in (measure,)]
+    ordered = [SEGMENT_ID, *[c for c in columns if c not in (SEGMENT_ID, INSTANCE, VALUE)], INSTANCE, VALUE,
+               measure]
+    return found.select(ordered)
