@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from events import import_extra
 from projector import SearchIndex
 
 CREATED_KEY = "strata.created_offset"
@@ -39,6 +40,11 @@ class Marker:
     maintained_offset: int
 
 
+def lance() -> Any:
+    """pylance, imported on first use (``MissingExtraError`` without ``strata[lance]``)."""
+    return import_extra("lance", "lance", "search indexes")
+
+
 def dataset_dir(root: str, dataset_id: uuid.UUID) -> Path:
     """The directory of a dataset's indexes."""
     return Path(root) / str(dataset_id)
@@ -51,12 +57,10 @@ def index_url(root: str, index: SearchIndex) -> str:
 
 def open_dataset(url: str, version: int | None = None) -> Any:
     """The Lance dataset at ``url`` (at ``version``), None if there is none."""
-    import lance
-
     if not Path(url).exists():
         return None
     try:
-        return lance.dataset(url, version=version)
+        return lance().dataset(url, version=version)
     except (ValueError, OSError):
         return None
 
@@ -75,28 +79,25 @@ def newest_marker(dataset: Any) -> Marker | None:
 def write_rows(url: str, index: SearchIndex, replaced: list[str], rows: pa.Table, *, fresh: bool) -> Any:
     """Remove the rows of the segments ``replaced`` and append ``rows``; ``fresh``: start the
     dataset again with ``rows`` alone. Returns the dataset (unmarked)."""
-    import lance
-
     if open_dataset(url) is None:
-        return lance.write_dataset(rows, url, mode="create")
+        return lance().write_dataset(rows, url, mode="create")
     if fresh:
-        return lance.write_dataset(rows, url, mode="overwrite")
-    dataset = lance.dataset(url)
+        return lance().write_dataset(rows, url, mode="overwrite")
+    dataset = lance().dataset(url)
     for start in range(0, len(replaced), 500):
         quoted = ", ".join("'" + s.replace("'", "''") + "'" for s in replaced[start:start + 500])
         dataset.delete(f"rerun_segment_id IN ({quoted})")
     if rows.num_rows:
-        dataset = lance.write_dataset(rows, url, mode="append")
+        dataset = lance().write_dataset(rows, url, mode="append")
     return dataset
 
 
 def mark(url: str, index: SearchIndex, schema: pa.Schema, covered: int) -> Marker:
     """Mark the dataset's newest version: ``index``'s rows, covering the log before ``covered``."""
-    import lance
-
     properties = {CREATED_KEY: str(index.created_offset), COVERED_KEY: str(covered),
                   MAINTAINED_KEY: str(index.maintained_offset), COLUMN_KEY: index.column}
-    dataset = lance.write_dataset(schema.empty_table(), url, mode="append", transaction_properties=properties)
+    dataset = lance().write_dataset(schema.empty_table(), url, mode="append",
+                                    transaction_properties=properties)
     return Marker(dataset.version, index.created_offset, covered, index.maintained_offset)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from events import DistanceMetric, SearchIndexKind
+from events import DistanceMetric, SearchIndexKind, import_extra
 from projector import ProjectionReader, SearchIndex, schemas
 from projector.feed import FEED_PAGE
 from projector.search_indexes import find_column
@@ -139,7 +139,8 @@ def search_text(index: SearchIndex, dataset: Any, query: str,
         raise ValueError(f"{index.column} has a vector index: use search_vector")
     if not isinstance(query, str) or not query.strip():
         raise ValueError(f"query={query!r}: give the words to search for")
-    from lance.query import MatchQuery, PhraseQuery
+    query_types = import_extra("lance.query", "lance", "full-text search")
+    MatchQuery, PhraseQuery = query_types.MatchQuery, query_types.PhraseQuery
 
     text = query.strip()
     phrase = len(text) > 1 and text.startswith('"') and text.endswith('"')

@@ -16,6 +16,7 @@ from typing import Any
 
 from events import DistanceMetric, SearchIndexKind
 from projector import SearchIndex
+from search.copies import lance
 
 TRAIN_FROM_ROWS = 20_000
 """Below this many rows a vector index is searched exactly: an exact top 10 of that many 768-float
@@ -71,9 +72,7 @@ def index_text(dataset: Any, index: SearchIndex) -> None:
 def keep_trained(url: str, index: SearchIndex, *, maintain: bool) -> None:
     """Build what the copy at ``url`` lacks (its inverted index; its vector index once it is
     large enough), and, if ``maintain``, do the maintenance ``index.maintenance`` asks for."""
-    import lance
-
-    dataset = lance.dataset(url)
+    dataset = lance().dataset(url)
     if index.definition.kind is SearchIndexKind.FULL_TEXT:
         if text_index_name(dataset) is None:
             index_text(dataset, index)
@@ -82,7 +81,7 @@ def keep_trained(url: str, index: SearchIndex, *, maintain: bool) -> None:
     asked = index.maintenance
     if not maintain or asked is None:
         return
-    dataset = lance.dataset(url)
+    dataset = lance().dataset(url)
     if asked.retrain_indexes:
         if index.definition.kind is SearchIndexKind.FULL_TEXT:
             index_text(dataset, index)
@@ -97,11 +96,9 @@ def keep_trained(url: str, index: SearchIndex, *, maintain: bool) -> None:
 def clean_up(url: str, index: SearchIndex) -> None:
     """Remove the copy's versions older than the maintenance's ``cleanup_before``: after the
     pass's marker, so that the version searches read is never one removed."""
-    import lance
-
     asked = index.maintenance
     if asked is None or asked.cleanup_before is None:
         return
     age = timedelta(seconds=max(0.0, time.time() - asked.cleanup_before.timestamp()))
-    lance.dataset(url).cleanup_old_versions(older_than=age,
+    lance().dataset(url).cleanup_old_versions(older_than=age,
                                             delete_unverified=asked.unsafe_allow_recent_cleanup)
