@@ -35,7 +35,7 @@ LIST_SCHEMA = pa.schema([
     ("created_offset", pa.int64()), ("created_at", pa.timestamp("us", tz="UTC")), ("parameters", pa.string()),
 ])
 """``list_indexes()``: one row per index. ``search``: ``exact`` (every row compared, below
-``TRAIN_FROM_ROWS`` rows), ``trained`` (an IVF_PQ index, rows since its training compared
+``TRAIN_FROM_ROWS`` rows), ``trained`` (an IVF_SQ index, rows since its training compared
 exactly), ``inverted`` (full text, BM25) or ``building`` (no rows yet)."""
 
 

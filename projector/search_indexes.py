@@ -90,11 +90,7 @@ def refusal(schema: pa.Schema, command: CreateSearchIndex) -> str | None:
     problem = _vector_type_problem(value, command.distance_metric)
     if problem is not None:
         return f"column {name!r} cannot take a vector index: {problem}"
-    dimension = value.list_size
-    if command.num_sub_vectors < 1 or dimension % command.num_sub_vectors:
-        return (f"num_sub_vectors={command.num_sub_vectors} does not divide the vectors' {dimension} "
-                f"dimensions: pass a divisor of {dimension}")
-    for parameter in ("num_partitions", "target_partition_num_rows"):
+    for parameter in ("num_partitions", "target_partition_num_rows", "num_sub_vectors"):
         given = getattr(command, parameter)
         if given is not None and given < 1:
             return f"{parameter}={given}: give at least 1, or None for the default"

@@ -434,9 +434,10 @@ class DatasetEntry(Entry[Dataset]):
         """Index a column of embeddings (fixed-size lists of floats per instance; of bytes for
         ``"Hamming"``) on the timeline ``time_index``, for ``search_vector``. ``column`` is what
         ``schema().column_for_selector`` takes. Creating it again replaces the column's index.
-        Below a few tens of thousands of rows the index is searched exactly; above, an IVF_PQ
-        index is trained with ``target_partition_num_rows`` (default 4096) rows per partition
-        and ``num_sub_vectors`` (a divisor of the dimension). ``distance_metric``: ``"L2"``,
+        Below 20,000 rows the index is searched exactly; from there an IVF_SQ index is trained
+        with ``target_partition_num_rows`` (default 4096) rows per partition (``num_partitions``
+        wins if given); ``num_sub_vectors`` is kept for the seed's signature (IVF_SQ has no
+        sub-vectors: see the search page of the docs). ``distance_metric``: ``"L2"``,
         ``"Cosine"``, ``"Dot"`` or ``"Hamming"``. The index is a command in the log; its rows are
         derived from the layers and kept current as they change. ``ValueError`` (from the
         projector) for a column of the wrong type, an unknown timeline or unfitting parameters,
@@ -446,7 +447,7 @@ class DatasetEntry(Entry[Dataset]):
             >>> dataset.create_vector_index(column="/camera:embedding", time_index="frame",
             ...                             distance_metric="Cosine")  # doctest: +SKIP
         """
-        entity_path, component = _search.column_of(self.schema(), column)
+        entity_path, component = _search.column_of(self.arrow_schema(), column)
         write = _search.search.create_vector_index(
             entity_path, component, _search.timeline_of(time_index), num_partitions=num_partitions,
             target_partition_num_rows=target_partition_num_rows, num_sub_vectors=num_sub_vectors,
@@ -460,14 +461,14 @@ class DatasetEntry(Entry[Dataset]):
         ``time_index`` for full-text search, ranked by BM25. ``store_position`` keeps token
         positions, for phrase searches (``search_fts('"red cup"', ...)``). ``base_tokenizer``:
         ``"simple"`` (words, lowercased), ``"whitespace"`` or ``"raw"`` (each value whole)."""
-        entity_path, component = _search.column_of(self.schema(), column)
+        entity_path, component = _search.column_of(self.arrow_schema(), column)
         write = _search.search.create_fts_index(entity_path, component, _search.timeline_of(time_index),
                                                 store_position=store_position, base_tokenizer=base_tokenizer)
         _search.send(self._internal, self._id, write, timeout_secs)
 
     def delete_indexes(self, column: Any, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Delete the index of ``column``. ``NotFoundError`` if it has none."""
-        entity_path, component = _search.column_of(self.schema(), column, known=False)
+        entity_path, component = _search.column_of(self.arrow_schema(), column, known=False)
         _search.send(self._internal, self._id, _search.search.delete_indexes(entity_path, component),
                      timeout_secs)
 

@@ -7,30 +7,33 @@ timeline, the selection a search is narrowed to, and DataFrames.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import datafusion
 import pyarrow as pa
 
 from commands import search
+from recordings import rerun_schema
 from sdk._connection import Connection
 from sdk._operations import Operation
 
-if TYPE_CHECKING:
-    from rerun.catalog import Schema
 
-
-def column_of(schema: Schema, column: Any, *, known: bool = True) -> tuple[str, str]:
-    """The entity path and component of ``column``: what rerun-sdk's
-    ``Schema.column_for_selector`` takes (``"/camera:embedding"``, a ``ComponentColumnSelector``,
-    a descriptor from ``dataset.schema()``). ``LookupError`` for a column the dataset does not
-    have, ``ValueError`` for a selector of the wrong form. Without ``known``, a column the schema
-    no longer has (its layers are gone) is read from the selector's text."""
+def column_of(schema: pa.Schema, column: Any, *, known: bool = True) -> tuple[str, str]:
+    """The entity path and component of ``column`` in a dataset of Arrow ``schema``: what
+    rerun-sdk's ``Schema.column_for_selector`` takes (``"/camera:embedding"``, a
+    ``ComponentColumnSelector``, a descriptor from ``dataset.schema()``). ``LookupError`` for a
+    column the dataset does not have, ``ValueError`` for a selector of the wrong form. Without
+    ``known``, a column the schema no longer has (its layers are gone) is read from the
+    selector's text."""
     if hasattr(column, "entity_path") and hasattr(column, "component"):
         return str(column.entity_path), str(column.component)
+    if isinstance(column, str) and column in schema.names:  # a column's own name: no Schema needed
+        meta = schema.field(column).metadata or {}
+        if b"rerun:entity_path" in meta and b"rerun:component" in meta:
+            return meta[b"rerun:entity_path"].decode(), meta[b"rerun:component"].decode()
     try:
-        descriptor = schema.column_for_selector(column)
+        descriptor = rerun_schema(schema).column_for_selector(column)
     except LookupError:
         if known or not isinstance(column, str) or ":" not in column:
             raise
@@ -56,13 +59,13 @@ def as_frame(internal: Connection, table: pa.Table) -> datafusion.DataFrame:
     return internal.dataframe(table)
 
 
-def selected_ids(segment_table: datafusion.DataFrame, segment_ids: Sequence[str] | None,
+def selected_ids(segment_table: Callable[[], datafusion.DataFrame], segment_ids: Sequence[str] | None,
                  where: Any) -> list[str] | None:
     """The segments a search is narrowed to: ``segment_ids`` (None: all), and of those the rows of
     the segment table ``where`` keeps (a DataFusion expression or SQL text)."""
     if where is None:
         return None if segment_ids is None else list(segment_ids)
-    table = segment_table.filter(where)
+    table = segment_table().filter(where)
     ids = pa.table(table.select("rerun_segment_id")).column("rerun_segment_id").to_pylist()
     return ids if segment_ids is None else [s for s in ids if s in set(segment_ids)]
 

@@ -53,8 +53,6 @@ class SelectedDataset(Protocol):
 
     def segment_ids(self) -> list[str]: ...
 
-    def schema(self) -> Schema: ...
-
     @property
     def record(self) -> Dataset:
         """The dataset's record, as the projection has it after this client's writes."""
@@ -141,8 +139,8 @@ class DatasetSelection:
     def search_vector(self, query: Any, column: Any, top_k: int, *,
                       where: Any = None) -> datafusion.DataFrame:
         """``DatasetEntry.search_vector`` among the selected segments (taken before the top k)."""
-        entity_path, component = _search.column_of(self._dataset.schema(), column)
-        ids = _search.selected_ids(self._dataset.segment_table(), self._selected(), where)
+        entity_path, component = _search.column_of(self._dataset.arrow_schema(), column)
+        ids = _search.selected_ids(self._dataset.segment_table, self._selected(), where)
         found = _search.search.search_vector(self._internal, self._dataset.record, entity_path, component,
                                              query, top_k, ids)
         return self._internal.dataframe(found)
@@ -150,8 +148,8 @@ class DatasetSelection:
     def search_fts(self, query: str, column: Any, *, where: Any = None,
                    limit: int | None = None) -> datafusion.DataFrame:
         """``DatasetEntry.search_fts`` among the selected segments."""
-        entity_path, component = _search.column_of(self._dataset.schema(), column)
-        ids = _search.selected_ids(self._dataset.segment_table(), self._selected(), where)
+        entity_path, component = _search.column_of(self._dataset.arrow_schema(), column)
+        ids = _search.selected_ids(self._dataset.segment_table, self._selected(), where)
         found = _search.search.search_text(self._internal, self._dataset.record, entity_path, component,
                                            query, ids, limit)
         return self._internal.dataframe(found)

@@ -11,6 +11,7 @@ pass half written, and an index rebuilt from nothing (its directory removed) is 
 
 from __future__ import annotations
 
+import os
 import shutil
 import urllib.parse
 import uuid
@@ -41,7 +42,10 @@ class Marker:
 
 
 def lance() -> Any:
-    """pylance, imported on first use (``MissingExtraError`` without ``strata[lance]``)."""
+    """pylance, imported on first use (``MissingExtraError`` without ``strata[lance]``), its own
+    log (warnings of its Rust code on standard error) quiet below errors unless ``LANCE_LOG``
+    asks for more."""
+    os.environ.setdefault("LANCE_LOG", "error")
     return import_extra("lance", "lance", "search indexes")
 
 
@@ -66,9 +70,13 @@ def open_dataset(url: str, version: int | None = None) -> Any:
 
 
 def newest_marker(dataset: Any) -> Marker | None:
-    """The newest marked version of ``dataset``, None if it has none."""
-    for version in sorted((v["version"] for v in dataset.versions()), reverse=True):
-        transaction = dataset.read_transaction(version)
+    """The newest marked version of ``dataset``, None if it has none: the versions are read from
+    the newest down (a pass ends with its marker, so it is usually the first)."""
+    for version in range(dataset.version, 0, -1):
+        try:
+            transaction = dataset.read_transaction(version)
+        except (ValueError, OSError):  # a version removed by a clean-up: none older is left
+            return None
         properties = (transaction.transaction_properties or {}) if transaction is not None else {}
         if COVERED_KEY in properties:
             return Marker(version, int(properties[CREATED_KEY]), int(properties[COVERED_KEY]),

@@ -29,10 +29,10 @@ from search.training import METRICS, vector_index_name
 DISTANCE = "_distance"
 SCORE = "_score"
 POLL_SECS = 0.01
-NPROBES = 20
+NPROBES = 10
 """IVF partitions a trained search visits, and how many more candidates it ranks exactly
-(``REFINE_FACTOR`` times ``top_k``): recall@10 of at least 0.95 on 768-float embeddings
-(``python -m bench.search``)."""
+(``REFINE_FACTOR`` times ``top_k``, so the distances are exact): recall@10 of at least 0.95 on
+768-float embeddings (``python -m bench.search``)."""
 REFINE_FACTOR = 5
 
 
@@ -68,7 +68,8 @@ def open_copy(store: ProjectionReader, root: str, index: SearchIndex, needed: in
             return None
         if marker is not None and marker.created_offset == index.created_offset and (
                 marker.covered >= needed or _untouched(store, index, marker.covered, needed)):
-            return copies.open_dataset(url, marker.version)
+            assert dataset is not None
+            return dataset if marker.version == dataset.version else copies.open_dataset(url, marker.version)
         if time.monotonic() > deadline:
             where = "has no rows yet" if marker is None else f"covers the log up to offset {marker.covered}"
             raise SearchTimeoutError(

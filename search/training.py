@@ -1,10 +1,15 @@
 """The Lance indexes inside an index's copy: trained, optimised and cleaned up by the follower.
 
 A full-text copy always has Lance's inverted index (BM25). A vector copy is searched exactly
-(brute force, every row) until it holds ``TRAIN_FROM_ROWS`` rows; then an IVF_PQ index is trained
-with the definition's parameters. Rows appended after a training are searched exactly beside the
-trained ones (Lance searches unindexed fragments by brute force) until ``do_maintenance``
-optimises (adds them to the index) or retrains it, so nothing registered is missed.
+(brute force, every row) until it holds ``TRAIN_FROM_ROWS`` rows; then an IVF_SQ index is trained:
+inverted-file partitions of ``target_partition_num_rows`` rows (the seed's parameter), each
+vector kept as one byte per dimension. Measured on 100,080 DROID-like 768-float embeddings
+(``docs/performance.md``, Search): IVF_SQ trained in 2.1 s with recall@10 1.000, IVF_PQ (16
+sub-vectors) in 69.6 s with recall@10 0.937, so strata trains IVF_SQ and keeps the seed's
+``num_sub_vectors`` in the index's definition only. Rows appended after a training are searched
+exactly beside the trained ones (Lance searches unindexed fragments by brute force) until
+``do_maintenance`` optimises (adds them to the index) or retrains it, so nothing registered is
+missed.
 """
 
 from __future__ import annotations
@@ -55,10 +60,8 @@ def partitions(index: SearchIndex, rows: int) -> int:
 
 
 def train_vector(dataset: Any, index: SearchIndex) -> None:
-    definition = index.definition
-    dataset.create_index(VALUE, index_type="IVF_PQ", metric=METRICS[definition.distance_metric],
-                         num_partitions=partitions(index, dataset.count_rows()),
-                         num_sub_vectors=definition.num_sub_vectors, replace=True)
+    dataset.create_index(VALUE, index_type="IVF_SQ", metric=METRICS[index.definition.distance_metric],
+                         num_partitions=partitions(index, dataset.count_rows()), replace=True)
 
 
 def index_text(dataset: Any, index: SearchIndex) -> None:

@@ -20,7 +20,7 @@ from stack import output
 from stack.cli_options import cluster, kafka_config, spark_session, store_location
 
 
-def _reader(args: argparse.Namespace) -> CatalogClient:
+def reader(args: argparse.Namespace) -> CatalogClient:
     """A client of the store the arguments name, which only reads it; exits with one line if the
     store cannot be opened."""
     try:
@@ -29,14 +29,14 @@ def _reader(args: argparse.Namespace) -> CatalogClient:
         raise SystemExit(f"strata: {exc}") from None
 
 
-def _writer(args: argparse.Namespace) -> CatalogClient:
+def writer(args: argparse.Namespace) -> CatalogClient:
     """A client of the stack the arguments name, which writes to its Kafka cluster; exits saying
     what to pass if no cluster is known."""
     bootstrap = cluster(args, "--bootstrap-servers and --store")
     return CatalogClient(bootstrap, store_location(args), kafka_config=kafka_config(args))
 
 
-def _dataset(client: CatalogClient, name: str) -> DatasetEntry:
+def dataset_named(client: CatalogClient, name: str) -> DatasetEntry:
     """The dataset named ``name`` in the catalog ``client`` reads; exits naming the datasets
     there if it has none of that name."""
     try:
@@ -70,7 +70,7 @@ def _as_of(client: CatalogClient, offset: int) -> CatalogClient:
 def datasets(args: argparse.Namespace) -> int:
     """``strata datasets``: a row per dataset (``CatalogClient.dataset_table``). Exits with one
     line if the store cannot be read."""
-    with _reader(args) as client:
+    with reader(args) as client:
         table = client.dataset_table().to_arrow_table()
     output.table(("DATASET", "SEGMENTS", "LAYERS", "SIZE", "UPDATED (UTC)", "ID"), [
         (d["name"], d["segments"], d["layers"], output.size(d["size_bytes"]), output.utc(d["updated_at"]),
@@ -82,10 +82,10 @@ def datasets(args: argparse.Namespace) -> int:
 def segments(args: argparse.Namespace) -> int:
     """``strata segments NAME [--as-of POINT]``: a row per segment of the dataset's segment table,
     now or as of the point. Exits with one line for an unknown dataset or point."""
-    with _reader(args) as client:
-        dataset = _dataset(client, args.name)
+    with reader(args) as client:
+        dataset = dataset_named(client, args.name)
         if args.as_of is not None:  # the name as the catalog had it then
-            dataset = _dataset(_as_of(client, _offset(dataset, args.as_of)), args.name)
+            dataset = dataset_named(_as_of(client, _offset(dataset, args.as_of)), args.name)
         table = dataset.segment_table().select(
             "rerun_segment_id", "rerun_layer_names", "rerun_size_bytes", "rerun_last_updated_at",
         ).to_arrow_table()
@@ -100,8 +100,8 @@ def segments(args: argparse.Namespace) -> int:
 def diff(args: argparse.Namespace) -> int:
     """``strata diff NAME A [B]``: a row per change of ``DatasetEntry.diff``. Exits with one line
     for an unknown dataset or point."""
-    with _reader(args) as client:
-        dataset = _dataset(client, args.name)
+    with reader(args) as client:
+        dataset = dataset_named(client, args.name)
         before = _offset(dataset, args.before)
         after = None if args.after is None else _offset(dataset, args.after)
         try:
@@ -119,8 +119,8 @@ def diff(args: argparse.Namespace) -> int:
 def tags(args: argparse.Namespace) -> int:
     """``strata tags NAME``: a row per tag of the dataset. Exits with one line for an unknown
     dataset."""
-    with _reader(args) as client:
-        found = _dataset(client, args.name).tags()
+    with reader(args) as client:
+        found = dataset_named(client, args.name).tags()
     output.table(("TAG", "OFFSET", "CREATED (UTC)"),
                  [(t.name, t.offset, output.utc(t.created_at)) for t in found])
     output.say(f"{len(found)} tags of {args.name}")
@@ -141,7 +141,7 @@ def tag(args: argparse.Namespace) -> int:
             raise SystemExit(f"strata: --at {args.at!r} is neither an offset nor an ISO time "
                              "(2026-03-03T12:00)") from None
         point = point if point.tzinfo else point.replace(tzinfo=UTC)
-    with _writer(args) as client:
+    with writer(args) as client:
         dataset = client.get_dataset(args.name)
         try:
             created = dataset.create_tag(args.tag, point)
@@ -169,7 +169,7 @@ def register(args: argparse.Namespace) -> int:
         raise SystemExit("strata: --spark reads a --prefix's recordings on Spark executors; "
                          "give --prefix, or leave --spark out")
     uris = [_as_uri(u) for u in args.uris]
-    with _writer(args) as client:
+    with writer(args) as client:
         dataset = client.get_dataset(args.name)
         started, registered, failures = time.monotonic(), 0, []
         # Two bars: the recordings read (told by the SDK as it reads them), and those the
@@ -222,8 +222,8 @@ def register(args: argparse.Namespace) -> int:
 def watch(args: argparse.Namespace) -> int:
     """``strata watch [NAME] [--since OFFSET]``: a line per change until Ctrl-C. Exits with one
     line for an unknown dataset or a bad offset."""
-    with _reader(args) as client:
-        dataset = _dataset(client, args.name) if args.name else None
+    with reader(args) as client:
+        dataset = dataset_named(client, args.name) if args.name else None
         try:
             changes = client.changes(args.since, dataset=dataset)
         except ValueError as exc:
@@ -242,7 +242,7 @@ def watch(args: argparse.Namespace) -> int:
 def rejections(args: argparse.Namespace) -> int:
     """``strata rejections``: a line per rejected record (position, size, reason) and their
     count. Exits with one line if the store cannot be read."""
-    with _reader(args) as client:
+    with reader(args) as client:
         rejected = client.rejections()
     for r in rejected:
         output.say(f"{r.position.topic}[{r.position.partition}]@{r.position.offset}  {len(r.raw)} bytes  "

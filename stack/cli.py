@@ -16,7 +16,7 @@ from typing import Any
 
 import settings
 from events import StrataError
-from stack import catalog_commands, output, service_commands
+from stack import catalog_commands, output, search_commands, service_commands
 from stack.cli_options import (
     DASHBOARD,
     KAFKA,
@@ -182,6 +182,62 @@ COMMANDS = (
         arguments=(DATASET, argument("tag", metavar="TAG", help="the tag's name"),
                    argument("--at", metavar="POINT", default=None,
                             help="a log offset or an ISO time (default: now)"))),
+    Command(
+        "index", search_commands.index,
+        help="create, list, delete or maintain a dataset's search indexes",
+        description="ACTION is one of: create (a vector index with --metric, a full-text index with "
+                    "--text, on COLUMN and --timeline; waits, with progress, until the projector's "
+                    "follower has indexed every segment, then prints the index), list (every index "
+                    "of NAME, how many rows it holds, how it is searched: exact, trained, inverted, "
+                    "or building; reads the store only), delete (the index of COLUMN), maintain "
+                    "(--optimize, --retrain, --compact, --cleanup-before, done by the follower). "
+                    "COLUMN is '<entity_path>:<component>' as the dataset's schema names it. An "
+                    "index is a command in the log; its rows are derived from the layers.",
+        groups=(LOCATION, KAFKA, PROGRESS),
+        arguments=(
+            argument("action", choices=["create", "list", "delete", "maintain"], metavar="ACTION",
+                     help="create, list, delete or maintain"),
+            DATASET,
+            argument("column", metavar="COLUMN", nargs="?", default=None,
+                     help="the indexed column, e.g. /camera:embedding"),
+            argument("--timeline", default=None, help="create: the timeline the index's rows carry"),
+            argument("--metric", default=None, choices=["L2", "Cosine", "Dot", "Hamming"],
+                     help="create: a vector index with this distance"),
+            argument("--text", action="store_true", help="create: a full-text index (BM25)"),
+            argument("--partition-rows", type=int, default=None, metavar="N",
+                     help="create: rows per IVF partition of a trained vector index (default 4096)"),
+            argument("--positions", action="store_true",
+                     help="create: keep token positions, for phrase searches (\"red cup\")"),
+            argument("--tokenizer", default="simple", choices=["simple", "whitespace", "raw"],
+                     help="create: how full text is split into words (default simple: words, lowercased)"),
+            argument("--timeout", type=float, default=3600.0, metavar="SECS",
+                     help="create: how long to wait for the build (default 3600)"),
+            argument("--optimize", action="store_true", help="maintain: index the rows added since "
+                     "the last training"),
+            argument("--retrain", action="store_true", help="maintain: train the indexes again"),
+            argument("--compact", action="store_true", help="maintain: merge small files"),
+            argument("--cleanup-before", default=None, metavar="ISO_TIME",
+                     help="maintain: remove versions older than this time"),
+        )),
+    Command(
+        "search", search_commands.search,
+        help="search a dataset's index: words, a vector, or frames like a segment's frame",
+        description="Search the index of COLUMN in dataset NAME: a full-text index for the words of "
+                    "QUERY (a phrase in double quotes, with an index created with --positions), best "
+                    "BM25 score first; a vector index for the rows nearest --vector or the vector of "
+                    "--like SEGMENT@TIME, nearest first. Prints segment, time, instance, score or "
+                    "distance and the value. " + READS_ONLY,
+        groups=(LOCATION,),
+        arguments=(
+            DATASET,
+            argument("column", metavar="COLUMN",
+                     help="the indexed column, e.g. /narration:TextDocument:text"),
+            argument("query", metavar="QUERY", nargs="*", help="full text: the words to search for"),
+            argument("--vector", default=None, metavar="X,Y,...", help="a vector index: the query vector"),
+            argument("--like", default=None, metavar="SEGMENT@TIME",
+                     help="a vector index: the column's vector in that segment's row at TIME"),
+            argument("--top-k", type=int, default=10, metavar="K", help="how many rows (default 10)"),
+        )),
     Command(
         "register", catalog_commands.register,
         help="register recordings into a dataset, with progress",

@@ -22,6 +22,54 @@ STEP_NS = 66_666_667
 EPOCH_NS = 1_689_000_000_000_000_000
 
 
+_VERBS = ("put", "move", "place", "pick up", "push")
+_OBJECTS = ("the marker", "the red cup", "the sponge", "the blue block", "the spoon", "the towel")
+_PLACES = ("in the cup", "in the sink", "on the plate", "into the drawer", "next to the bowl")
+EMBEDDING_ENTITY = "/cameras/wrist_left/embedding"
+"""Where ``write_embeddings`` logs each step's embedding (component ``embedding``)."""
+NARRATION_ENTITY = "/narration"
+"""Where ``write_embeddings`` logs each step's narration (a ``TextDocument``)."""
+_PHASES = ("reaching for", "grasping", "lifting", "carrying", "lowering", "releasing")
+
+
+def instruction(index: int) -> str:
+    """Episode ``index``'s language instruction: "put the marker in the cup" for the first, a
+    different task for each of the next 149."""
+    return f"{_VERBS[index % 5]} {_OBJECTS[(index // 5) % 6]} {_PLACES[(index // 30) % 5]}"
+
+
+def embeddings(index: int, steps: int, dimension: int) -> np.ndarray:
+    """Episode ``index``'s per-step embeddings: its scene's direction plus a slow drift and noise,
+    float32, as a vision model gives frames of one scene (``scene_id`` is ``index % 7``)."""
+    scene = np.random.default_rng(index % 7).standard_normal(dimension)
+    rng = np.random.default_rng(50_000 + index)
+    drift = np.cumsum(rng.normal(0.0, 0.05, (steps, dimension)), axis=0)
+    values: np.ndarray = (scene + drift + rng.normal(0.0, 0.3, (steps, dimension))).astype(np.float32)
+    return values
+
+
+def write_embeddings(path: Path, recording_id: str, index: int, *, steps: int = 120,
+                     dimension: int = 768) -> None:
+    """Write ``embeddings`` of episode ``index`` to ``path`` at ``EMBEDDING_ENTITY``, and a
+    narration of each step at ``NARRATION_ENTITY`` ("lifting the red cup", ...), on its
+    ``real_time`` timeline, under ``recording_id``: a layer a model's pass adds to the episode's
+    segment, as the search page registers."""
+    import pyarrow as pa
+    import rerun as rr
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    values = embeddings(index, steps, dimension)
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(values.ravel()), dimension)
+    with rr.RecordingStream("embeddings", recording_id=recording_id) as rec:
+        rec.save(path)
+        rec.send_columns(EMBEDDING_ENTITY, indexes=[_times(index, steps)],
+                         columns=rr.AnyValues.columns(embedding=vectors))
+        thing = _OBJECTS[(index // 5) % 6]
+        narration = [f"{_PHASES[step * len(_PHASES) // steps]} {thing}" for step in range(steps)]
+        rec.send_columns(NARRATION_ENTITY, indexes=[_times(index, steps)],
+                         columns=rr.TextDocument.columns(text=narration))
+
+
 def _jpeg(frame: np.ndarray) -> bytes:
     from PIL import Image  # a dependency of rerun-sdk
 
@@ -82,7 +130,7 @@ def write_episode(path: Path, recording_id: str, index: int, *, steps: int = 120
             frames = [_jpeg(np.roll(base, step, axis=1)) for step in range(steps)]
             rec.send_columns(f"{entity}/image", indexes=[times], columns=rr.EncodedImage.columns(
                 blob=frames, media_type=["image/jpeg"] * steps))
-        rec.log("/language_instruction", rr.TextDocument("put the marker in the cup"), static=True)
+        rec.log("/language_instruction", rr.TextDocument(instruction(index)), static=True)
         rec.send_property("episode", rr.AnyValues(
             success=bool(index % 3), scene_id=int(index % 7), building="ILIAD",
             num_steps=int(steps)))

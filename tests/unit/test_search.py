@@ -104,7 +104,7 @@ def test_an_exact_search_equals_numpy_on_the_same_rows(searching: InProcessStack
                                                          metric: str) -> None:
     dataset = searching.dataset
     column = HASH if metric == "Hamming" else EMBEDDING
-    dataset.create_vector_index(column=column, time_index=TIMELINE, distance_metric=metric, num_sub_vectors=4)
+    dataset.create_vector_index(column=column, time_index=TIMELINE, distance_metric=metric)
     rng = np.random.default_rng(11)
     query = rng.integers(0, 256, 4, dtype=np.uint8) if metric == "Hamming" else \
         rng.standard_normal(8).astype(np.float32)
@@ -123,7 +123,7 @@ def test_an_exact_search_equals_numpy_on_the_same_rows(searching: InProcessStack
 def test_a_search_narrowed_to_a_selection_takes_its_top_k_among_those_segments(
         searching: InProcessStack, episodes: list[Episode]) -> None:
     dataset = searching.dataset
-    dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, num_sub_vectors=4)
+    dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE)
     query = np.full(8, 0.5, np.float32)
     chosen = ["ep_1", "ep_3"]
     expected = [e for e in brute_force(episodes, EMBEDDING, query, "L2") if e[1] in chosen][:5]
@@ -186,7 +186,7 @@ def test_a_static_instruction_is_found_once_per_episode_without_a_frame(
 def test_a_search_right_after_a_write_sees_it_and_unregistered_or_replaced_rows_go(
         searching: InProcessStack, episodes: list[Episode], tmp_path: Path) -> None:
     dataset = searching.dataset
-    dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, num_sub_vectors=4)
+    dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE)
     target = np.full(8, 9.0, np.float32)
     newcomer = Episode("ep_new", [np.stack([target])])
     register(searching, tmp_path, [newcomer])
@@ -205,8 +205,7 @@ def test_a_search_right_after_a_write_sees_it_and_unregistered_or_replaced_rows_
 def test_removed_copies_are_rebuilt_equal_from_the_store_and_the_log(
         searching: InProcessStack, episodes: list[Episode]) -> None:
     dataset = searching.dataset
-    dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, distance_metric="Cosine",
-                                num_sub_vectors=4)
+    dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, distance_metric="Cosine")
     dataset.create_fts_index(column=NARRATION, time_index=TIMELINE)
     query = np.linspace(-1, 1, 8).astype(np.float32)
     def both() -> tuple[list[dict], list[dict]]:
@@ -229,15 +228,14 @@ def test_refusals_say_what_was_wrong(searching: InProcessStack, episodes: list[E
     with pytest.raises(ValueError, match="not strings"):
         dataset.create_fts_index(column=EMBEDDING, time_index=TIMELINE)
     with pytest.raises(ValueError, match="no timeline 'wall_clock'"):
-        dataset.create_vector_index(column=EMBEDDING, time_index="wall_clock", num_sub_vectors=4)
-    with pytest.raises(ValueError, match="num_sub_vectors=16 does not divide the vectors' 8 dimensions"):
-        dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE)
+        dataset.create_vector_index(column=EMBEDDING, time_index="wall_clock")
+    with pytest.raises(ValueError, match="target_partition_num_rows=0: give at least 1"):
+        dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, target_partition_num_rows=0)
     with pytest.raises(ValueError, match="Hamming metric takes vectors of bytes"):
-        dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, distance_metric="Hamming",
-                                    num_sub_vectors=4)
+        dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, distance_metric="Hamming")
     with pytest.raises(sdk.NotFoundError, match="no search index"):
         dataset.search_vector(np.zeros(8), EMBEDDING, top_k=3)
-    dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, num_sub_vectors=4)
+    dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE)
     with pytest.raises(ValueError, match="takes vectors of 8 floats"):
         dataset.search_vector(np.zeros(5), EMBEDDING, top_k=3)
     with pytest.raises(ValueError, match="use search_vector"):

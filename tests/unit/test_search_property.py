@@ -133,8 +133,7 @@ def run(stack: InProcessStack, pool: dict[tuple[str, int], tuple[Episode, str]],
             if not dataset.segment_ids():
                 continue  # a dataset without layers has no columns to index
             if column == EMBEDDING:
-                dataset.create_vector_index(column=column, time_index=TIMELINE, distance_metric=metric,
-                                            num_sub_vectors=4)
+                dataset.create_vector_index(column=column, time_index=TIMELINE, distance_metric=metric)
             else:
                 dataset.create_fts_index(column=column, time_index=TIMELINE)
             indexed.add(column)
