@@ -69,6 +69,16 @@ def open_dataset(url: str, version: int | None = None) -> Any:
         return None
 
 
+def versions_state(url: str) -> tuple[int, int] | None:
+    """What changes whenever the copy at ``url`` gets a version or is made again from nothing:
+    the inode and modification time of its directory of versions. None if there is no copy."""
+    try:
+        found = (Path(url) / "_versions").stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
+
+
 def newest_marker(dataset: Any) -> Marker | None:
     """The newest marked version of ``dataset``, None if it has none: the versions are read from
     the newest down (a pass ends with its marker, so it is usually the first)."""
