@@ -23,9 +23,9 @@ from events import (
 )
 from projector import Dataset, SearchIndex
 from recordings import NotFoundError
-from search import copies, query
+from search import query
 from search.rows import VALUE
-from search.training import TRAIN_FROM_ROWS, text_index_name, vector_index_name
+from search.training import TRAIN_FROM_ROWS
 from settings import search_indexes as search_root
 
 LIST_SCHEMA = pa.schema([
@@ -140,16 +140,7 @@ def list_indexes(catalog: Catalog, dataset: Dataset) -> pa.Table:
     rows = []
     for index in catalog.wait_for_store().search_indexes(dataset.id):
         definition = index.definition
-        found = copies.open_dataset(copies.index_url(root, index))
-        marker = copies.newest_marker(found) if found is not None else None
-        current = None if marker is None or marker.created_offset != index.created_offset else \
-            copies.open_dataset(copies.index_url(root, index), marker.version)
-        if current is None:
-            how, count = "building", None
-        elif definition.kind is SearchIndexKind.FULL_TEXT:
-            how, count = ("inverted" if text_index_name(current) else "building"), current.count_rows()
-        else:
-            how, count = ("trained" if vector_index_name(current) else "exact"), current.count_rows()
+        state = query.copy_state(root, index)
         vector = definition.kind is SearchIndexKind.VECTOR
         parameters = ({"num_partitions": definition.num_partitions,
                        "target_partition_num_rows": definition.target_partition_num_rows,
@@ -159,8 +150,7 @@ def list_indexes(catalog: Catalog, dataset: Dataset) -> pa.Table:
         rows.append({"column": index.column, "entity_path": index.entity_path, "component": index.component,
                      "kind": str(definition.kind), "time_index": definition.time_index,
                      "distance_metric": str(definition.distance_metric) if vector else None,
-                     "rows": count, "search": how,
-                     "covered_offset": None if marker is None else marker.covered,
+                     "rows": state.rows, "search": state.search, "covered_offset": state.covered,
                      "created_offset": index.created_offset, "created_at": index.created_at,
                      "parameters": ", ".join(f"{k}={v}" for k, v in parameters.items())})
     return pa.Table.from_pylist(rows, schema=LIST_SCHEMA)

@@ -29,6 +29,8 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+import settings
+from dashboard import search_reads
 from dashboard.feed import FeedHub
 from dashboard.query import parse_sort, parse_where
 from dashboard.recording_reads import RecordingReads
@@ -425,6 +427,62 @@ def _integer(request: Request, name: str) -> int:
         raise BadParameter(name, f"expected an integer, got {value!r}") from None
 
 
+async def _searched(request: Request, search: Callable[[ProjectionReader, str, Dataset], Any]) -> Response:
+    """``search(store, root, dataset)`` of the route's dataset (``dashboard.search_reads``), each
+    hit with the URL of Rerun's web viewer opening it (``viewer``, None without a viewer): a 400
+    saying why for a search that cannot be made, a 503 if the index has no complete pass yet."""
+    sources = _sources(request)
+    dataset = await _dataset(sources, request.path_params["name"])
+    try:
+        root = settings.search_indexes(sources.store.location)
+        found = await sources.store.run(search, root, dataset)
+        for hit in found:
+            if "viewer_source" in hit:
+                hit["viewer"] = _viewer_url(request, hit.pop("viewer_source"))
+        return _json(found)
+    except (search_reads.SearchRequestError, ValueError) as exc:
+        raise HTTPException(400, str(exc)) from None
+    except TimeoutError as exc:
+        raise HTTPException(503, str(exc)) from None
+
+
+def _viewer_url(request: Request, source: str) -> str | None:
+    """Rerun's web viewer on this page's host opening ``source`` (a URL, or a path of this host)."""
+    viewer_port = _sources(request).viewer_port
+    if viewer_port is None:
+        return None
+    absolute = source if "://" in source else f"{str(request.base_url).rstrip('/')}{source}"
+    return f"{request.url.scheme}://{request.url.hostname}:{viewer_port}/?url=" + \
+        urllib.parse.quote(absolute, safe="")
+
+
+async def search_indexes(request: Request) -> Response:
+    """The dataset's search indexes: column, kind, timeline, rows and how each is searched."""
+    _known_parameters(request)
+    return await _searched(request, search_reads.indexes)
+
+
+async def text_search(request: Request) -> Response:
+    """The best matches of the words ``q`` in the full-text index of ``column`` (``limit``, default
+    20), each with the URL Rerun's viewer opens it at."""
+    _known_parameters(request, "column", "q", "limit")
+    column, words, limit = _required(request, "column"), _required(request, "q"), _limit(request, 20)
+    catalog_url = _sources(request).catalog_url
+    return await _searched(request, lambda store, root, dataset: search_reads.text_search(
+        store, root, dataset, column, words, limit, catalog_url))
+
+
+async def nearest_frames(request: Request) -> Response:
+    """The ``k`` rows (default 10) of the vector index of ``column`` nearest the segment's vector
+    shown at ``at`` on timeline ``index``, each with the URL Rerun's viewer opens it at."""
+    _known_parameters(request, "column", "index", "at", "k")
+    column, timeline, at = _required(request, "column"), _required(request, "index"), _integer(request, "at")
+    k = int(request.query_params.get("k") or 10)
+    segment_id, catalog_url = request.path_params["segment_id"], _sources(request).catalog_url
+    return await _searched(request, lambda store, root, dataset: search_reads.nearest_frames(
+        store, root, dataset, segment_id, column, timeline, at, k, catalog_url))
+
+
 def _table_routes(path: str, endpoint: Callable[[Request], Any]) -> list[Route]:
     """``path`` as JSON (a list of row objects) and ``path.arrow`` as an Arrow IPC stream, of the
     table ``endpoint`` returns (or of its ``Rows``, with their headers)."""
@@ -589,6 +647,9 @@ def create_app(store: str, *, bootstrap_servers: str | None = None,
         Route("/api/datasets/{name}/segments/{segment_id}/frames", frames, methods=["GET"]),
         Route("/api/datasets/{name}/segments/{segment_id}/frame", frame, methods=["GET"]),
         Route("/api/datasets/{name}/segments/{segment_id}/recording.rrd", segment_rrd, methods=["GET"]),
+        Route("/api/datasets/{name}/segments/{segment_id}/nearest", nearest_frames, methods=["GET"]),
+        Route("/api/datasets/{name}/indexes", search_indexes, methods=["GET"]),
+        Route("/api/datasets/{name}/search", text_search, methods=["GET"]),
         *_table_routes("/api/datasets/{name}/tags", tags),
         *_table_routes("/api/datasets/{name}/layers", layers),
         *_table_routes("/api/rejections", rejections),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from recordings.segments import SEGMENT_ID
 from search import copies
 from search.indexer import SEGMENT_CHANGES
 from search.rows import INSTANCE, VALUE
-from search.training import METRICS, vector_index_name
+from search.training import METRICS, text_index_name, vector_index_name
 
 DISTANCE = "_distance"
 SCORE = "_score"
@@ -99,6 +100,31 @@ def open_copy(store: ProjectionReader, root: str, index: SearchIndex, needed: in
                 f"the {index.definition.kind} index of {index.column} {where}, and the search needs "
                 f"offset {needed}: is the projector running (strata status)? Its follower keeps the indexes")
         time.sleep(POLL_SECS)
+
+
+@dataclass(frozen=True)
+class CopyState:
+    """How far an index's copy has got: ``search`` is ``building`` (no complete pass of its
+    definition yet; ``rows`` then counts what the pass under way has written), ``exact``,
+    ``trained`` (vector) or ``inverted`` (full text)."""
+
+    search: str
+    rows: int | None
+    covered: int | None
+
+
+def copy_state(root: str, index: SearchIndex) -> CopyState:
+    """The state of ``index``'s copy under ``root``."""
+    url = copies.index_url(root, index)
+    marker, dataset = _marked(url)
+    if marker is None or dataset is None or marker.created_offset != index.created_offset:
+        latest = copies.open_dataset(url)
+        return CopyState("building", None if latest is None else latest.count_rows(), None)
+    if index.definition.kind is SearchIndexKind.FULL_TEXT:
+        how = "inverted" if text_index_name(dataset) else "building"
+    else:
+        how = "trained" if vector_index_name(dataset) else "exact"
+    return CopyState(how, dataset.count_rows(), marker.covered)
 
 
 def _has_column(store: ProjectionReader, index: SearchIndex) -> bool:

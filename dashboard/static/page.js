@@ -32,3 +32,15 @@ function follow(url) {
   window.addEventListener("pagehide", () => source.close());
   return source;
 }
+
+// Search hits (a dataset's full-text search, a segment's nearest frames) as table rows: the segment's
+// page, the hit's time, its text or distance, and Rerun's viewer opened on the segment at that time.
+function hitRows(dataset, hits, measure) {
+  return hits.map((h) => el("tr", {"data-segment": h.segment, "data-time": h.time ?? ""},
+    el("td", {}, el("a", {href: `/datasets/${encodeURIComponent(dataset)}/segments/${encodeURIComponent(h.segment)}`},
+                     h.segment)),
+    el("td", {}, h.time_text || "static"),
+    el("td", {class: "wrap"}, h.text ?? ""),
+    el("td", {}, h[measure].toFixed(4)),
+    el("td", {}, h.viewer ? el("a", {href: h.viewer, target: "_blank", class: "viewer-hit"}, "open in viewer") : "")));
+}
