@@ -350,15 +350,22 @@ def test_a_dataset_page_at_a_tag_shows_the_segments_of_then(dashboard: Dashboard
 
 
 QUERIES = {"series": "?entity=/action/joint_positions", "frames": "?entity=/cameras/wrist_left/image",
-           "frame": "?entity=/cameras/wrist_left/image&n=0"}
-"""What the routes that read inside a recording need to be asked, by their last part."""
+           "frame": "?entity=/cameras/wrist_left/image&n=0",
+           "search": "?column=/language_instruction:TextDocument:text&q=marker",
+           "nearest": "?column=/cameras/wrist_left/embedding:embedding&index=real_time"
+                      "&at=1689001000000000000"}
+"""What the routes that read inside a recording or search need to be asked, by their last part."""
 
 
 def test_no_route_writes(server: Server, dashboard: Dashboard, dataset, tmp_path) -> None:
-    from stack.droid import write_episode
+    from stack.droid import write_embeddings, write_episode
 
     write_episode(tmp_path / "episode.rrd", "read_only", 1, steps=3)
+    write_embeddings(tmp_path / "embeddings.rrd", "read_only", 1, steps=3, dimension=8)
     dataset.register([(tmp_path / "episode.rrd").as_uri()]).wait()
+    dataset.register([(tmp_path / "embeddings.rrd").as_uri()], layer_name="embeddings").wait()
+    dataset.create_fts_index(column="/language_instruction:TextDocument:text", time_index="real_time")
+    dataset.create_vector_index(column="/cameras/wrist_left/embedding:embedding", time_index="real_time")
     before = dump(server.store)
     app_routes = [route for route in dashboard.app.routes if isinstance(route, Route)]
     assert {m for route in app_routes for m in route.methods} <= {"GET", "HEAD"}
