@@ -24,7 +24,7 @@ from events import (
 from projector import Dataset, SearchIndex
 from recordings import NotFoundError
 from search import query
-from search.rows import VALUE
+from search.rows import VALUE, stored_rows
 from search.training import TRAIN_FROM_ROWS
 from settings import search_indexes as search_root
 
@@ -99,9 +99,9 @@ def find_index(catalog: Catalog, dataset: Dataset, entity_path: str, component: 
                         f"(its indexes: {listed}); create one with create_vector_index or create_fts_index")
 
 
-def _copy(catalog: Catalog, index: SearchIndex, timeout_secs: float) -> Any:
-    """The index's copy, once it covers every write made through ``catalog``; None if it has
-    none because no segment has the column."""
+def _copy(catalog: Catalog, index: SearchIndex, timeout_secs: float) -> query.Opened | None:
+    """The index's copy, once it reflects every write made through ``catalog`` (see
+    ``search.query``); None if it has none because no segment has the column."""
     written = catalog.log.horizon.written(CATALOG_TOPIC, 0)
     needed = 0 if written is None else written + 1
     return query.open_copy(catalog.projection, search_root(catalog.location), index, needed, timeout_secs)
@@ -112,10 +112,15 @@ def search_vector(catalog: Catalog, dataset: Dataset, entity_path: str, componen
                   timeout_secs: float = DEFAULT_TIMEOUT_SECS) -> pa.Table:
     """The ``top_k`` nearest instances of the column, nearest first (``search.query``)."""
     index = find_index(catalog, dataset, entity_path, component)
-    copy = _copy(catalog, index, timeout_secs)
-    if copy is None:
+    opened = _copy(catalog, index, timeout_secs)
+    if opened is None:
         return _named(index, query.empty_result(index))
-    return _named(index, query.search_vector(index, copy, vector, top_k, segment_ids))
+    pending_rows = None
+    if opened.pending:  # segments the follower has not reached: their rows as the store has them
+        pending_rows = stored_rows(catalog.projection, index, opened.copy.schema, opened.pending,
+                                   catalog.object_store_config)
+    return _named(index, query.search_vector(index, opened.copy, vector, top_k, segment_ids, opened.pending,
+                                             pending_rows))
 
 
 def search_text(catalog: Catalog, dataset: Dataset, entity_path: str, component: str, text: str,
@@ -123,10 +128,10 @@ def search_text(catalog: Catalog, dataset: Dataset, entity_path: str, component:
                 timeout_secs: float = DEFAULT_TIMEOUT_SECS) -> pa.Table:
     """The instances of the column matching ``text``, best BM25 score first."""
     index = find_index(catalog, dataset, entity_path, component)
-    copy = _copy(catalog, index, timeout_secs)
-    if copy is None:
+    opened = _copy(catalog, index, timeout_secs)
+    if opened is None:
         return _named(index, query.empty_result(index))
-    return _named(index, query.search_text(index, copy, text, segment_ids, limit))
+    return _named(index, query.search_text(index, opened.copy, text, segment_ids, limit))
 
 
 def _named(index: SearchIndex, found: pa.Table) -> pa.Table:

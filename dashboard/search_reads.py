@@ -90,10 +90,10 @@ def text_search(store: ProjectionReader, root: str, dataset: Dataset, column: st
                 catalog_url: str | None) -> list[dict[str, Any]]:
     """The best ``limit`` matches of ``words`` in the full-text index of ``column``."""
     index = _index(store, dataset, column, "full_text")
-    copy = query.open_copy(store, root, index, 0, TIMEOUT_SECS)
-    if copy is None:
+    opened = query.open_copy(store, root, index, 0, TIMEOUT_SECS)
+    if opened is None:
         return []
-    found = query.search_text(index, copy, words, None, limit)
+    found = query.search_text(index, opened.copy, words, None, limit)
     return _hits(found, index, dataset, query.SCORE, catalog_url)
 
 
@@ -105,7 +105,8 @@ def nearest_frames(store: ProjectionReader, root: str, dataset: Dataset, segment
     if index.definition.time_index != timeline:
         raise SearchRequestError(f"the index of {column} is on timeline {index.definition.time_index!r}: "
                                  f"choose that timeline to search from a frame")
-    copy = query.open_copy(store, root, index, 0, TIMEOUT_SECS)
+    opened = query.open_copy(store, root, index, 0, TIMEOUT_SECS)
+    copy = None if opened is None else opened.copy
     own = None if copy is None else copy.to_table(
         filter=f"{SEGMENT_ID} = '" + segment_id.replace("'", "''") + "'")
     if own is None or not own.num_rows:

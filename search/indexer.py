@@ -23,9 +23,8 @@ from events import CATALOG_TOPIC
 from projector import ChangeKind, Dataset, ProjectionReader, SearchIndex, schemas
 from projector.feed import FEED_PAGE
 from recordings.objects import ObjectStoreConfig
-from recordings.segments import layer_files
 from search import copies, training
-from search.rows import index_schema, segment_rows
+from search.rows import index_schema, stored_rows
 
 log = logging.getLogger("strata.search")
 
@@ -44,6 +43,24 @@ class Pass:
     rows_written: int = 0
     indexes_built: int = 0
     copies_removed: int = 0
+
+
+def touched_segments(store: ProjectionReader, dataset_id: uuid.UUID, since: int, until: int,
+                     limit: int | None = None) -> set[str] | None:
+    """The segments of the dataset whose layers the change feed says changed from log offset
+    ``since`` to ``until``; None if there are more than ``limit``."""
+    touched: set[str] = set()
+    cursor = (since - 1, 1 << 62)
+    while page := store.changes(cursor, entry_id=dataset_id, limit=FEED_PAGE):
+        for change in page:
+            if change.position.offset >= until:
+                return touched
+            if change.kind in SEGMENT_CHANGES:
+                touched.add(change.segment_id)
+                if limit is not None and len(touched) > limit:
+                    return None
+        cursor = page[-1].cursor
+    return touched
 
 
 class Indexer:
@@ -84,7 +101,7 @@ class Indexer:
                      index.definition.kind, index.column, len(touched))
         else:
             assert marker is not None
-            touched = sorted(self._touched(dataset.id, marker.covered, covered))
+            touched = sorted(touched_segments(self.store, dataset.id, marker.covered, covered) or ())
         maintain = not fresh and marker is not None and index.maintained_offset > marker.maintained_offset
         if not fresh and not touched and not maintain and marker is not None and marker.covered == covered:
             return
@@ -127,31 +144,9 @@ class Indexer:
               segment_ids: list[str]) -> Iterator[tuple[list[str], pa.Table]]:
         """The rows of ``segment_ids``, a few hundred segments at a time: those segments and their
         rows (none for a segment that no longer exists)."""
-        dataset = self.store.dataset(dataset_id)
-        dataset_schema = schemas.parse(dataset.schema) if dataset is not None and dataset.schema else None
         for start in range(0, len(segment_ids), SEGMENTS_PER_WRITE):
             part = segment_ids[start:start + SEGMENTS_PER_WRITE]
-            tables = [schema.empty_table()]
-            for segment_id in part:
-                layers = self.store.segment_layer_table(dataset_id, segment_id)
-                if dataset_schema is None or layers.num_rows == 0:
-                    continue
-                files = layer_files(layers, self.objects)[segment_id]
-                tables.append(segment_rows(index, dataset_schema, segment_id, files).cast(schema))
-            yield part, pa.concat_tables(tables)
-
-    def _touched(self, dataset_id: uuid.UUID, since: int, until: int) -> set[str]:
-        """The segments whose layers the feed says changed from offset ``since`` to ``until``."""
-        touched: set[str] = set()
-        cursor = (since - 1, 1 << 62)
-        while page := self.store.changes(cursor, entry_id=dataset_id, limit=FEED_PAGE):
-            for change in page:
-                if change.position.offset >= until:
-                    return touched
-                if change.kind in SEGMENT_CHANGES:
-                    touched.add(change.segment_id)
-            cursor = page[-1].cursor
-        return touched
+            yield part, stored_rows(self.store, index, schema, part, self.objects)
 
     def _remove_unwanted(self, wanted: set[Path]) -> int:
         """Remove the copies of indexes no longer defined (deleted, or of a deleted dataset)."""

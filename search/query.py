@@ -1,10 +1,14 @@
-"""Searching an index's copy: waiting until it covers a client's writes, then the nearest
-vectors or the best full-text matches, best first.
+"""Searching an index's copy once it reflects a client's writes: the nearest vectors or the best
+full-text matches, best first.
 
 A search opens the newest marked version of the copy (``search.copies``), so it reads the rows of
-one complete pass of the follower. It waits until that pass reflects every record before the
-offset the caller needs: the pass covers it, or the change feed shows nothing that touched the
-index's rows between the two.
+one complete pass of the follower. The client's writes are those before the log offset it needs.
+If that pass covers them, or the change feed shows nothing that touched the index's rows since,
+the copy answers alone. Otherwise a vector search does not wait for the follower. It leaves out
+the copy's rows of the segments the feed shows changed since the pass (``Opened.pending``, at
+most ``PENDING_SEGMENTS``) and compares their rows, read from their layers as the store has
+them now, exactly. A full-text search waits for the follower's next pass, as BM25 scores
+depend on the whole index.
 """
 
 from __future__ import annotations
@@ -16,14 +20,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from events import DistanceMetric, SearchIndexKind, import_extra
 from projector import ProjectionReader, SearchIndex, schemas
-from projector.feed import FEED_PAGE
 from projector.search_indexes import find_column
 from recordings.segments import SEGMENT_ID
 from search import copies
-from search.indexer import SEGMENT_CHANGES
+from search.indexer import touched_segments
 from search.rows import INSTANCE, VALUE
 from search.training import METRICS, text_index_name, vector_index_name
 
@@ -35,23 +39,13 @@ NPROBES = 10
 (``REFINE_FACTOR`` times ``top_k``, so the distances are exact): recall@10 of at least 0.95 on
 768-float embeddings (``python -m bench.search``)."""
 REFINE_FACTOR = 5
+PENDING_SEGMENTS = 64
+"""At most this many segments changed since the copy's pass are compared exactly by a vector
+search; more wait for the follower."""
 
 
 class SearchTimeoutError(TimeoutError):
     """The index did not reach the caller's writes in time."""
-
-
-def _untouched(store: ProjectionReader, index: SearchIndex, since: int, until: int) -> bool:
-    """Whether nothing in the feed from ``since`` to ``until`` changed the index's rows."""
-    cursor = (since - 1, 1 << 62)
-    while page := store.changes(cursor, entry_id=index.dataset_id, limit=FEED_PAGE):
-        for change in page:
-            if change.position.offset >= until:
-                return True
-            if change.kind in SEGMENT_CHANGES:
-                return False
-        cursor = page[-1].cursor
-    return True
 
 
 _opened: dict[str, tuple[tuple[int, int], copies.Marker, Any]] = {}
@@ -80,20 +74,33 @@ def _marked(url: str) -> tuple[copies.Marker | None, Any]:
     return marker, opened
 
 
+@dataclass(frozen=True)
+class Opened:
+    """A copy to search, and the segments whose rows it lacks or holds stale (compared exactly)."""
+
+    copy: Any
+    pending: tuple[str, ...] = ()
+
+
 def open_copy(store: ProjectionReader, root: str, index: SearchIndex, needed: int,
-              timeout_secs: float) -> Any:
-    """The copy of ``index`` at its newest marked version, once that reflects every record before
-    log offset ``needed``; None if it has no copy because no segment has the column (the follower
-    makes none). Raises ``SearchTimeoutError`` if it does not within ``timeout_secs``."""
+              timeout_secs: float) -> Opened | None:
+    """The copy of ``index`` at its newest marked version, once it reflects every record before
+    log offset ``needed``, with the segments to compare exactly for a vector index (see the
+    module); None if it has no copy because no segment has the column (the follower makes none).
+    Raises ``SearchTimeoutError`` if it does not within ``timeout_secs``."""
     url = copies.index_url(root, index)
     deadline = time.monotonic() + timeout_secs
+    limit = PENDING_SEGMENTS if index.definition.kind is SearchIndexKind.VECTOR else 0
     while True:
         marker, dataset = _marked(url)
         if dataset is None and not _has_column(store, index):
             return None
-        if marker is not None and marker.created_offset == index.created_offset and (
-                marker.covered >= needed or _untouched(store, index, marker.covered, needed)):
-            return dataset
+        if marker is not None and marker.created_offset == index.created_offset:
+            if marker.covered >= needed:
+                return Opened(dataset)
+            pending = touched_segments(store, index.dataset_id, marker.covered, needed, limit)
+            if pending is not None:
+                return Opened(dataset, tuple(sorted(pending)))
         if time.monotonic() > deadline:
             where = "has no rows yet" if marker is None else f"covers the log up to offset {marker.covered}"
             raise SearchTimeoutError(
@@ -163,10 +170,31 @@ def _query_vector(index: SearchIndex, dataset: Any, query: Any) -> np.ndarray:
     return vector
 
 
+def distances(metric: DistanceMetric, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The distances of ``vectors`` (one per row) to ``query`` as Lance measures them: squared
+    L2, 1 - cos, 1 - dot, or the bits that differ."""
+    found: np.ndarray
+    if metric is DistanceMetric.HAMMING:
+        differing = np.bitwise_xor(vectors.astype(np.uint8), query.astype(np.uint8))
+        found = np.unpackbits(differing, axis=1).sum(axis=1)
+    else:
+        v, q = vectors.astype(np.float32), query.astype(np.float32)
+        if metric is DistanceMetric.L2:
+            found = ((v - q) ** 2).sum(axis=1)
+        elif metric is DistanceMetric.COSINE:
+            found = 1 - (v @ q) / (np.linalg.norm(v, axis=1) * np.linalg.norm(q))
+        else:
+            found = 1 - v @ q
+    return found.astype(np.float32)
+
+
 def search_vector(index: SearchIndex, dataset: Any, query: Any, top_k: int,
-                  segment_ids: Sequence[str] | None = None) -> pa.Table:
+                  segment_ids: Sequence[str] | None = None, pending: Sequence[str] = (),
+                  pending_rows: pa.Table | None = None) -> pa.Table:
     """The ``top_k`` rows nearest ``query``, nearest first, with their ``_distance``: among the
-    rows of ``segment_ids`` only, if given (the selection applied before the top k)."""
+    rows of ``segment_ids`` only, if given (the selection applied before the top k). The copy's
+    rows of the ``pending`` segments are left out, and ``pending_rows`` (their rows now, in the
+    copy's columns) compared exactly instead."""
     if index.definition.kind is not SearchIndexKind.VECTOR:
         raise ValueError(f"{index.column} has a full-text index: use search_fts")
     if not isinstance(top_k, int) or top_k < 1:
@@ -177,8 +205,27 @@ def search_vector(index: SearchIndex, dataset: Any, query: Any, top_k: int,
         nearest["use_index"] = False
     else:
         nearest.update(nprobes=NPROBES, refine_factor=REFINE_FACTOR)
-    found = dataset.to_table(nearest=nearest, filter=_where(segment_ids), prefilter=True)
+    where = " AND ".join(w for w in (_where(segment_ids), _excluding(pending)) if w) or None
+    found = dataset.to_table(nearest=nearest, filter=where, prefilter=True)
+    if pending_rows is not None and pending_rows.num_rows:
+        rows = pending_rows if segment_ids is None else pending_rows.filter(
+            pc.is_in(pending_rows.column(SEGMENT_ID), pa.array(list(segment_ids), pa.string())))
+        vectors = np.stack(rows.column(VALUE).to_numpy(zero_copy_only=False)) if rows.num_rows else None
+        if vectors is not None:
+            measured = rows.append_column(DISTANCE, pa.array(
+                distances(index.definition.distance_metric, vectors, nearest["q"]), pa.float32()))
+            found = pa.concat_tables([found.select(measured.column_names), measured.cast(
+                found.select(measured.column_names).schema)])
+            order = np.argsort(found.column(DISTANCE).to_numpy(), kind="stable")[:top_k]
+            found = found.take(order)
     return _result(found, DISTANCE)
+
+
+def _excluding(segment_ids: Sequence[str]) -> str | None:
+    if not segment_ids:
+        return None
+    quoted = ", ".join("'" + s.replace("'", "''") + "'" for s in segment_ids)
+    return f"{SEGMENT_ID} NOT IN ({quoted})"
 
 
 def search_text(index: SearchIndex, dataset: Any, query: str,

@@ -15,9 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from projector import SearchIndex
+from projector import ProjectionReader, SearchIndex, schemas
 from projector.search_indexes import find_column, instance_type, is_static
-from recordings.segments import SEGMENT_ID, LayerFile, ReadOptions, read_segment
+from recordings.objects import ObjectStoreConfig
+from recordings.segments import SEGMENT_ID, LayerFile, ReadOptions, layer_files, read_segment
 
 INSTANCE = "rerun_instance_index"
 """The instance's index in its row's list of instances."""
@@ -35,6 +36,24 @@ def index_schema(index: SearchIndex, dataset_schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(SEGMENT_ID, pa.string(), nullable=False), pa.field(time.name, time.type),
                       pa.field(INSTANCE, pa.uint32(), nullable=False),
                       pa.field(VALUE, instance_type(field))])
+
+
+def stored_rows(store: ProjectionReader, index: SearchIndex, schema: pa.Schema, segment_ids: Sequence[str],
+                objects: ObjectStoreConfig) -> pa.Table:
+    """The index's rows of ``segment_ids`` as the store has their layers now, in ``schema``
+    (``index_schema``); none for a segment the store no longer has. Raises what reading the
+    layers raises."""
+    dataset = store.dataset(index.dataset_id)
+    tables = [schema.empty_table()]
+    if dataset is None or not dataset.schema:
+        return tables[0]
+    dataset_schema = schemas.parse(dataset.schema)
+    for segment_id in segment_ids:
+        layers = store.segment_layer_table(index.dataset_id, segment_id)
+        if layers.num_rows:
+            files = layer_files(layers, objects)[segment_id]
+            tables.append(segment_rows(index, dataset_schema, segment_id, files).cast(schema))
+    return pa.concat_tables(tables)
 
 
 def segment_rows(index: SearchIndex, dataset_schema: pa.Schema, segment_id: str,
