@@ -59,12 +59,13 @@ def index_url(root: str, index: SearchIndex) -> str:
     return str(dataset_dir(root, index.dataset_id) / (urllib.parse.quote(index.column, safe="") + ".lance"))
 
 
-def open_dataset(url: str, version: int | None = None) -> Any:
-    """The Lance dataset at ``url`` (at ``version``), None if there is none."""
+def open_dataset(url: str, version: int | None = None, session: Any = None) -> Any:
+    """The Lance dataset at ``url`` (at ``version``), None if there is none; ``session``: a
+    ``lance.Session`` whose caches (an index read once) it shares."""
     if not Path(url).exists():
         return None
     try:
-        return lance().dataset(url, version=version)
+        return lance().dataset(url, version=version, session=session)
     except (ValueError, OSError):
         return None
 
