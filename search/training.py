@@ -21,6 +21,7 @@ from typing import Any
 
 from events import DistanceMetric, SearchIndexKind
 from projector import SearchIndex
+from recordings.segments import SEGMENT_ID
 from search.copies import lance
 
 TRAIN_FROM_ROWS = 20_000
@@ -38,6 +39,15 @@ def vector_index_name(dataset: Any) -> str | None:
     """The name of the trained vector index of a copy, None if it has none."""
     for found in dataset.describe_indices():
         if VALUE in found.field_names and found.index_type.startswith("IVF"):
+            return str(found.name)
+    return None
+
+
+def segment_index_name(dataset: Any) -> str | None:
+    """The name of the copy's index of segment ids (which a search narrowed to some segments, or
+    leaving some out, filters by), None if it has none."""
+    for found in dataset.describe_indices():
+        if SEGMENT_ID in found.field_names:
             return str(found.name)
     return None
 
@@ -76,6 +86,8 @@ def keep_trained(url: str, index: SearchIndex, *, maintain: bool) -> None:
     """Build what the copy at ``url`` lacks (its inverted index; its vector index once it is
     large enough), and, if ``maintain``, do the maintenance ``index.maintenance`` asks for."""
     dataset = lance().dataset(url)
+    if segment_index_name(dataset) is None:
+        dataset.create_scalar_index(SEGMENT_ID, index_type="BTREE")
     if index.definition.kind is SearchIndexKind.FULL_TEXT:
         if text_index_name(dataset) is None:
             index_text(dataset, index)
