@@ -20,6 +20,8 @@ from projector.search_indexes import find_column, instance_type, is_static
 from recordings.objects import ObjectStoreConfig
 from recordings.segments import SEGMENT_ID, LayerFile, ReadOptions, layer_files, read_segment
 
+WHOLE_TABLE_FROM = 32
+"""From this many segments, their layers are read with the dataset's whole layer table."""
 INSTANCE = "rerun_instance_index"
 """The instance's index in its row's list of instances."""
 VALUE = "value"
@@ -48,11 +50,15 @@ def stored_rows(store: ProjectionReader, index: SearchIndex, schema: pa.Schema, 
     if dataset is None or not dataset.schema:
         return tables[0]
     dataset_schema = schemas.parse(dataset.schema)
+    if len(segment_ids) > WHOLE_TABLE_FROM:  # one read of every layer, not one per segment
+        files = layer_files(store.layer_table(index.dataset_id), objects)
+    else:
+        files = {}
+        for segment_id in segment_ids:
+            files.update(layer_files(store.segment_layer_table(index.dataset_id, segment_id), objects))
     for segment_id in segment_ids:
-        layers = store.segment_layer_table(index.dataset_id, segment_id)
-        if layers.num_rows:
-            files = layer_files(layers, objects)[segment_id]
-            tables.append(segment_rows(index, dataset_schema, segment_id, files).cast(schema))
+        if segment_id in files:
+            tables.append(segment_rows(index, dataset_schema, segment_id, files[segment_id]).cast(schema))
     return pa.concat_tables(tables)
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from sdk import AlreadyExistsError, CatalogClient, DatasetEntry, StoreUnavailableError
 from stack import output
-from stack.cli_options import cluster, kafka_config, spark_session, store_location
+from stack.cli_options import cluster, kafka_config, spark_session, store_location, utc_time
 
 
 def reader(args: argparse.Namespace) -> CatalogClient:
@@ -135,12 +135,7 @@ def tag(args: argparse.Namespace) -> int:
     if args.at is not None and args.at.isdigit():
         point = int(args.at)
     elif args.at is not None:
-        try:
-            point = datetime.fromisoformat(args.at)
-        except ValueError:
-            raise SystemExit(f"strata: --at {args.at!r} is neither an offset nor an ISO time "
-                             "(2026-03-03T12:00)") from None
-        point = point if point.tzinfo else point.replace(tzinfo=UTC)
+        point = utc_time(args.at, "--at", or_offset=True)
     with writer(args) as client:
         dataset = client.get_dataset(args.name)
         try:

@@ -12,6 +12,7 @@ import argparse
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,17 @@ def protocol_tls(args: argparse.Namespace) -> tuple[Path, Path] | None:
         raise ValueError("--tls-cert and --tls-key serve Rerun's catalog protocol over TLS, which "
                          "--no-protocol does not serve: give one or the other")
     return files
+
+
+def utc_time(value: str, option: str, *, or_offset: bool = False) -> datetime:
+    """An option's ISO time, UTC unless it says otherwise; exits with one line naming ``option``
+    if it is not one (``or_offset``: the option also takes a log offset)."""
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        what = "neither an offset nor an ISO time" if or_offset else "not an ISO time"
+        raise SystemExit(f"strata: {option} {value!r} is {what} (2026-03-03T12:00)") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def cluster(args: argparse.Namespace, what_to_pass: str) -> str:

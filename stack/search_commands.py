@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,7 @@ import pyarrow as pa
 from sdk import DatasetEntry, NotFoundError
 from stack import output
 from stack.catalog_commands import dataset_named, reader, writer
+from stack.cli_options import utc_time
 
 POLL_SECS = 0.25
 
@@ -101,14 +101,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _maintain(args: argparse.Namespace) -> int:
-    cleanup = None
-    if args.cleanup_before is not None:
-        try:
-            cleanup = datetime.fromisoformat(args.cleanup_before)
-        except ValueError:
-            raise SystemExit(f"strata: --cleanup-before {args.cleanup_before!r} is not an ISO time "
-                             "(2026-03-03T12:00)") from None
-        cleanup = cleanup if cleanup.tzinfo else cleanup.replace(tzinfo=UTC)
+    cleanup = None if args.cleanup_before is None else utc_time(args.cleanup_before, "--cleanup-before")
     with writer(args) as client:
         dataset_named(client, args.name).do_maintenance(
             optimize_indexes=args.optimize, retrain_indexes=args.retrain, compact_fragments=args.compact,
