@@ -103,8 +103,8 @@ class Indexer:
             assert marker is not None
             touched = sorted(touched_segments(self.store, dataset.id, marker.covered, covered) or ())
         maintain = not fresh and marker is not None and index.maintained_offset > marker.maintained_offset
-        if not fresh and not touched and not maintain and marker is not None and marker.covered == covered:
-            return
+        if not fresh and not touched and not maintain:
+            return  # its marker stands: searches see in the feed that nothing of it changed since
         try:
             schema = index_schema(index, dataset_schema)
         except LookupError:  # every layer with the column is gone: the index has no rows
@@ -117,8 +117,7 @@ class Indexer:
         if schema is None and copies.open_dataset(url) is None:
             return  # nothing to mark yet: no rows were ever written
         training.keep_trained(url, index, maintain=maintain)
-        if fresh or touched or maintain or marker is None or marker.covered != covered:
-            self._markers[url] = copies.mark(url, index, copies.open_dataset(url).schema, covered)
+        self._markers[url] = copies.mark(url, index, copies.open_dataset(url).schema, covered)
         if maintain:
             training.clean_up(url, index)
 
