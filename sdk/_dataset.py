@@ -21,6 +21,7 @@ import pyarrow as pa
 import commands
 from commands import Properties, entries, reads
 from commands import assets as scopes
+from commands import search as searches
 from events import AssetMode, AssetScopeEdit, OnDuplicate
 from projector import Dataset, DatasetKind, EntryKind, ProjectionReader, Tag, companion_id
 from recordings import Contents, ObjectStore, ObjectStoreSettings, Progress, rerun_schema, segment_store
@@ -448,7 +449,7 @@ class DatasetEntry(Entry[Dataset]):
             ...                             distance_metric="Cosine")  # doctest: +SKIP
         """
         entity_path, component = _search.column_of(self.arrow_schema(), column)
-        write = _search.search.create_vector_index(
+        write = searches.create_vector_index(
             entity_path, component, _search.timeline_of(time_index), num_partitions=num_partitions,
             target_partition_num_rows=target_partition_num_rows, num_sub_vectors=num_sub_vectors,
             distance_metric=distance_metric)
@@ -462,21 +463,21 @@ class DatasetEntry(Entry[Dataset]):
         positions, for phrase searches (``search_fts('"red cup"', ...)``). ``base_tokenizer``:
         ``"simple"`` (words, lowercased), ``"whitespace"`` or ``"raw"`` (each value whole)."""
         entity_path, component = _search.column_of(self.arrow_schema(), column)
-        write = _search.search.create_fts_index(entity_path, component, _search.timeline_of(time_index),
+        write = searches.create_fts_index(entity_path, component, _search.timeline_of(time_index),
                                                 store_position=store_position, base_tokenizer=base_tokenizer)
         _search.send(self._internal, self._id, write, timeout_secs)
 
     def delete_indexes(self, column: Any, *, timeout_secs: float | None = DEFAULT_TIMEOUT_SECS) -> None:
         """Delete the index of ``column``. ``NotFoundError`` if it has none."""
         entity_path, component = _search.column_of(self.arrow_schema(), column, known=False)
-        _search.send(self._internal, self._id, _search.search.delete_indexes(entity_path, component),
+        _search.send(self._internal, self._id, searches.delete_indexes(entity_path, component),
                      timeout_secs)
 
     def list_indexes(self) -> datafusion.DataFrame:
         """The dataset's indexes, one row each: the column, its kind and timeline, the metric,
         how many rows its copy holds and how it is searched (``exact``, ``trained``,
         ``inverted``, or ``building`` before its first rows), the log offset its rows cover."""
-        return _search.as_frame(self._internal, _search.search.list_indexes(self._internal, self.record))
+        return self._internal.dataframe(searches.list_indexes(self._internal, self.record))
 
     def do_maintenance(self, optimize_indexes: bool = False, retrain_indexes: bool = False,
                        compact_fragments: bool = False, cleanup_before: datetime | None = None,
@@ -486,7 +487,7 @@ class DatasetEntry(Entry[Dataset]):
         training to the index (``optimize_indexes``), train it again (``retrain_indexes``), merge
         small files (``compact_fragments``), remove versions older than ``cleanup_before``. The
         follower that keeps the indexes does it after this command is applied."""
-        write = _search.search.maintain(
+        write = searches.maintain(
             optimize_indexes=optimize_indexes, retrain_indexes=retrain_indexes,
             compact_fragments=compact_fragments, cleanup_before=cleanup_before,
             unsafe_allow_recent_cleanup=unsafe_allow_recent_cleanup)

@@ -1,7 +1,7 @@
-"""The seed's search surface of a dataset (``create_vector_index``, ``create_fts_index``,
-``search_vector``, ``search_fts``, ``list_indexes``, ``delete_indexes``, ``do_maintenance``), each
-a few lines into ``commands.search``: what the SDK adds is Rerun's ways of naming a column and a
-timeline, the selection a search is narrowed to, and DataFrames.
+"""What the SDK adds to ``commands.search`` for the seed's search surface of a dataset
+(``create_vector_index``, ``create_fts_index``, ``search_vector``, ``search_fts``,
+``list_indexes``, ``delete_indexes``, ``do_maintenance``): Rerun's ways of naming a column and a
+timeline, the selection a search is narrowed to, and the wait for an index command's outcome.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any
 import datafusion
 import pyarrow as pa
 
-from commands import search
 from recordings import rerun_schema
 from sdk._connection import Connection
 from sdk._operations import Operation
@@ -55,10 +54,6 @@ def send(internal: Connection, dataset_id: uuid.UUID, write: Any, timeout_secs: 
     Operation.send(internal, dataset_id, write).wait(timeout_secs)
 
 
-def as_frame(internal: Connection, table: pa.Table) -> datafusion.DataFrame:
-    return internal.dataframe(table)
-
-
 def selected_ids(segment_table: Callable[[], datafusion.DataFrame], segment_ids: Sequence[str] | None,
                  where: Any) -> list[str] | None:
     """The segments a search is narrowed to: ``segment_ids`` (None: all), and of those the rows of
@@ -68,6 +63,3 @@ def selected_ids(segment_table: Callable[[], datafusion.DataFrame], segment_ids:
     table = segment_table().filter(where)
     ids = pa.table(table.select("rerun_segment_id")).column("rerun_segment_id").to_pylist()
     return ids if segment_ids is None else [s for s in ids if s in set(segment_ids)]
-
-
-__all__ = ["as_frame", "column_of", "search", "selected_ids", "send", "timeline_of"]

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from datafusion import col, lit
 from datafusion import functions as F
 
+from commands import search as searches
 from commands.reads import layer_table, manifest_of
 from projector import Dataset, views
 from recordings import (
@@ -141,7 +142,7 @@ class DatasetSelection:
         """``DatasetEntry.search_vector`` among the selected segments (taken before the top k)."""
         entity_path, component = _search.column_of(self._dataset.arrow_schema(), column)
         ids = _search.selected_ids(self._dataset.segment_table, self._selected(), where)
-        found = _search.search.search_vector(self._internal, self._dataset.record, entity_path, component,
+        found = searches.search_vector(self._internal, self._dataset.record, entity_path, component,
                                              query, top_k, ids)
         return self._internal.dataframe(found)
 
@@ -150,7 +151,7 @@ class DatasetSelection:
         """``DatasetEntry.search_fts`` among the selected segments."""
         entity_path, component = _search.column_of(self._dataset.arrow_schema(), column)
         ids = _search.selected_ids(self._dataset.segment_table, self._selected(), where)
-        found = _search.search.search_text(self._internal, self._dataset.record, entity_path, component,
+        found = searches.search_text(self._internal, self._dataset.record, entity_path, component,
                                            query, ids, limit)
         return self._internal.dataframe(found)
 
