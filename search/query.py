@@ -115,7 +115,7 @@ def open_copy(store: ProjectionReader, root: str, index: SearchIndex, needed: in
             where = "has no rows yet" if marker is None else f"covers the log up to offset {marker.covered}"
             raise SearchTimeoutError(
                 f"the {index.definition.kind} index of {index.column} {where}, and the search needs "
-                f"offset {needed}: is the projector running (strata status)? Its follower keeps the indexes")
+                f"offset {needed}: is the projector running? Its follower keeps the indexes")
         time.sleep(POLL_SECS)
 
 

@@ -69,7 +69,7 @@ def _wait_built(dataset: DatasetEntry, args: argparse.Namespace) -> int:
                 break
             if time.monotonic() - started > args.timeout:
                 raise SystemExit(f"strata: the index of {args.column} was not built in {args.timeout:.0f} s: "
-                                 "is the projector running (strata status)?")
+                                 "is the projector running? Its follower builds the indexes")
             time.sleep(POLL_SECS)
     _print_indexes([row])
     return 0
