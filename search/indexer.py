@@ -148,17 +148,28 @@ class Indexer:
             yield part, stored_rows(self.store, index, schema, part, self.objects)
 
     def _remove_unwanted(self, wanted: set[Path]) -> int:
-        """Remove the copies of indexes no longer defined (deleted, or of a deleted dataset)."""
+        """Remove the copies of indexes no longer defined (deleted, or of a deleted dataset). Only
+        copies of datasets the store knows (live or deleted) are touched: another catalog's
+        copies under the same ``STRATA_SEARCH_URL`` are left alone."""
         root = Path(self.root)
         if not root.is_dir():
             return 0
         removed = 0
         for directory in root.iterdir():
-            for copy in directory.glob("*.lance") if directory.is_dir() else ():
+            if not directory.is_dir() or not self._knows(directory.name):
+                continue
+            for copy in directory.glob("*.lance"):
                 if copy not in wanted:
                     copies.remove(copy)
                     self._markers.pop(str(copy), None)
                     removed += 1
-            if directory.is_dir() and not any(directory.iterdir()):
+            if not any(directory.iterdir()):
                 directory.rmdir()
         return removed
+
+    def _knows(self, name: str) -> bool:
+        """Whether ``name`` is the id of a dataset of this store, live or deleted."""
+        try:
+            return self.store.dataset(uuid.UUID(name)) is not None
+        except ValueError:
+            return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 # Before anything imports grpc: a test process talks gRPC and also starts the stack's children,
 # whose fork (preexec_fn) would run grpc's fork handlers, and those can restart grpc's poller in
@@ -45,6 +46,10 @@ MARKERS_BY_DIRECTORY = {
 STORE_BACKEND = os.environ.get("STRATA_TEST_STORE", "sqlite")
 """The store backend of the stacks the integration and reliability tiers start: ``sqlite`` (the
 embedded default) or ``postgresql`` (a database of the session's PostgreSQL server per stack)."""
+if STORE_BACKEND == "postgresql":
+    # A PostgreSQL store's search indexes are where STRATA_SEARCH_URL says, for the projectors
+    # (which inherit it) and the clients alike, as a team sets it (docs/search.md).
+    os.environ.setdefault("STRATA_SEARCH_URL", tempfile.mkdtemp(prefix="strata-search-"))
 
 
 ONCE_MARKERS = ("sqlite_only", "own_store", "store_agnostic")

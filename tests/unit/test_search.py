@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -287,3 +288,15 @@ def test_a_vector_search_does_not_wait_for_the_follower_it_compares_what_it_has_
     assert {r["rerun_segment_id"] for r in narrowed} == {"ep_new"}
     [listed] = rows_of(dataset.list_indexes())
     assert listed["covered_offset"] < searching.producer.next_offset  # the follower did not run
+
+
+def test_copies_of_another_catalog_under_the_same_root_are_left_alone(
+        searching: InProcessStack, episodes: list[Episode]) -> None:
+    dataset = searching.dataset
+    dataset.create_fts_index(column=NARRATION, time_index=TIMELINE)
+    root = Path(search_indexes(str(searching.projector.location)))
+    foreign = root / str(uuid.uuid4()) / "%2Fother%3Acolumn.lance"
+    foreign.mkdir(parents=True)
+    dataset.delete_indexes(NARRATION)  # a pass that removes this catalog's copy
+    assert foreign.is_dir()
+    assert not (root / str(dataset.id)).exists()
