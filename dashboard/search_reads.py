@@ -16,7 +16,7 @@ import pyarrow as pa
 from dashboard.segment import display
 from projector import Dataset, ProjectionReader, SearchIndex
 from recordings import SEGMENT_ID
-from search import query
+from search import copies, query
 from search.rows import INSTANCE, VALUE
 
 TIMEOUT_SECS = 10.0
@@ -107,8 +107,7 @@ def nearest_frames(store: ProjectionReader, root: str, dataset: Dataset, segment
                                  f"choose that timeline to search from a frame")
     opened = query.open_copy(store, root, index, 0, TIMEOUT_SECS)
     copy = None if opened is None else opened.copy
-    own = None if copy is None else copy.to_table(
-        filter=f"{SEGMENT_ID} = '" + segment_id.replace("'", "''") + "'")
+    own = None if copy is None else copy.to_table(filter=copies.segment_filter([segment_id]))
     if own is None or not own.num_rows:
         raise SearchRequestError(f"segment {segment_id!r} has no {column} in the index")
     times = own.column(timeline).cast(pa.int64()).to_numpy(zero_copy_only=False)

@@ -15,6 +15,7 @@ import os
 import shutil
 import urllib.parse
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,12 @@ def newest_marker(dataset: Any) -> Marker | None:
     return None
 
 
+def segment_filter(segment_ids: Sequence[str], *, leaving_out: bool = False) -> str:
+    """A Lance filter keeping (or, ``leaving_out``, dropping) the rows of ``segment_ids``."""
+    quoted = ", ".join("'" + s.replace("'", "''") + "'" for s in segment_ids)
+    return f"rerun_segment_id {'NOT IN' if leaving_out else 'IN'} ({quoted})"
+
+
 def write_rows(url: str, index: SearchIndex, replaced: list[str], rows: pa.Table, *, fresh: bool) -> Any:
     """Remove the rows of the segments ``replaced`` and append ``rows``; ``fresh``: start the
     dataset again with ``rows`` alone. Returns the dataset (unmarked)."""
@@ -104,8 +111,7 @@ def write_rows(url: str, index: SearchIndex, replaced: list[str], rows: pa.Table
         return lance().write_dataset(rows, url, mode="overwrite")
     dataset = lance().dataset(url)
     for start in range(0, len(replaced), 500):
-        quoted = ", ".join("'" + s.replace("'", "''") + "'" for s in replaced[start:start + 500])
-        dataset.delete(f"rerun_segment_id IN ({quoted})")
+        dataset.delete(segment_filter(replaced[start:start + 500]))
     if rows.num_rows:
         dataset = lance().write_dataset(rows, url, mode="append")
     return dataset

@@ -163,8 +163,7 @@ def _where(segment_ids: Sequence[str] | None) -> str | None:
         return None
     if not segment_ids:
         return "false"
-    quoted = ", ".join("'" + s.replace("'", "''") + "'" for s in segment_ids)
-    return f"{SEGMENT_ID} IN ({quoted})"
+    return copies.segment_filter(segment_ids)
 
 
 def _query_vector(index: SearchIndex, dataset: Any, query: Any) -> np.ndarray:
@@ -234,8 +233,7 @@ def search_vector(index: SearchIndex, dataset: Any, query: Any, top_k: int,
 def _excluding(segment_ids: Sequence[str]) -> str | None:
     if not segment_ids:
         return None
-    quoted = ", ".join("'" + s.replace("'", "''") + "'" for s in segment_ids)
-    return f"{SEGMENT_ID} NOT IN ({quoted})"
+    return copies.segment_filter(segment_ids, leaving_out=True)
 
 
 def search_text(index: SearchIndex, dataset: Any, query: str,
