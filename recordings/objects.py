@@ -77,6 +77,16 @@ class ObjectStoreConfig:
                              f"{', '.join(known)}")
         return replace(self, **{k: str(v) for k, v in override.items() if v is not None})
 
+    def storage_options(self) -> dict[str, str]:
+        """These settings as the ``storage_options`` of Lance (the keys of Rust's ``object_store``
+        crate), plain HTTP allowed to an ``http://`` endpoint."""
+        options = {"aws_endpoint": self.endpoint_url, "aws_region": self.region,
+                   "aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key,
+                   "aws_session_token": self.session_token}
+        if self.endpoint_url and self.endpoint_url.startswith("http://"):
+            options["allow_http"] = "true"
+        return {k: v for k, v in options.items() if v is not None}
+
     def describe(self) -> str:
         """Where these settings read from, for messages: the endpoint (or AWS S3) and region."""
         where = self.endpoint_url or "AWS S3"
@@ -163,7 +173,9 @@ class ObjectStore:
         return pafs.S3FileSystem(**{k: v for k, v in options.items() if v is not None})
 
     @contextmanager
-    def _errors(self, uri: str) -> Iterator[None]:
+    def errors(self, uri: str) -> Iterator[None]:
+        """Turns what the S3 client raises about ``uri`` into one line naming it and the endpoint
+        (``NotFoundError``, ``ObjectStoreError``)."""
         where = self.config.describe()
         try:
             yield
@@ -189,7 +201,7 @@ class ObjectStore:
         object or bucket, ``ObjectStoreError`` for an endpoint that cannot be reached or refuses
         the credentials, ``ValueError`` for a prefix."""
         bucket, key = split(uri)
-        with self._errors(uri):
+        with self.errors(uri):
             info = self.filesystem.get_file_info(f"{bucket}/{key}")
             if info.type == pafs.FileType.NotFound:
                 self._check_bucket(uri)
@@ -207,9 +219,9 @@ class ObjectStore:
     def open(self, uri: str) -> RemoteObject:
         """The object, opened for reading ranges (one HEAD request)."""
         bucket, key = split(uri)
-        with self._errors(uri):
+        with self.errors(uri):
             try:
-                return RemoteObject(uri, self.filesystem.open_input_file(f"{bucket}/{key}"), self._errors)
+                return RemoteObject(uri, self.filesystem.open_input_file(f"{bucket}/{key}"), self.errors)
             except FileNotFoundError:
                 self._check_bucket(uri)
                 raise
@@ -228,7 +240,7 @@ class ObjectStore:
     def download(self, uri: str, path: Path) -> None:
         """Copy the whole object to ``path``. Raises as ``size`` does."""
         bucket, key = split(uri)
-        with self._errors(uri), self.filesystem.open_input_stream(f"{bucket}/{key}") as source, \
+        with self.errors(uri), self.filesystem.open_input_stream(f"{bucket}/{key}") as source, \
                 path.open("wb") as sink:
             shutil.copyfileobj(source, sink, 8 << 20)
 
@@ -236,7 +248,7 @@ class ObjectStore:
         """The URLs of the objects under ``prefix`` (recursively) whose names end in one of
         ``suffixes``, in key order."""
         bucket, key = split(prefix)
-        with self._errors(prefix):
+        with self.errors(prefix):
             found = self.filesystem.get_file_info(pafs.FileSelector(f"{bucket}/{key}".rstrip("/"),
                                                              allow_not_found=True, recursive=True))
             if not found:

@@ -15,7 +15,6 @@ import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -78,12 +77,12 @@ class Indexer:
         """One pass over every index; returns what it did."""
         done = Pass()
         covered = self.store.next_offsets().get((CATALOG_TOPIC, 0), 0)
-        wanted: set[Path] = set()
+        wanted: set[str] = set()
         for dataset in self.store.datasets():
             indexes = self.store.search_indexes(dataset.id)
             for index in indexes:
                 url = copies.index_url(self.root, index)
-                wanted.add(Path(url))
+                wanted.add(url)
                 self._sync_index(dataset, index, url, covered, done)
         done.copies_removed = self._remove_unwanted(wanted)
         return done
@@ -147,24 +146,23 @@ class Indexer:
             part = segment_ids[start:start + SEGMENTS_PER_WRITE]
             yield part, stored_rows(self.store, index, schema, part, self.objects)
 
-    def _remove_unwanted(self, wanted: set[Path]) -> int:
+    def _remove_unwanted(self, wanted: set[str]) -> int:
         """Remove the copies of indexes no longer defined (deleted, or of a deleted dataset). Only
         copies of datasets the store knows (live or deleted) are touched: another catalog's
         copies under the same ``STRATA_SEARCH_URL`` are left alone."""
-        root = Path(self.root)
-        if not root.is_dir():
-            return 0
         removed = 0
-        for directory in root.iterdir():
-            if not directory.is_dir() or not self._knows(directory.name):
+        for name in copies.listing(self.root):
+            if not self._knows(name):
                 continue
-            for copy in directory.glob("*.lance"):
+            directory = copies.child(self.root, name)
+            left = copies.listing(directory)
+            for copy in (copies.child(directory, c) for c in left if c.endswith(".lance")):
                 if copy not in wanted:
                     copies.remove(copy)
-                    self._markers.pop(str(copy), None)
+                    self._markers.pop(copy, None)
                     removed += 1
-            if not any(directory.iterdir()):
-                directory.rmdir()
+            if not any(copies.child(directory, c) in wanted for c in left):
+                copies.remove(directory)
         return removed
 
     def _knows(self, name: str) -> bool:

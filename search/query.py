@@ -49,9 +49,9 @@ class SearchTimeoutError(TimeoutError):
     """The index did not reach the caller's writes in time."""
 
 
-_opened: dict[str, tuple[tuple[int, int], copies.Marker, Any]] = {}
-"""Per copy: the state of its versions (``copies.versions_state``) when it was last opened, its
-newest marker then, and the copy opened at that marker. A Lance dataset keeps what it read of
+_opened: dict[str, tuple[tuple[int, str], copies.Marker, Any]] = {}
+"""Per copy: the state of its newest version (``copies.version_state``) when it was last opened,
+its newest marker then, and the copy opened at that marker. A Lance dataset keeps what it read of
 its indexes in memory, so a search through the same object reads no index file again (an object
 opened per search took 12 ms where this takes 4.6)."""
 
@@ -67,11 +67,11 @@ def _session() -> Any:
 def _marked(url: str) -> tuple[copies.Marker | None, Any]:
     """The newest marker of the copy at ``url`` and the copy opened at it (None, None if there is
     no copy; a marker and None if it has none)."""
-    state = copies.versions_state(url)
     seen = _opened.get(url)
-    if seen is not None and state == seen[0]:
+    if seen is not None and copies.version_state(seen[2]) == seen[0]:
         return seen[1], seen[2]
     found = copies.open_dataset(url, session=_session())
+    state = None if found is None else copies.version_state(found, found.version)
     if found is None or state is None:
         _opened.pop(url, None)
         return None, None
@@ -80,6 +80,8 @@ def _marked(url: str) -> tuple[copies.Marker | None, Any]:
         return None, None
     opened = found if marker.version == found.version else \
         copies.open_dataset(url, marker.version, _session())
+    if opened is None:  # removed meanwhile
+        return None, None
     _opened[url] = (state, marker, opened)
     return marker, opened
 

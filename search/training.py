@@ -22,7 +22,7 @@ from typing import Any
 from events import DistanceMetric, SearchIndexKind
 from projector import SearchIndex
 from recordings.segments import SEGMENT_ID
-from search.copies import lance
+from search import copies
 
 TRAIN_FROM_ROWS = 20_000
 """Below this many rows a vector index is searched exactly: an exact top 10 of that many 768-float
@@ -85,7 +85,7 @@ def index_text(dataset: Any, index: SearchIndex) -> None:
 def keep_trained(url: str, index: SearchIndex, *, maintain: bool) -> None:
     """Build what the copy at ``url`` lacks (its inverted index; its vector index once it is
     large enough), and, if ``maintain``, do the maintenance ``index.maintenance`` asks for."""
-    dataset = lance().dataset(url)
+    dataset = copies.dataset(url)
     if segment_index_name(dataset) is None:
         dataset.create_scalar_index(SEGMENT_ID, index_type="BTREE")
     if index.definition.kind is SearchIndexKind.FULL_TEXT:
@@ -96,7 +96,7 @@ def keep_trained(url: str, index: SearchIndex, *, maintain: bool) -> None:
     asked = index.maintenance
     if not maintain or asked is None:
         return
-    dataset = lance().dataset(url)
+    dataset = copies.dataset(url)
     if asked.retrain_indexes:
         if index.definition.kind is SearchIndexKind.FULL_TEXT:
             index_text(dataset, index)
@@ -115,5 +115,5 @@ def clean_up(url: str, index: SearchIndex) -> None:
     if asked is None or asked.cleanup_before is None:
         return
     age = timedelta(seconds=max(0.0, time.time() - asked.cleanup_before.timestamp()))
-    lance().dataset(url).cleanup_old_versions(older_than=age,
+    copies.dataset(url).cleanup_old_versions(older_than=age,
                                             delete_unverified=asked.unsafe_allow_recent_cleanup)

@@ -138,11 +138,12 @@ def store(data_dir: Path) -> str:
 
 def search_indexes(store: str) -> str:
     """Where the search indexes of the catalog in ``store`` (a SQLite file's path or a
-    ``postgresql://`` URL) are kept: ``STRATA_SEARCH_URL``, else the directory ``<store>.search``
-    beside a SQLite file. Raises ``ValueError`` for a PostgreSQL store without the variable."""
+    ``postgresql://`` URL) are kept: ``STRATA_SEARCH_URL`` (an ``s3://`` prefix, or a directory,
+    made absolute), else the directory ``<store>.search`` beside a SQLite file. Raises
+    ``ValueError`` for a PostgreSQL store without the variable."""
     given = os.environ.get("STRATA_SEARCH_URL")
     if given:
-        return given
+        return given if "://" in given else str(Path(given).absolute())
     if store.startswith(("postgresql://", "postgres://")):
         raise ValueError("a PostgreSQL store's search indexes need STRATA_SEARCH_URL: a directory or "
                          "s3:// prefix that the projector and every client reach")

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -26,7 +27,10 @@ def start(args: list[str], log_path: Path, *, env: dict[str, str] | None = None,
     """Start ``args`` with its output appended to ``log_path``; with ``stdout_pipe``, only its
     stderr: its stdout is a pipe to read it from (``read_line``)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+    with open(log_path, "ab") as log, warnings.catch_warnings():
+        # Lance warns at any fork of a process that imported it (a search made before the stack
+        # starts); the child here runs only prctl, then execs.
+        warnings.filterwarnings("ignore", "lance is not fork-safe", UserWarning)
         # A session of its own: a terminal's Ctrl-C reaches only the parent, which then stops its
         # children in order (projector before broker) instead of all dying at once.
         return subprocess.Popen(

@@ -97,7 +97,7 @@ class EmbeddedS3:
         return {"AWS_ENDPOINT_URL": self.endpoint_url, "AWS_REGION": REGION,
                 "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY}
 
-    def _fs(self):
+    def filesystem(self):
         import pyarrow.fs as pafs
 
         return pafs.S3FileSystem(access_key=ACCESS_KEY_ID, secret_key=SECRET_ACCESS_KEY, region=REGION,
@@ -105,12 +105,12 @@ class EmbeddedS3:
                                  allow_bucket_creation=True)
 
     def create_bucket(self, bucket: str) -> None:
-        self._fs().create_dir(bucket)
+        self.filesystem().create_dir(bucket)
 
     def put(self, bucket: str, key: str, source: Path) -> str:
         """Uploads ``source`` as ``key`` (creating the bucket if needed) through the S3 API;
         returns its ``s3://`` URL."""
-        fs = self._fs()
+        fs = self.filesystem()
         fs.create_dir(bucket)
         with source.open("rb") as src, fs.open_output_stream(f"{bucket}/{key}") as out:
             shutil.copyfileobj(src, out, 8 << 20)

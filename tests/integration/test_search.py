@@ -4,16 +4,22 @@ index covers the client's own writes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 import sdk
+from postgres import EmbeddedPostgres
 from projector.stores import normalize
+from s3 import EmbeddedS3
 from search_episodes import (
     EMBEDDING,
     NARRATION,
@@ -105,3 +111,49 @@ def test_the_cli_creates_lists_searches_and_deletes_indexes(server: Server, data
     assert gone.returncode == 0, gone.stderr
     missing = strata(server, "search", dataset.name, EMBEDDING, "--vector", "1,2")
     assert missing.returncode == 1 and "has no index on" in missing.stderr
+
+
+@pytest.mark.own_store
+def test_a_postgresql_catalog_keeps_its_indexes_in_an_object_store(
+        postgres: EmbeddedPostgres, s3: EmbeddedS3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s3.create_bucket("search-indexes")
+    monkeypatch.setenv("STRATA_SEARCH_URL", "s3://search-indexes/team-a")
+    for name, value in s3.environment().items():  # the projector inherits them, the client reads them
+        monkeypatch.setenv(name, value)
+    rng = np.random.default_rng(5)
+    episodes = [random_episode(rng, f"s3_{n}", frames=6) for n in range(3)]
+    with Server(tmp_path / "stack", store=postgres.create_database(), protocol_port=None) as server:
+        dataset = server.client().create_dataset("searched-from-s3")
+        dataset.register([write_episode(tmp_path, e) for e in episodes]).wait()
+        dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, distance_metric="Cosine")
+        dataset.create_fts_index(column=NARRATION, time_index=TIMELINE)
+
+        query = rng.standard_normal(8)
+        found = pa.table(dataset.search_vector(query, EMBEDDING, top_k=4)).to_pylist()
+        assert [(r["rerun_segment_id"], r[TIMELINE], r["rerun_instance_index"]) for r in found] == \
+            nearest(episodes, query, 4)
+        texts = pa.table(dataset.search_fts("cup", NARRATION)).to_pylist()
+        assert {(r["rerun_segment_id"], r[TIMELINE]) for r in texts} == {
+            (s, f) for s, f, _, text in expected_rows(episodes)[NARRATION] if "cup" in str(text).split()}
+
+        files = s3.filesystem()
+        prefix = f"search-indexes/team-a/{uuid.UUID(int=dataset.id.int)}"
+        copy = {column: f"{prefix}/{quote(column, safe='')}.lance" for column in (EMBEDDING, NARRATION)}
+        assert {info.path for info in files.get_file_info(pafs.FileSelector(prefix))} == set(copy.values())
+
+        dataset.unregister(segments_to_drop=["s3_0"]).wait()
+        left = pa.table(dataset.search_vector(query, EMBEDDING, top_k=1000)).column("rerun_segment_id")
+        assert set(left.to_pylist()) == {"s3_1", "s3_2"}
+
+        wrong = {**os.environ, "AWS_SECRET_ACCESS_KEY": "not-the-secret"}
+        refused = subprocess.run([sys.executable, "-m", "stack.cli", "search", dataset.name, NARRATION, "cup",
+                                  "--store", normalize(server.store)], env=wrong, capture_output=True,
+                                 text=True, timeout=180)
+        assert refused.returncode == 1 and "refused the credentials" in refused.stderr, refused.stderr
+        assert "not-the-secret" not in refused.stderr
+
+        dataset.delete_indexes(EMBEDDING)
+        wait_until(lambda: not files.get_file_info(pafs.FileSelector(copy[EMBEDDING], allow_not_found=True)),
+                   60, "the follower to remove the deleted index's copy")
+        assert pa.table(dataset.search_fts("cup", NARRATION)).num_rows == len(texts) - sum(
+            r["rerun_segment_id"] == "s3_0" for r in texts)
