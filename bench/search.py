@@ -22,6 +22,7 @@ import argparse
 import concurrent.futures
 import datetime
 import json
+import multiprocessing
 import statistics
 import tempfile
 import time
@@ -52,8 +53,9 @@ def _write(directory: Path, index: int) -> str:
 
 
 def episodes(directory: Path, count: int, first: int = 0) -> list[str]:
-    """``count`` embeddings layers (kept in ``directory`` for the next run), two at a time."""
-    with concurrent.futures.ProcessPoolExecutor(2) as pool:
+    """``count`` embeddings layers (kept in ``directory`` for the next run), two at a time (in
+    processes of their own: this one has Lance's threads, which a fork does not copy)."""
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(_write, [directory] * count, range(first, first + count)))
 
 
