@@ -81,6 +81,11 @@ class EmbeddedBroker:
         self.controller_port = 0
 
     @property
+    def pid(self) -> int | None:
+        """The broker's process id while it runs."""
+        return None if self._process is None else self._process.pid
+
+    @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
