@@ -67,6 +67,13 @@ DEFAULT_SPARK_CONF = {
 }
 
 
+def source_options(kafka_options: Mapping[str, str] | None) -> dict[str, str]:
+    """The Kafka source's options for Kafka client settings (SASL, TLS, ...): the Java client's
+    names, ``kafka.``-prefixed, over ``DEFAULT_KAFKA_OPTIONS``."""
+    given = java_config(kafka_options)
+    return {**DEFAULT_KAFKA_OPTIONS, **{f"kafka.{key}": value for key, value in given.items()}}
+
+
 def build_session(master: str = "local[*]", *, app_name: str = "strata-projector",
                   conf: Mapping[str, str] | None = None) -> SparkSession:
     """A SparkSession with the Kafka connector on its classpath and settings for small batches;
@@ -159,8 +166,7 @@ class ProjectorJob:
         self.bootstrap_servers = bootstrap_servers
         self.store = store
         self.checkpoint_dir = str(checkpoint_dir)
-        self.kafka_options = {**DEFAULT_KAFKA_OPTIONS, **{
-            f"kafka.{key}": value for key, value in java_config(kafka_options).items()}}
+        self.kafka_options = source_options(kafka_options)
         self.store_fault: str | None = None
         """Set when a batch could not be written to the store: what happened and what to do."""
 

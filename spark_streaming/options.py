@@ -73,7 +73,8 @@ of heap): 80,000 register events of 2.5 KB each ran it out of memory, 20,000 lea
 costs a burst one Spark micro-batch (about 0.2 s) per 20,000 records."""
 
 
-def _record_count(text: str) -> int:
+def record_count(text: str) -> int:
+    """A number of records given on a command line (0 or more)."""
     try:
         count = int(text)
     except ValueError:
@@ -84,7 +85,7 @@ def _record_count(text: str) -> int:
 
 
 def add_max_offsets_option(parser: Options) -> None:
-    parser.add_argument("--max-offsets-per-trigger", type=_record_count, default=MAX_OFFSETS_PER_TRIGGER,
+    parser.add_argument("--max-offsets-per-trigger", type=record_count, default=MAX_OFFSETS_PER_TRIGGER,
                         metavar="N", help=f"at most N records per micro-batch (default: "
                                           f"{MAX_OFFSETS_PER_TRIGGER}; 0: no limit). Bounds a "
                                           "batch's memory: lower it if events carry large "
@@ -105,7 +106,7 @@ def add_arguments(parser: Options) -> None:
     parser.add_argument("--no-changelog", dest="changelog", action="store_false",
                         help="do not publish the change feed to the compacted topic "
                              "strata.catalog.changes (published by default)")
-    parser.add_argument("--snapshot-every", type=_record_count, default=0, metavar="N",
+    parser.add_argument("--snapshot-every", type=record_count, default=0, metavar="N",
                         help="write a snapshot each time N more records are folded (default 0: "
                              "never); 'strata replay --from-snapshot' rebuilds from the newest")
     parser.add_argument("--snapshots", default=None, metavar="DIR|s3://BUCKET/PREFIX",

@@ -1,20 +1,73 @@
-"""Rebuilding the projection from offset 0 into a new store, and swapping it in."""
+"""Rebuilding the projection from offset 0 into a new store, and swapping it in.
+
+A rebuild reads the log in ranges of offsets, one Spark job each: the range's tasks (contiguous
+parts of at most ``TASK_RECORDS`` records, in order) decode its records on the executors
+(``spark_streaming.decoding``), while the driver folds and commits the range before it. A range
+holds about ``BATCH_BYTES`` of records, sized from the records read so far, so a log of small
+events comes in large batches and one of large events in small ones.
+"""
 
 from __future__ import annotations
 
+import concurrent.futures
+import json
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from producers import end_offsets, read_range
-from projector import Changes, LogRecord, apply_batch, open_store
+from projector import LogRecord, apply_batch, open_store
 from projector.stores import describe, snapshots
 from projector.stores.snapshots import Snapshot
 from projector.stores.sqlite import SqliteStore
-from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER
+from spark_streaming.decoding import PART, decode_partitions, parts_in_order, records
+from spark_streaming.folding import KAFKA_COLUMNS, paused_gc
 
 Progress = Callable[[int, int], None]
 """Told ``(records folded, records to fold)`` as a rebuild goes."""
+Offsets = dict[tuple[str, int], int]
+
+TASK_RECORDS = 50_000
+"""Records per decoding task, at most (the Kafka source's ``maxRecordsPerPartition``)."""
+BATCH_BYTES = 64 << 20
+"""About how many bytes of records (their Kafka values) a rebuild's batch holds."""
+FIRST_BATCH_RECORDS = 20_000
+"""The records of a rebuild's first batch, before their size is known."""
+
+
+def _json(offsets: Offsets) -> str:
+    topics: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, {})[str(partition)] = offset
+    return json.dumps(topics)
+
+
+def decoded_range(spark: Any, bootstrap_servers: str, options: Mapping[str, str], start: Offsets,
+                  stop: Offsets) -> pa.Table:
+    """The records from ``start`` to ``stop`` (per topic and partition), decoded by Spark's tasks
+    (``decoding.DECODED``, in offset order)."""
+    reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
+              .option("assign", json.dumps({t: [p for (u, p) in start if u == t] for t, _ in start}))
+              .option("startingOffsets", _json(start)).option("endingOffsets", _json(stop))
+              .option("maxRecordsPerPartition", str(TASK_RECORDS)))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return parts_in_order(reader.load().select(*KAFKA_COLUMNS).mapInArrow(decode_partitions, PART).toArrow())
+
+
+def batch_records(decoded: pa.Table, limit: int | None) -> int:
+    """The records of the next batch: about ``BATCH_BYTES`` of records as large as ``decoded``'s,
+    at most ``limit``."""
+    if not decoded.num_rows:
+        count = FIRST_BATCH_RECORDS
+    else:
+        size = pc.sum(pc.binary_length(decoded.column("raw"))).as_py() or 0
+        count = max(1_000, BATCH_BYTES * decoded.num_rows // max(size, 1))
+    return min(count, limit) if limit else count
 
 
 def rebuild(
@@ -23,46 +76,65 @@ def rebuild(
     *,
     spark_master: str = "local[*]",
     kafka_options: Mapping[str, str] | None = None,
-    max_offsets_per_trigger: int = MAX_OFFSETS_PER_TRIGGER,
+    batch_limit: int | None = None,
     snapshot: Snapshot | None = None,
     progress: Progress | None = None,
 ) -> Path:
-    """Fold the whole log, from offset 0 to its current end, into ``directory/store.db`` (with
-    its Spark checkpoint beside it); ``directory`` is emptied first. With ``snapshot``, the store
-    starts as its copy and folds only the log after its offsets. Returns the store's path.
+    """Fold the whole log, from offset 0 to its current end, into ``directory/store.db``;
+    ``directory`` is emptied first. With ``snapshot``, the store starts as its copy and folds only
+    the log after its offsets. ``batch_limit``: at most this many records per batch (default:
+    sized by ``BATCH_BYTES``). Returns the store's path.
 
     ``progress`` is told ``(records folded, records in the log)`` before the first batch (a
-    snapshot's records count as folded) and after each batch, from the thread Spark runs batches
-    in. Raises ``RuntimeError`` if the streaming query stops on an error.
+    snapshot's records count as folded) and after each batch. Raises ``RuntimeError`` if Spark
+    cannot read the log.
 
     Examples:
         >>> rebuild("localhost:9092", Path("rebuild"), progress=lambda done, total: ...)  # doctest: +SKIP
         PosixPath('rebuild/store.db')
     """
-    from spark_streaming.job import ProjectorJob, build_session
+    from spark_streaming.job import build_session, source_options
 
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    total = sum(end_offsets(bootstrap_servers, config=kafka_options).values())
+    ends = end_offsets(bootstrap_servers, config=kafka_options)
+    total = sum(ends.values())
     store = SqliteStore(directory / "store.db")
     if snapshot is not None:
         snapshots.restore(store, snapshot)
 
-    def folded(changes: Changes | None = None) -> None:
+    def folded() -> None:
         if progress is not None:
             progress(sum(store.next_offsets().values()), total)
 
     folded()
+    kept = store.next_offsets()
+    start = {key: kept.get(key, 0) for key in ends}
     spark = build_session(spark_master, app_name="strata-replay")
+    options = source_options(kafka_options)
+
+    def read(begin: Offsets, count: int) -> tuple[Offsets, pa.Table]:
+        stop = {key: min(offset + count, ends[key]) for key, offset in begin.items()}
+        try:
+            return stop, decoded_range(spark, bootstrap_servers, options, begin, stop)
+        except Exception as exc:  # noqa: BLE001 - Py4J and Spark errors: one line for the caller
+            raise RuntimeError(f"the replay stopped on an error: {str(exc).splitlines()[0]}") from exc
+
     try:
-        job = ProjectorJob(spark, bootstrap_servers, store, directory / "checkpoint",
-                           kafka_options=kafka_options, max_offsets_per_trigger=max_offsets_per_trigger,
-                           on_batch=folded)
-        query = job.start(available_now=True)
-        query.awaitTermination()
-        if query.exception() is not None:
-            raise RuntimeError(f"the replay stopped on an error: {query.exception()}")
+        # The next range is read while this one folds: the driver's fold and the tasks' decoding
+        # use a core each.
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="strata-replay-read") as reader:
+            count = min(FIRST_BATCH_RECORDS, batch_limit or FIRST_BATCH_RECORDS)
+            pending = reader.submit(read, start, count) if start != ends else None
+            while pending is not None:
+                stop, decoded = pending.result()
+                count = batch_records(decoded, batch_limit)
+                pending = reader.submit(read, stop, count) if stop != ends else None
+                with paused_gc():
+                    apply_batch(store, records(decoded))
+                del decoded
+                folded()
     finally:
         spark.stop()
         store.close()

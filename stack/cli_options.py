@@ -32,7 +32,7 @@ from settings.options import (
     store_location,
     tls_files,
 )
-from spark_streaming.options import add_arguments, add_max_offsets_option
+from spark_streaming.options import add_arguments, record_count
 
 __all__ = [
     "DASHBOARD", "KAFKA", "LOCATION", "PROGRESS", "PROJECTOR", "PROTOCOL", "REPLAY_SPARK", "SPARK",
@@ -71,6 +71,14 @@ def _spark_master(options: Options) -> None:
     options.add_argument("--spark-master", default=None, metavar="MASTER",
                          help="Spark master, e.g. spark://host:7077 (default $STRATA_SPARK_MASTER, "
                               "else local[*])")
+
+
+def _replay_batches(options: Options) -> None:
+    from spark_streaming.replay import BATCH_BYTES
+
+    options.add_argument("--batch-records", type=record_count, default=0, metavar="N",
+                         help=f"at most N records per batch (default 0: about {BATCH_BYTES >> 20} MiB "
+                              "of records each, sized from the records read so far)")
 
 
 def _dashboard(options: Options) -> None:
@@ -115,7 +123,7 @@ KAFKA = OptionGroup("Kafka", (add_known_cluster, add_kafka_option))
 STACK_KAFKA = OptionGroup("Kafka", (_existing_cluster, _finite_retention, add_kafka_option))
 """For the commands that start a stack: a broker of their own unless told a cluster."""
 SPARK = OptionGroup("Spark", (_spark_master,))
-REPLAY_SPARK = OptionGroup("Spark", (_spark_master, add_max_offsets_option))
+REPLAY_SPARK = OptionGroup("Spark", (_spark_master, _replay_batches))
 DASHBOARD = OptionGroup("dashboard", (_dashboard,))
 PROGRESS = OptionGroup("progress", (_quiet,))
 PROTOCOL = OptionGroup("Rerun's catalog protocol", (add_protocol_endpoint,))

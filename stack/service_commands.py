@@ -251,7 +251,7 @@ def replay(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with output.others_to(spark_log), output.Progress("folded", "record", quiet=args.quiet) as folded:
         rebuilt = rebuild(bootstrap, into, spark_master=args.spark_master or settings.spark_master(),
-                          kafka_options=kafka_options, max_offsets_per_trigger=args.max_offsets_per_trigger,
+                          kafka_options=kafka_options, batch_limit=args.batch_records or None,
                           snapshot=snapshot, progress=folded)
     store = open_store(rebuilt, read_only=True)
     try:

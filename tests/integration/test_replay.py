@@ -138,7 +138,7 @@ def test_random_histories_rebuild_to_identical_tables(server: Server, tmp_path_f
     # The log holds every example's events: its batches are counted, not sized, so that a replay
     # of a long log a record at a time does not outlast the run.
     per_batch = -(-sum(end_offsets(server.bootstrap_servers).values()) // batches)
-    output = strata_replay(server, into, "--max-offsets-per-trigger", str(per_batch))
+    output = strata_replay(server, into, "--batch-records", str(per_batch))
     assert "records" in output
     assert dump(into / "store.db") == dump(server.store)
 
@@ -269,7 +269,7 @@ def test_a_rebuild_tells_its_progress_in_records_folded(server: Server, client: 
     dataset.register([make_rrd(f"progress_{i}") for i in range(3)]).wait()
     total = sum(end_offsets(server.bootstrap_servers).values())
     told: list[tuple[int, int]] = []
-    replay.rebuild(server.bootstrap_servers, tmp_path / "rebuild", max_offsets_per_trigger=max(1, total // 3),
+    replay.rebuild(server.bootstrap_servers, tmp_path / "rebuild", batch_limit=max(1, total // 3),
                    progress=lambda done, of: told.append((done, of)))
     assert told[0] == (0, total) and told[-1] == (total, total)
     assert len(told) >= 4 and [done for done, _ in told] == sorted(done for done, _ in told)
