@@ -104,15 +104,19 @@ def run(args: argparse.Namespace) -> int:
     if args.ready_file:
         args.ready_file.write_text(str(query.id))
     try:
-        while not stop_requested and query.isActive:
+        while not stop_requested and query.isActive and not job.fold_failed():
             try:
                 # pyspark annotates an int but takes a float: it waits int(timeout * 1000) ms.
                 query.awaitTermination(0.5)  # type: ignore[arg-type]
             except StreamingQueryException:
                 break  # the query failed; query.exception() below says why
-        error = query.exception()
+        error: Exception | None = query.exception()
         if query.isActive:
             query.stop()
+        try:
+            job.finish()  # the batch the folding thread holds: committed, or why not
+        except Exception as exc:  # noqa: BLE001 - a store fault is in job.store_fault, anything else said below
+            error = error or exc
         spark.stop()
     except Py4JError:
         # Run in a terminal, Ctrl-C reaches the Spark JVM too, and it shuts itself down.

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -16,10 +18,11 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 import settings
 from events import TOPICS
-from projector import Changes, ProjectionWriter, Status
+from projector import Changes, LogRecord, ProjectionWriter, Status, apply_batch
 from projector.ports import StoreUnavailableError
 from projector.stores import fault_advice
-from spark_streaming.folding import KAFKA_COLUMNS, SUMMARY_SCHEMA, fold_partitions, fold_rows
+from spark_streaming.decoding import PART, decode_partitions, parts_in_order, records
+from spark_streaming.folding import KAFKA_COLUMNS, SUMMARY_SCHEMA, decode_batch, fold_partitions, paused_gc
 from spark_streaming.options import MAX_OFFSETS_PER_TRIGGER, java_config
 
 log = logging.getLogger("strata.projector")
@@ -117,15 +120,19 @@ def starting_offsets(next_offsets: Mapping[tuple[str, int], int]) -> str:
 
 
 EXECUTOR_BATCH_RECORDS = 1_000
-"""With an ``executor_store``, a batch is folded on executors when the previous one had at least
-this many records (a burst, a catch-up after a restart), and the first batch; else in the driver:
-a task's round trip through a Python worker cost a one-record batch 150-210 ms on this 2-core
-machine, against 70-90 ms in the driver."""
+"""A batch goes to the executors when the previous one had at least this many records (a burst, a
+catch-up after a restart), and so does the first batch: with an ``executor_store`` to be folded
+there, else to be decoded there while the driver folds the batch before. A smaller batch is
+decoded and folded in the driver at once: a task's round trip through a Python worker cost a
+one-record batch 150-210 ms on this 2-core machine, against 70-90 ms in the driver."""
+TASK_RECORDS = 10_000
+"""Records per decoding task of a batch, at most (the Kafka source's ``maxRecordsPerPartition``):
+a batch of 20,000 is decoded by two tasks at once."""
 
 
 def store_fault_message(exc: StoreUnavailableError, batch_id: int, rows: pa.Table) -> str:
     """One line for the operator: which batch, which store, why, and what to do next."""
-    offsets = rows.column("offset").to_pylist()
+    offsets = rows.column("offset").to_pylist() if rows.num_rows else []
     span = f"offsets {min(offsets)}..{max(offsets)}" if offsets else "no records"
     return (f"batch {batch_id} ({span}) was not committed: {exc}. Nothing of it was written. "
             f"{fault_advice(str(exc.path))}, then restart the projector: it resumes from the store's "
@@ -148,11 +155,8 @@ class ProjectorJob:
         *,
         kafka_options: Mapping[str, str] | None = None,
         max_offsets_per_trigger: int | None = MAX_OFFSETS_PER_TRIGGER,
-        on_batch: Callable[[Changes], None] | None = None,
         executor_store: str | None = None,
     ) -> None:
-        if executor_store is not None and on_batch is not None:
-            raise ValueError("on_batch needs the fold in the driver: give no executor_store")
         self.executor_store = executor_store
         """The location of a store that takes a writer per task (PostgreSQL): each Kafka
         partition's records of a large batch (``EXECUTOR_BATCH_RECORDS``) are then folded and
@@ -161,7 +165,6 @@ class ProjectorJob:
         self._previous_records: int | None = None
         """The records of the previous batch; None before the first one."""
         self.max_offsets_per_trigger = max_offsets_per_trigger
-        self.on_batch = on_batch
         self.spark = spark
         self.bootstrap_servers = bootstrap_servers
         self.store = store
@@ -169,6 +172,9 @@ class ProjectorJob:
         self.kafka_options = source_options(kafka_options)
         self.store_fault: str | None = None
         """Set when a batch could not be written to the store: what happened and what to do."""
+        self._folder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="strata-fold")
+        """Folds a batch decoded by the executors while Spark reads the next one."""
+        self._folding: concurrent.futures.Future[None] | None = None
 
     def source(self) -> DataFrame:
         reader = (
@@ -182,37 +188,88 @@ class ProjectorJob:
             # on where batches end. Bounds each batch's memory: a burst or a replay comes in
             # batches of this many records.
             reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
+        # A large batch is decoded by tasks of this many records at most, in order (a small one
+        # by one task).
+        reader = reader.option("maxRecordsPerPartition", str(TASK_RECORDS))
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) in the Java client's names, kafka.-prefixed.
             reader = reader.option(key, value)
         return reader.load().select(*KAFKA_COLUMNS)
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
-        if self.executor_store is not None and (self._previous_records is None
-                                                or self._previous_records >= EXECUTOR_BATCH_RECORDS):
+        behind = self._previous_records is None or self._previous_records >= EXECUTOR_BATCH_RECORDS
+        if self.executor_store is not None and behind:
             self._previous_records = self._fold_on_executors(batch, batch_id, self.executor_store)
             return
+        if behind:
+            self._decode_on_executors(batch, batch_id)
+            return
+        self._finish_folding()
         started = time.perf_counter()
         rows = batch.toArrow()
         fetched = time.perf_counter()
+        changes = self._fold(batch_id, rows, lambda: decode_batch(rows))
+        self._previous_records = rows.num_rows
+        self._log_batch(batch_id, rows.num_rows, changes, f"fetch {(fetched - started) * 1000:.0f} ms, fold "
+                        f"and commit {(time.perf_counter() - fetched) * 1000:.0f} ms")
+
+    def _fold(self, batch_id: int, rows: pa.Table, decoded: Callable[[], list[LogRecord]]) -> Changes:
+        """Fold and commit ``decoded()``, the records of ``rows``; a store fault is kept in
+        ``store_fault`` (said once) and raised."""
         try:
-            changes = fold_rows(self.store, rows)
+            with paused_gc():
+                return apply_batch(self.store, decoded())
         except StoreUnavailableError as exc:
-            # Raising fails the micro-batch, so Spark does not mark it done in its checkpoint: a
-            # restarted projector gets the same records again and the store's offsets skip none.
+            # Raising fails the micro-batch (or the next one, for a batch folded while the next
+            # was read), and the query stops: a restarted projector starts from the store's
+            # offsets, so nothing of the batch is lost.
             self.store_fault = store_fault_message(exc, batch_id, rows)
             log.error("%s", self.store_fault)
             raise
-        done = time.perf_counter()
-        self._previous_records = rows.num_rows
+
+    def _decode_on_executors(self, batch: DataFrame, batch_id: int) -> None:
+        """Have the batch decoded by its tasks (``spark_streaming.decoding``) while the batch before
+        is folded, then fold it in the folding thread: the next batch is read meanwhile."""
+        started = time.perf_counter()
+        decoded = parts_in_order(batch.mapInArrow(decode_partitions, PART).toArrow())
+        fetched = time.perf_counter()
+        self._finish_folding()
+        waited = time.perf_counter()
+        self._previous_records = decoded.num_rows
+
+        def fold() -> None:
+            changes = self._fold(batch_id, decoded, lambda: records(decoded))
+            self._log_batch(batch_id, decoded.num_rows, changes,
+                            f"decoded by tasks in {(fetched - started) * 1000:.0f} ms, waited "
+                            f"{(waited - fetched) * 1000:.0f} ms for the batch before, fold and commit "
+                            f"{(time.perf_counter() - waited) * 1000:.0f} ms")
+
+        self._folding = self._folder.submit(fold)
+
+    def _finish_folding(self) -> None:
+        """Wait for the batch being folded in the folding thread; raise what its fold raised."""
+        folding, self._folding = self._folding, None
+        if folding is not None:
+            folding.result()
+
+    def fold_failed(self) -> bool:
+        """Whether the fold of a batch decoded by the executors failed (the query is to stop)."""
+        folding = self._folding
+        return folding is not None and folding.done() and folding.exception() is not None
+
+    def finish(self) -> None:
+        """Wait for the last batch to be folded (after the query stops); raise what its fold raised."""
+        try:
+            self._finish_folding()
+        finally:
+            self._folder.shutdown(wait=True)
+
+    @staticmethod
+    def _log_batch(batch_id: int, records: int, changes: Changes, timing: str) -> None:
         statuses = changes.statuses()
         refused = sum(1 for status in statuses if status is not Status.ACCEPTED)
-        log.info("batch %d: %d records, %d outcomes (%d not accepted), %d rejections; "
-                 "fetch %.0f ms, fold and commit %.0f ms", batch_id, rows.num_rows,
-                 len(statuses), refused, len(changes.rejections),
-                 (fetched - started) * 1000, (done - fetched) * 1000)
-        if self.on_batch is not None:
-            self.on_batch(changes)
+        log.info("batch %d: %d records, %d outcomes (%d not accepted), %d rejections; %s", batch_id,
+                 records, len(statuses), refused, len(changes.rejections), timing)
 
     def _fold_on_executors(self, batch: DataFrame, batch_id: int, location: str) -> int:
         """Each Kafka partition of the batch folded and committed by its task; the records read."""
@@ -238,22 +295,22 @@ class ProjectorJob:
                  (done - started) * 1000)
         return sum(s.records for s in summaries)
 
-    def start(self, *, available_now: bool = False) -> StreamingQuery:
-        """Start the streaming query; with ``available_now`` it stops once it has applied every
-        record that was in the log when it started (a replay)."""
-        writer = (
-            self.source().writeStream.foreachBatch(self.process)
-            .option("checkpointLocation", self.checkpoint_dir)
-            .queryName("strata-replay" if available_now else "strata-projector")
-        )
-        if available_now:
-            writer = writer.trigger(availableNow=True)  # Spark refuses async progress tracking here
-        else:
-            # Spark writes its offset and commit logs in the background, at most once a second,
-            # instead of twice per micro-batch on the batch's path (about 90 ms of a one-record
-            # batch). After a crash it may hand over records the store already applied again; the
-            # store's offsets skip them, which is why this sink may opt out of Spark's check that
-            # only allows it for the Kafka sink.
-            writer = (writer.option("asyncProgressTrackingEnabled", "true")
-                      .option("_asyncProgressTrackingOverrideSinkSupportCheck", "true"))
-        return writer.start()
+    def start(self) -> StreamingQuery:
+        """Start the streaming query from the store's next offsets.
+
+        Spark's checkpoint is made afresh at each start (``<checkpoint_dir>/query``): a batch
+        decoded by the executors is folded while Spark reads the next one, so Spark may count a
+        batch done that the store has not committed yet, and only the store's offsets say where
+        to start again. Records the store already holds are skipped by the fold."""
+        checkpoint = Path(self.checkpoint_dir) / "query"
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        # Spark writes its offset and commit logs in the background, at most once a second,
+        # instead of twice per micro-batch on the batch's path (about 90 ms of a one-record batch);
+        # the checkpoint is not what a restart starts from (above), which is why this sink may opt
+        # out of Spark's check that only allows it for the Kafka sink.
+        return (self.source().writeStream.foreachBatch(self.process)
+                .option("checkpointLocation", str(checkpoint))
+                .queryName("strata-projector")
+                .option("asyncProgressTrackingEnabled", "true")
+                .option("_asyncProgressTrackingOverrideSinkSupportCheck", "true")
+                .start())
