@@ -97,8 +97,8 @@ def add_arguments(parser: Options) -> None:
     parser.add_argument("--store", required=True, metavar="PATH|URL",
                         help="the projection store: a SQLite file or a postgresql:// URL")
     parser.add_argument("--checkpoint", required=True, type=Path,
-                        help="Spark checkpoint directory (keep it across restarts; without one, "
-                             "the projector starts from the store's offsets)")
+                        help="Spark checkpoint directory (made afresh at each start: the projector "
+                             "starts from the store's offsets)")
     parser.add_argument("--spark-master", default="local[*]",
                         help="Spark master (default: local[*])")
     add_kafka_option(parser)
