@@ -121,10 +121,11 @@ def starting_offsets(next_offsets: Mapping[tuple[str, int], int]) -> str:
 
 EXECUTOR_BATCH_RECORDS = 1_000
 """A batch goes to the executors when the previous one had at least this many records (a burst, a
-catch-up after a restart), and so does the first batch: with an ``executor_store`` to be folded
-there, else to be decoded there while the driver folds the batch before. A smaller batch is
+catch-up after a restart): with an ``executor_store`` to be folded there (and so does the first
+batch), else to be decoded there while the driver folds the batch before. A smaller batch is
 decoded and folded in the driver at once: a task's round trip through a Python worker cost a
-one-record batch 150-210 ms on this 2-core machine, against 70-90 ms in the driver."""
+one-record batch 150-210 ms on this 2-core machine, against 70-90 ms in the driver, and the first
+batch of a new stack about 1 s (Spark starts its Python workers)."""
 TASK_RECORDS = 10_000
 """Records per decoding task of a batch, at most (the Kafka source's ``maxRecordsPerPartition``):
 a batch of 20,000 is decoded by two tasks at once."""
@@ -197,8 +198,8 @@ class ProjectorJob:
         return reader.load().select(*KAFKA_COLUMNS)
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
-        behind = self._previous_records is None or self._previous_records >= EXECUTOR_BATCH_RECORDS
-        if self.executor_store is not None and behind:
+        behind = self._previous_records is not None and self._previous_records >= EXECUTOR_BATCH_RECORDS
+        if self.executor_store is not None and (behind or self._previous_records is None):
             self._previous_records = self._fold_on_executors(batch, batch_id, self.executor_store)
             return
         if behind:
