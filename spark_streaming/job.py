@@ -189,9 +189,11 @@ class ProjectorJob:
             # on where batches end. Bounds each batch's memory: a burst or a replay comes in
             # batches of this many records.
             reader = reader.option("maxOffsetsPerTrigger", self.max_offsets_per_trigger)
-        # A large batch is decoded by tasks of this many records at most, in order (a small one
-        # by one task).
-        reader = reader.option("maxRecordsPerPartition", str(TASK_RECORDS))
+        if self.executor_store is None:
+            # A large batch is decoded by tasks of this many records at most, in order (a small
+            # one by one task). Not when tasks fold and commit: each commits a partition's next
+            # offset, so a partition's records must stay in one task.
+            reader = reader.option("maxRecordsPerPartition", str(TASK_RECORDS))
         for key, value in self.kafka_options.items():
             # Kafka client settings (SASL, TLS, ...) in the Java client's names, kafka.-prefixed.
             reader = reader.option(key, value)
