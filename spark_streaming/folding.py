@@ -1,10 +1,11 @@
-"""Kafka rows folded into the store: in the driver (``fold_rows``), or where Spark schedules
-them (``fold_partitions``): there the records a micro-batch holds of each Kafka partition are
-decoded, folded and committed, with that partition's next offset, by the task that reads them, on
-an executor, into a store that takes a writer per task (PostgreSQL).
+"""Kafka rows decoded as the driver decodes them (``decode_batch``), and folded where Spark
+schedules them (``fold_partitions``): there the records a micro-batch holds of each Kafka
+partition are decoded, folded and committed, with that partition's next offset, by the task that
+reads them, on an executor, into a store that takes a writer per task (PostgreSQL).
 
-Spark's Kafka source makes one task per (topic, partition) of a micro-batch, so a task's commit
-is one partition's. A task that dies before its commit leaves the store as it was, and Spark runs
+Spark's Kafka source then makes one task per (topic, partition) of a micro-batch (the projector
+does not split a partition's records into several tasks then), so a task's commit is one
+partition's. A task that dies before its commit leaves the store as it was, and Spark runs
 it again on another executor; one that dies after it is run again too, and skips what the store
 already holds (``apply_batch``), so a killed executor loses nothing and applies nothing twice.
 """
