@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -42,6 +43,19 @@ def nearest(episodes: list[Episode], query: np.ndarray, k: int) -> list[tuple[st
     return [s[1:] for s in sorted(scored)[:k]]
 
 
+def check_searches(dataset: sdk.DatasetEntry, episodes: list[Episode], query: np.ndarray, k: int
+                   ) -> list[dict[str, Any]]:
+    """The top ``k`` cosine rows of ``query`` are numpy's, and a search for "cup" finds the
+    narrations that say it; returns those narration hits."""
+    found = pa.table(dataset.search_vector(query, EMBEDDING, top_k=k)).to_pylist()
+    assert [(r["rerun_segment_id"], r[TIMELINE], r["rerun_instance_index"]) for r in found] == \
+        nearest(episodes, query, k)
+    texts: list[dict[str, Any]] = pa.table(dataset.search_fts("cup", NARRATION)).to_pylist()
+    assert {(r["rerun_segment_id"], r[TIMELINE]) for r in texts} == {
+        (s, f) for s, f, _, text in expected_rows(episodes)[NARRATION] if "cup" in str(text).split()}
+    return texts
+
+
 def test_searches_follow_registrations_through_the_projector(dataset: sdk.DatasetEntry,
                                                             tmp_path: Path) -> None:
     rng = np.random.default_rng(21)
@@ -50,13 +64,7 @@ def test_searches_follow_registrations_through_the_projector(dataset: sdk.Datase
     dataset.create_vector_index(column=EMBEDDING, time_index=TIMELINE, distance_metric="Cosine")
     dataset.create_fts_index(column=NARRATION, time_index=TIMELINE, store_position=True)
 
-    query = rng.standard_normal(8)
-    found = pa.table(dataset.search_vector(query, EMBEDDING, top_k=5)).to_pylist()
-    assert [(r["rerun_segment_id"], r[TIMELINE], r["rerun_instance_index"]) for r in found] == \
-        nearest(episodes, query, 5)
-    texts = pa.table(dataset.search_fts("cup", NARRATION)).to_pylist()
-    assert {(r["rerun_segment_id"], r[TIMELINE]) for r in texts} == {
-        (s, f) for s, f, _, text in expected_rows(episodes)[NARRATION] if "cup" in str(text).split()}
+    check_searches(dataset, episodes, rng.standard_normal(8), 5)
 
     target = np.full(8, 7.0, np.float32)
     dataset.register(write_episode(tmp_path, Episode("ep_new", [target[None, :]]))).wait()
@@ -129,12 +137,7 @@ def test_a_postgresql_catalog_keeps_its_indexes_in_an_object_store(
         dataset.create_fts_index(column=NARRATION, time_index=TIMELINE)
 
         query = rng.standard_normal(8)
-        found = pa.table(dataset.search_vector(query, EMBEDDING, top_k=4)).to_pylist()
-        assert [(r["rerun_segment_id"], r[TIMELINE], r["rerun_instance_index"]) for r in found] == \
-            nearest(episodes, query, 4)
-        texts = pa.table(dataset.search_fts("cup", NARRATION)).to_pylist()
-        assert {(r["rerun_segment_id"], r[TIMELINE]) for r in texts} == {
-            (s, f) for s, f, _, text in expected_rows(episodes)[NARRATION] if "cup" in str(text).split()}
+        texts = check_searches(dataset, episodes, query, 4)
 
         files = s3.filesystem()
         prefix = f"search-indexes/team-a/{uuid.UUID(int=dataset.id.int)}"
