@@ -12,7 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import logging
-import shutil
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -87,10 +87,14 @@ def rebuild(
     snapshot: Snapshot | None = None,
     progress: Progress | None = None,
 ) -> Path:
-    """Fold the whole log, from offset 0 to its current end, into ``directory/store.db``;
-    ``directory`` is emptied first. With ``snapshot``, the store starts as its copy and folds only
-    the log after its offsets. ``batch_limit``: at most this many records per batch (default:
-    sized by ``BATCH_BYTES``). Returns the store's path.
+    """Fold the whole log, from offset 0 to its current end, into ``directory/store.db``. With
+    ``snapshot``, the store starts as its copy and folds only the log after its offsets.
+    ``batch_limit``: at most this many records per batch (default: sized by ``BATCH_BYTES``).
+    Returns the store's path.
+
+    The store is built as ``store.db.partial`` (``SqliteStore(loading=True)``) and moved over
+    ``store.db`` only once complete: a rebuild that fails or is killed leaves what was there, and
+    the next one starts its partial store afresh.
 
     ``progress`` is told ``(records folded, records in the log)`` before the first batch (a
     snapshot's records count as folded) and after each batch. Raises ``RuntimeError`` if Spark
@@ -102,12 +106,12 @@ def rebuild(
     """
     from spark_streaming.job import build_session, source_options
 
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    target, partial = directory / "store.db", directory / f"store.db{PARTIAL}"
+    _remove_store(partial)
     ends = end_offsets(bootstrap_servers, config=kafka_options)
     total = sum(ends.values())
-    store = SqliteStore(directory / "store.db")
+    store = SqliteStore(partial, loading=True)
     if snapshot is not None:
         snapshots.restore(store, snapshot)
 
@@ -130,7 +134,8 @@ def rebuild(
 
     try:
         # The next range is read while this one folds: the driver's fold and the tasks' decoding
-        # use a core each.
+        # use a core each. (Making the fold's records in that thread too gained nothing: it then
+        # waits for the driver's thread to let go of Python's interpreter lock.)
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="strata-replay-read") as reader:
             count = min(FIRST_BATCH_RECORDS, batch_limit or FIRST_BATCH_RECORDS)
             pending = reader.submit(read, start, count) if start != ends else None
@@ -149,10 +154,35 @@ def rebuild(
                          (made - started) * 1000, (time.perf_counter() - made) * 1000)
                 del decoded, batch
                 folded()
+        store.finish_loading()
     finally:
         spark.stop()
         store.close()
-    return directory / "store.db"
+    _remove_store(target, keep_file=True)
+    os.replace(partial, target)
+    _sync(directory)
+    return target
+
+
+PARTIAL = ".partial"
+"""The suffix of a store being rebuilt."""
+
+
+def _remove_store(path: Path, *, keep_file: bool = False) -> None:
+    """Remove a SQLite file's write-ahead log and shared memory, and the file itself unless
+    ``keep_file`` (a file about to be replaced whole: its log must not outlive it)."""
+    for leftover in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"),
+                     *(() if keep_file else (path,))):
+        leftover.unlink(missing_ok=True)
+
+
+def _sync(directory: Path) -> None:
+    """Make a rename in ``directory`` durable."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 SWAP_ATTEMPTS = 20

@@ -113,7 +113,8 @@ COMMANDS = (
         groups=(LOCATION, KAFKA, REPLAY_SPARK, PROGRESS),
         arguments=(
             argument("--into", type=Path, default=None,
-                     help="directory for the rebuilt store and its checkpoint (emptied first)"),
+                     help="directory for the rebuilt store, DIR/store.db: replaced only once the "
+                          "rebuild is complete"),
             argument("--swap", action="store_true",
                      help="make the live store (see --store) a copy of the rebuilt one"),
             argument("--from-snapshot", nargs="?", const="", default=None, metavar="DIR|s3://...",

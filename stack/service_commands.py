@@ -245,7 +245,7 @@ def replay(args: argparse.Namespace) -> int:
     start = 0 if snapshot is None else snapshot.next_offsets().get((CATALOG_TOPIC, 0), 0)
     origin = "offset 0" if snapshot is None else f"{snapshot.url} (offset {start})"
     output.say(f"strata replay: rebuilding from {origin} of {bootstrap} into {into}")
-    spark_log = into.parent / f"{into.name}.log"  # beside the directory, which the rebuild empties
+    spark_log = into.parent / f"{into.name}.log"
     spark_log.parent.mkdir(parents=True, exist_ok=True)
     output.say(f"strata replay: Spark's own output goes to {spark_log}")
     started = time.monotonic()

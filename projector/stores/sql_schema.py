@@ -111,10 +111,18 @@ chunks of consecutive segment positions, rewritten with the rows they are made o
 tables, the index that upserts use, and the parts of writes still waiting for their last part;
 ``table_row_history`` the rows writes replaced or removed (see ``projector.stores.sql_tables``)."""
 
-INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("datasets", ("name",)), ("outcomes", ("topic", "partition", "offset")),
-    ("segments", ("dataset_id", "position")), ("layers", ("dataset_id", "layer_name")),
-    ("tables", ("name",)), ("feed", ("offset", "seq")), ("feed", ("entry_id", "offset", "seq")))
+Index = tuple[str, tuple[str, ...]]
+"""A secondary index: its table and its columns."""
+FOLD_INDEXES: tuple[Index, ...] = (
+    ("datasets", ("name",)), ("segments", ("dataset_id", "position")),
+    ("layers", ("dataset_id", "layer_name")), ("tables", ("name",)))
+"""The secondary indexes the projector's own reads use."""
+CLIENT_INDEXES: tuple[Index, ...] = (
+    ("outcomes", ("topic", "partition", "offset")), ("feed", ("offset", "seq")),
+    ("feed", ("entry_id", "offset", "seq")))
+"""The secondary indexes only clients read by (waits, the change feed): a store loaded from
+scratch builds them after its last batch (``SqliteStore(loading=True)``)."""
+INDEXES = FOLD_INDEXES + CLIENT_INDEXES
 """Secondary indexes, besides each table's primary key."""
 
 

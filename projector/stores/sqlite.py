@@ -22,7 +22,14 @@ from projector.ports import StoreUnavailableError
 from projector.stores import sqlite_arrow
 from projector.stores.sql import SqlStore
 from projector.stores.sql_database import Database
-from projector.stores.sql_schema import FORMAT_VERSION, INDEXES, SMALL_ROWS, TABLES
+from projector.stores.sql_schema import (
+    CLIENT_INDEXES,
+    FOLD_INDEXES,
+    FORMAT_VERSION,
+    SMALL_ROWS,
+    TABLES,
+    Index,
+)
 
 POLL_SECS = 0.001
 """How often a waiting reader checks the file's data version: about 1 ms added to a wait, a few
@@ -66,9 +73,15 @@ class SqliteStore(SqlStore):
     {('strata.catalog', 0): 18}
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, loading: bool = False) -> None:
         self.path = Path(path)
-        super().__init__(SqliteDatabase(self.path, read_only=read_only))
+        self._sqlite = SqliteDatabase(self.path, read_only=read_only, loading=loading)
+        super().__init__(self._sqlite)
+
+    def finish_loading(self) -> None:
+        """End the load of a store opened with ``loading=True``: build the indexes only clients
+        read by, and write every commit to the disk."""
+        self._sqlite.finish_loading()
 
 
 BUSY_TIMEOUT_SECS = 30
@@ -78,9 +91,15 @@ BUSY_TIMEOUT_SECS = 30
 class SqliteDatabase(Database):
     """A connection to a SQLite file; ``read_only`` for clients, which never write it. Raises
     ``StoreUnavailableError`` if the file cannot be opened (or, read-only, does not exist),
-    ``RuntimeError`` for a store of another format."""
+    ``RuntimeError`` for a store of another format.
 
-    def __init__(self, path: Path, *, read_only: bool) -> None:
+    ``loading``: a new file that nothing reads until it is loaded (a rebuild's), and that is thrown
+    away if the load stops. Its commits are not synced to the disk, and the indexes only clients
+    read by (``CLIENT_INDEXES``) are built once, by ``finish_loading``, rather than row by row:
+    5% of a commit of registrations.
+    """
+
+    def __init__(self, path: Path, *, read_only: bool, loading: bool = False) -> None:
         super().__init__(str(path))
         self.path = path
         self.read_only = read_only
@@ -97,10 +116,10 @@ class SqliteDatabase(Database):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_SECS)
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(f"PRAGMA synchronous={'OFF' if loading else 'NORMAL'}")
             self._conn = conn
             if not read_only:
-                self._create_tables()
+                self._create_tables(FOLD_INDEXES if loading else FOLD_INDEXES + CLIENT_INDEXES)
                 self._commits.written_here = True
 
     @contextlib.contextmanager
@@ -110,7 +129,20 @@ class SqliteDatabase(Database):
         except (sqlite3.OperationalError, OSError) as exc:  # OSError: creating the directory
             raise StoreUnavailableError(self.path, str(exc)) from exc
 
-    def _create_tables(self) -> None:
+    def finish_loading(self) -> None:
+        with self.lock, self.faults():
+            self._create_indexes(CLIENT_INDEXES)
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # synced, with FULL
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+
+    def _create_indexes(self, indexes: Sequence[Index]) -> None:
+        sqlite_utils = import_extra("sqlite_utils", "projector", "writing a SQLite store")
+        db = sqlite_utils.Database(self._conn)
+        for name, indexed in indexes:
+            db[name].create_index(list(indexed), if_not_exists=True)
+
+    def _create_tables(self, indexes: Sequence[Index]) -> None:
         sqlite_utils = import_extra("sqlite_utils", "projector", "writing a SQLite store")
         db = sqlite_utils.Database(self._conn)
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -130,8 +162,7 @@ class SqliteDatabase(Database):
                                    f"primary key ({key})) without rowid")
             else:
                 db[name].create(columns, pk=pk, if_not_exists=True)
-        for name, indexed in INDEXES:
-            db[name].create_index(list(indexed), if_not_exists=True)
+        self._create_indexes(indexes)
         self._conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
 
     def replace_tables(self, theirs: Mapping[tuple[str, int], int], tables: Sequence[str],

@@ -8,6 +8,7 @@ that their time does not grow with what the tests before them wrote to the share
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -273,3 +274,72 @@ def test_a_rebuild_tells_its_progress_in_records_folded(server: Server, client: 
                    progress=lambda done, of: told.append((done, of)))
     assert told[0] == (0, total) and told[-1] == (total, total)
     assert len(told) >= 4 and [done for done, _ in told] == sorted(done for done, _ in told)
+
+
+def _replacements(dataset_id: uuid.UUID, *, segments: int, events: int) -> list[Event]:
+    """``segments`` segments of the three ``LAYERS`` and ``extra``, then registrations replacing
+    random layers of them (``on_duplicate="replace"``), ``events`` in all."""
+    draw = random.Random(events)
+    layers = ["base", "extra", "third"]
+    added = [RegisterLayer(f"heavy_{i}", layer, f"file:///heavy/{i}/{layer}-v0.rrd", size_bytes=i)
+             for i in range(segments) for layer in layers]
+    replaced = [RegisterLayer(f"heavy_{i}", layer, f"file:///heavy/{i}/{layer}-v{n}.rrd", size_bytes=n,
+                              on_duplicate=OnDuplicate.REPLACE)
+                for n in range(events - len(added))
+                for i, layer in [(draw.randrange(segments), draw.choice(layers))]]
+    return [Event(dataset_id, command) for command in [*added, *replaced]]
+
+
+def test_a_replacement_heavy_log_replayed_in_large_batches_equals_the_live_projection(
+        server: Server, client: sdk.CatalogClient, tmp_path) -> None:
+    dataset = client.create_dataset(f"heavy-{uuid.uuid4().hex[:8]}")
+    events = _replacements(dataset.id, segments=300, events=12_000)
+    with EventProducer(server.bootstrap_servers) as producer:
+        for start in range(0, len(events), 500):  # the live projector folds it in many batches
+            producer.send(events[start:start + 500])
+    wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=300)
+    total = sum(end_offsets(server.bootstrap_servers).values())
+    told: list[int] = []
+    replay.rebuild(server.bootstrap_servers, tmp_path / "rebuild", progress=lambda done, _: told.append(done))
+    # Every batch after the first is sized by bytes: a log of small events comes in a few.
+    assert told[-1] == total and len(told) <= 2 + total // replay.FIRST_BATCH_RECORDS
+    rebuilt = dump(tmp_path / "rebuild" / "store.db")
+    assert rebuilt == dump(server.store)
+    urls = [url for entry_id, _, _, url, *_ in rebuilt["layers"] if entry_id == str(dataset.id)]
+    assert len(urls) == 900 and sum(not url.endswith("-v0.rrd") for url in urls) > 800
+
+
+def test_a_replay_killed_while_it_commits_leaves_the_store_that_was_there(
+        server: Server, client: sdk.CatalogClient, make_rrd, tmp_path) -> None:
+    dataset = client.create_dataset(f"killed-{uuid.uuid4().hex[:8]}")
+    dataset.register([make_rrd(f"killed_{i}") for i in range(2)]).wait()
+    into = tmp_path / "rebuild"
+    strata_replay(server, into)
+    before = dump(into / "store.db")
+    with EventProducer(server.bootstrap_servers) as producer:
+        producer.send(_replacements(dataset.id, segments=2_000, events=20_000))
+    wait_caught_up(server.store, server.bootstrap_servers, timeout_secs=300)
+
+    replaying = subprocess.Popen(
+        [sys.executable, "-m", "stack.cli", "replay", "--data-dir", str(server.data_dir), "--into", str(into),
+         "--batch-records", "1000", "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    partial = into / "store.db.partial"
+    try:
+        seen, deadline = 0, time.monotonic() + 240
+        while replaying.poll() is None and time.monotonic() < deadline:
+            size = sum(log.stat().st_size for log in into.glob("*-wal"))
+            if seen and size > seen:  # a write-ahead log grows: a batch is being committed
+                break
+            seen = size
+            time.sleep(0.02)
+    finally:
+        replaying.kill()
+        replaying.wait()
+    assert seen, "the replay committed nothing before it was killed or timed out"
+    assert replaying.returncode == -9
+    assert dump(into / "store.db") == before  # the store there before, not the partial one
+    assert partial.exists()
+
+    strata_replay(server, into)  # starts its partial store afresh, and completes
+    assert not list(into.glob("store.db.partial*"))
+    assert dump(into / "store.db") == dump(server.store)
