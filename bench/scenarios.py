@@ -38,6 +38,8 @@ from projector.batch_fold import fold_batch
 from projector.stores.sql import SqlStore
 from projector.stores.sql_schema import HISTORY_TABLES, TABLES
 from projector.stores.sqlite import SqliteStore
+from spark_streaming.decoding import decode_columns
+from spark_streaming.decoding import records as made_records
 from spark_streaming.folding import paused_gc
 
 if TYPE_CHECKING:
@@ -363,7 +365,9 @@ def kafka_read(bootstrap: str, *, batch: int) -> KafkaReadResult:
             "codec_records_events_per_s": rates["codec_records_events_per_s"]}
 
 
-STAGES = ("decode", "batch_view", "fold", "commit")
+STAGES = ("decode", "records", "batch_view", "fold", "commit")
+"""``decode`` is the share of Spark's tasks (``spark_streaming.decoding.decode_columns``), the rest
+the driver's: it makes the fold's records of the tasks' columns, then views, folds and commits."""
 
 
 class Floors(TypedDict):
@@ -386,10 +390,10 @@ def stages(pool: RecordingPool, directory: Path, *, events: int, batch: int) -> 
     """The projector's Python work per event, stage by stage, without Spark or Kafka: ``events``
     register events of DROID-like episodes (their schemas defined first) are encoded, then
     decoded, folded and committed into a fresh SQLite store in batches of ``batch``, as
-    ``ProjectorJob.process`` does after its fetch, with the garbage collector paused as there.
-    Twice, into two stores: folded by the batch fold, as the projector folds, and by the fold one
-    record at a time, its specification. CPU time of this process (``time.process_time``), so
-    other load on the machine counts less."""
+    ``strata replay`` does after its read (into a store it loads), with the garbage collector
+    paused as there. Twice, into two stores: folded by the batch fold, as the projector folds, and
+    by the fold one record at a time, its specification. CPU time of this process
+    (``time.process_time``), so other load on the machine counts less."""
     definitions, templates = layer_templates({"base": pool.episodes(1)[0]})
     dataset_id = uuid.uuid4()
     records = [encode(Event(dataset_id, CreateDataset("stages")))]
@@ -417,15 +421,21 @@ def _staged(records: list[bytes], path: Path, batch: int,
             folder: Callable[[FoldReader, Sequence[LogRecord]], Changes]) -> dict[str, float]:
     """CPU seconds of each of ``STAGES`` for ``records`` decoded, folded by ``folder`` and
     committed into a fresh SQLite store at ``path`` in batches of ``batch``."""
-    store = SqliteStore(path)
+    store = SqliteStore(path, loading=True)
     spent = dict.fromkeys(STAGES, 0.0)
     try:
         with paused_gc():
             for start in range(0, len(records), batch):
+                values = records[start:start + batch]
+                rows = pa.table({"topic": [CATALOG_TOPIC] * len(values),
+                                 "partition": pa.array([0] * len(values), pa.int32()),
+                                 "offset": pa.array(range(start, start + len(values)), pa.int64()),
+                                 "value": pa.array(values, pa.binary())})
                 began = time.process_time()
-                decoded = [LogRecord.from_kafka(CATALOG_TOPIC, 0, offset, value)
-                           for offset, value in enumerate(records[start:start + batch], start)]
+                columns = decode_columns(rows)
                 decoded_at = time.process_time()
+                decoded = made_records(columns)
+                made_at = time.process_time()
                 offsets = store.next_offsets()
                 view = store.batch_view(decoded)
                 viewed_at = time.process_time()
@@ -433,10 +443,9 @@ def _staged(records: list[bytes], path: Path, batch: int,
                 folded_at = time.process_time()
                 store.commit(changes, expected_offsets=offsets)
                 committed_at = time.process_time()
-                for stage, seconds in zip(STAGES, (decoded_at - began, viewed_at - decoded_at,
-                                                   folded_at - viewed_at, committed_at - folded_at),
-                                          strict=True):
-                    spent[stage] += seconds
+                times = (began, decoded_at, made_at, viewed_at, folded_at, committed_at)
+                for stage, before, after in zip(STAGES, times, times[1:], strict=False):
+                    spent[stage] += after - before
     finally:
         store.close()
     return spent

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import logging
 import secrets
 import signal
 import time
@@ -249,6 +250,7 @@ def replay(args: argparse.Namespace) -> int:
     spark_log.parent.mkdir(parents=True, exist_ok=True)
     output.say(f"strata replay: Spark's own output goes to {spark_log}")
     started = time.monotonic()
+    logging.getLogger("strata.replay").setLevel(logging.INFO)  # each batch's times, into the log
     with output.others_to(spark_log), output.Progress("folded", "record", quiet=args.quiet) as folded:
         rebuilt = rebuild(bootstrap, into, spark_master=args.spark_master or settings.spark_master(),
                           kafka_options=kafka_options, batch_limit=args.batch_records or None,

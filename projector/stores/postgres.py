@@ -33,6 +33,8 @@ CONNECT_TIMEOUT_SECS = 10
 """How long opening a connection may take, unless the URL says (``connect_timeout``)."""
 _TYPES = {str: 'text collate "C"', int: "bigint", bytes: "bytea"}
 """Text compares by code point, as in SQLite, so both backends list rows in the same order."""
+_COPY_TYPES = {str: "text", int: "int8", bytes: "bytea"}
+"""The types of the values of a binary COPY, by Python type."""
 _COPY_ROWS = 1000
 """From this many rows, an upsert goes through COPY (a replay's batches), below it row by row
 (the live projector's small batches)."""
@@ -204,8 +206,11 @@ class PostgresDatabase(Database):
         self._copy(table, table, rows)
 
     def _copy(self, target: str, table: str, rows: Sequence[Sequence[Any]]) -> None:
-        """COPY ``rows`` of ``table`` (in ``TABLES`` order) into ``target``."""
-        with self._conn.cursor().copy(f"copy {target} ({names(TABLES[table][0])}) from stdin") as copy:
+        """COPY ``rows`` of ``table`` (in ``TABLES`` order) into ``target``, in PostgreSQL's binary
+        format: values cross as they are stored, bytes without the text format's escaping."""
+        columns = TABLES[table][0]
+        with self._conn.cursor().copy(f"copy {target} ({names(columns)}) from stdin (format binary)") as copy:
+            copy.set_types([_COPY_TYPES[kind] for kind in columns.values()])
             for row in rows:
                 copy.write_row(row)
 

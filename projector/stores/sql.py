@@ -57,8 +57,13 @@ class SqlStore:
     location: str
     """Where the store is, for messages (a path, or a URL without its password)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, loading: bool = False) -> None:
+        """``loading``: a store nothing reads until ``finish_loading`` (a rebuild's). Its commits
+        leave out the layer table (``layer_chunks``), which ``finish_loading`` writes once: a
+        batch of replacements all over a dataset rewrites every chunk of it, a cost that grows
+        with the store rather than the batch."""
         self._database = database
+        self._loading = loading
         self._fold_reads = FoldReads(database)
         self._client_reads = ClientReads(database)
         self.location = database.location
@@ -152,7 +157,15 @@ class SqlStore:
         Raises ``StaleBatchError`` (and writes nothing) if the stored offsets are no longer
         ``expected_offsets``: another writer got there first.
         """
-        sql_commit.commit(self._database, changes, expected_offsets=expected_offsets)
+        sql_commit.commit(self._database, changes, expected_offsets=expected_offsets,
+                          layer_chunks=not self._loading)
+
+    def finish_loading(self) -> None:
+        """Write the layer table of a store opened with ``loading=True``; commits write it from
+        then on."""
+        with self._database.write_transaction():
+            sql_commit.rewrite_all_chunks(self._database)
+        self._loading = False
 
     # -- every row at once (sql_contents) -------------------------------------------------------
 
