@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from events import DefineSchema, RegisterLayer
 from projector.fold import FoldReader
@@ -23,6 +24,11 @@ from projector.model import (
 )
 from projector.stores import sql_rows
 from projector.stores.sql_database import Database
+
+LayerKey = tuple[uuid.UUID, str, str]
+"""(dataset id, segment id, layer name)."""
+Row = dict[str, Any]
+"""A row of a table, by column name."""
 
 
 class FoldReads:
@@ -47,7 +53,7 @@ class FoldReads:
                 digests.add(command.sha256)
         digests.discard("")
         known = self.schemas(sorted(digests))
-        segments, layers = self.segments_with_layers(wanted)
+        segments, layers = self._segments_and_layer_rows(wanted)
         covered = {(d, s) for d, ids in wanted.items() for s in ids}
         return BatchView(self, frozenset(map(uuid.UUID, event_ids)), decided, covered, segments, layers,
                          frozenset(digests), known)
@@ -55,8 +61,15 @@ class FoldReads:
     def segments_with_layers(self, wanted: Mapping[uuid.UUID, Iterable[str]]
                              ) -> tuple[dict[tuple[uuid.UUID, str], Segment],
                                         dict[tuple[uuid.UUID, str, str], Layer]]:
+        segments, rows = self._segments_and_layer_rows(wanted)
+        return segments, {key: sql_rows.layer(row) for key, row in rows.items()}
+
+    def _segments_and_layer_rows(self, wanted: Mapping[uuid.UUID, Iterable[str]]
+                                 ) -> tuple[dict[tuple[uuid.UUID, str], Segment], dict[LayerKey, Row]]:
+        """``segments_with_layers``, the layers as rows of ``layers``: a batch's view makes a
+        ``Layer`` only of those the fold asks for (a replacement, one of its segment's layers)."""
         segments: dict[tuple[uuid.UUID, str], Segment] = {}
-        layers: dict[tuple[uuid.UUID, str, str], Layer] = {}
+        layers: dict[LayerKey, Row] = {}
         for dataset_id, segment_ids in wanted.items():
             ids = sorted(segment_ids)
             for row in self._db.query_in("select * from segments where dataset_id = ? and segment_id in ({})",
@@ -65,8 +78,7 @@ class FoldReads:
                 segments[(segment.dataset_id, segment.segment_id)] = segment
             for row in self._db.query_in("select * from layers where dataset_id = ? and segment_id in ({})",
                                          (str(dataset_id),), ids):
-                layer = sql_rows.layer(row)
-                layers[(layer.dataset_id, layer.segment_id, layer.layer_name)] = layer
+                layers[(dataset_id, row["segment_id"], row["layer_name"])] = row
         return segments, layers
 
     def dataset(self, dataset_id: uuid.UUID) -> Dataset | None:
@@ -150,8 +162,7 @@ class BatchView:
 
     def __init__(self, reads: FoldReads, event_ids: frozenset[uuid.UUID], decided: set[uuid.UUID],
                  covered: set[tuple[uuid.UUID, str]], segments: dict[tuple[uuid.UUID, str], Segment],
-                 layers: dict[tuple[uuid.UUID, str, str], Layer],
-                 digests: frozenset[str], schemas: dict[str, bytes]) -> None:
+                 layer_rows: dict[LayerKey, Row], digests: frozenset[str], schemas: dict[str, bytes]) -> None:
         self._reads = reads
         self._digests = digests
         self._schemas = schemas
@@ -159,7 +170,8 @@ class BatchView:
         self._decided = decided
         self._covered = covered
         self._segments = segments
-        self._layers = layers
+        self._layer_rows = layer_rows
+        self._layers: dict[LayerKey, Layer] = {}
         self.dataset = reads.dataset
         self.dataset_by_name = reads.dataset_by_name
         self.matching_layers = reads.matching_layers
@@ -182,9 +194,13 @@ class BatchView:
         return self._reads.segment(dataset_id, segment_id)
 
     def layer(self, dataset_id: uuid.UUID, segment_id: str, layer_name: str) -> Layer | None:
-        if (dataset_id, segment_id) in self._covered:
-            return self._layers.get((dataset_id, segment_id, layer_name))
-        return self._reads.layer(dataset_id, segment_id, layer_name)
+        if (dataset_id, segment_id) not in self._covered:
+            return self._reads.layer(dataset_id, segment_id, layer_name)
+        key = (dataset_id, segment_id, layer_name)
+        layer = self._layers.get(key)
+        if layer is None and key in self._layer_rows:
+            layer = self._layers[key] = sql_rows.layer(self._layer_rows[key])
+        return layer
 
     def has_outcome(self, event_id: uuid.UUID) -> bool:
         if event_id in self._event_ids:
