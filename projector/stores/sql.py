@@ -59,11 +59,11 @@ class SqlStore:
 
     def __init__(self, database: Database, *, loading: bool = False) -> None:
         """``loading``: a store nothing reads until ``finish_loading`` (a rebuild's). Its commits
-        leave out the layer table (``layer_chunks``), which ``finish_loading`` writes once: a
-        batch of replacements all over a dataset rewrites every chunk of it, a cost that grows
-        with the store rather than the batch."""
+        leave out the layer table (``layer_chunks``), whose touched chunks ``finish_loading``
+        writes once: a batch of replacements all over a dataset rewrites every chunk of it, a
+        cost that grows with the store rather than the batch."""
         self._database = database
-        self._loading = loading
+        self._deferred_chunks: set[tuple[str, int]] | None = set() if loading else None
         self._fold_reads = FoldReads(database)
         self._client_reads = ClientReads(database)
         self.location = database.location
@@ -158,14 +158,15 @@ class SqlStore:
         ``expected_offsets``: another writer got there first.
         """
         sql_commit.commit(self._database, changes, expected_offsets=expected_offsets,
-                          layer_chunks=not self._loading)
+                          deferred_chunks=self._deferred_chunks)
 
     def finish_loading(self) -> None:
-        """Write the layer table of a store opened with ``loading=True``; commits write it from
-        then on."""
-        with self._database.write_transaction():
-            sql_commit.rewrite_all_chunks(self._database)
-        self._loading = False
+        """Write the chunks of the layer table that the commits of a store opened with
+        ``loading=True`` touched; commits write their own from then on."""
+        if self._deferred_chunks is not None:
+            with self._database.write_transaction():
+                sql_commit.rewrite_chunks(self._database, self._deferred_chunks)
+            self._deferred_chunks = None
 
     # -- every row at once (sql_contents) -------------------------------------------------------
 

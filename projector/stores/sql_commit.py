@@ -54,9 +54,10 @@ def next_offset(database: Database, topic: str, partition: int) -> int:
 
 
 def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple[str, int], int],
-           layer_chunks: bool = True) -> None:
-    """Write ``changes`` and their next offsets in one transaction; with ``layer_chunks`` false,
-    leave the layer table as it is (``rewrite_all_chunks`` writes it later).
+           deferred_chunks: set[tuple[str, int]] | None = None) -> None:
+    """Write ``changes`` and their next offsets in one transaction. With ``deferred_chunks``, the
+    layer table's chunks the changes touch are added to it instead of being written
+    (``rewrite_chunks`` writes them later).
 
     Raises ``StaleBatchError`` (and writes nothing) if the stored offsets are no longer
     ``expected_offsets``, ``StoreUnavailableError`` (and writes nothing) if the store cannot be
@@ -97,7 +98,7 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
         if stored != expected_offsets:
             raise StaleBatchError(
                 f"store offsets moved from {expected_offsets} to {stored} during the batch")
-        chunks = _touched_chunks(database, changes) if layer_chunks else set()
+        chunks = _touched_chunks(database, changes)
         _keep_history(database, changes.history, changes.runs)
         purged = [(str(dataset_id),) for dataset_id in changes.purged]
         for table in ("segments", "layers", "layer_chunks", "asset_scopes", "tags", "search_indexes"):
@@ -127,7 +128,10 @@ def commit(database: Database, changes: Changes, *, expected_offsets: dict[tuple
         for table, values in added.items():
             if values:
                 database.insert_many(table, values)
-        rewrite_chunks(database, chunks)
+        if deferred_chunks is None:
+            rewrite_chunks(database, chunks)
+        else:
+            deferred_chunks.update(chunks)  # a chunk written too many is written as it is
         for write in changes.table_writes:
             tables.apply(write)
         for version in changes.history:  # after the writes: a table deleted later in the batch
@@ -327,16 +331,6 @@ def _add_run_history(added: dict[str, list[tuple[Any, ...]]], closed: dict[str, 
               for write, offset in run.closed_writes()]
     if not ended:
         del closed[dataset_text]
-
-
-def rewrite_all_chunks(database: Database) -> None:
-    """Write the whole layer table again: every chunk that holds a segment, and none other.
-    Runs inside a write transaction."""
-    size = layer_table.CHUNK_SEGMENTS
-    chunks = {(dataset_id, position // size) for dataset_id, position in
-              database.execute("select dataset_id, position from segments").fetchall()}
-    chunks.update(database.execute("select dataset_id, chunk from layer_chunks").fetchall())
-    rewrite_chunks(database, chunks)
 
 
 def rewrite_chunks(database: Database, chunks: set[tuple[str, int]]) -> None:

@@ -248,3 +248,22 @@ def test_each_dataset_has_a_run_of_its_own_in_one_batch():
     assert [(run.dataset_id, len(run.writes)) for run in changes.runs] == [
         (DATASET_IDS[0], 3), (DATASET_IDS[1], 3)]
     assert materialized(changes) == fold(memory, records)
+
+
+@SETTINGS
+@given(case=logs_and_batches())
+def test_a_store_loaded_from_scratch_holds_what_a_live_store_holds(tmp_path_factory, case):
+    # A loading store (a rebuild's) writes its layer table and client indexes only at the end.
+    records, batches = case
+    directory = tmp_path_factory.mktemp("stores")
+    with mock.patch.object(layer_table, "CHUNK_SEGMENTS", 2):
+        loaded, live = SqliteStore(directory / "loaded.db", loading=True), SqliteStore(directory / "live.db")
+        try:
+            for replay_from, _, end in batches:
+                apply_batch(loaded, records[replay_from:end])
+                apply_batch(live, records[replay_from:end])
+            loaded.finish_loading()
+        finally:
+            loaded.close()
+            live.close()
+    assert dump(directory / "loaded.db") == dump(directory / "live.db")
