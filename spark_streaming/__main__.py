@@ -90,10 +90,9 @@ def run(args: argparse.Namespace) -> int:
     relay = None
     if args.changelog:
         # The relay reads the store like a client and publishes what the query commits.
-        from changelog import ChangelogRelay
+        from changelog.relay import RelayProcess
 
-        relay = ChangelogRelay(open_store(args.store, read_only=True), args.bootstrap_servers,
-                               config=kafka_options)
+        relay = RelayProcess(args.store, args.bootstrap_servers, config=kafka_options)
         relay.start()
     mirror = _lance_mirror(args.store, log)
     indexer = _search_follower(args.store, log)
@@ -125,7 +124,9 @@ def run(args: argparse.Namespace) -> int:
         log.info("the Spark JVM stopped with the interrupt")
         error = None
     finally:
-        for follower in (relay, mirror, indexer, snapshotter):
+        if relay is not None:
+            relay.stop()
+        for follower in (mirror, indexer, snapshotter):
             if follower is not None:
                 follower.stop()
                 follower.store.close()
