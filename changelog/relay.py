@@ -7,7 +7,6 @@ import multiprocessing
 import multiprocessing.synchronize
 import os
 import signal
-import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -193,16 +192,19 @@ class RelayProcess:
     for it: 200,000 registrations were visible at 4,700-5,000 events/s, 7,600 without the relay.
 
     >>> relay = RelayProcess(".strata/store.db", "localhost:9092")  # doctest: +SKIP
-    >>> relay.start()
+    >>> relay.start()  # a child process  # doctest: +SKIP
     """
 
-    def __init__(self, location: str, bootstrap_servers: str, *,
-                 config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, location: str, bootstrap_servers: str, *, config: Mapping[str, Any] | None = None,
+                 log_format: str = logging.BASIC_FORMAT) -> None:
+        """``log_format``: of the relay's log lines, written to this process's standard error at
+        its root logger's level."""
         context = multiprocessing.get_context("spawn")  # not fork: the projector runs threads
         self._stop = context.Event()
+        logs = (logging.getLogger().level, log_format)
         self._process = context.Process(
             target=_relay_until, name="strata-changelog", daemon=True,
-            args=(location, bootstrap_servers, dict(config or {}), self._stop, os.getpid()))
+            args=(location, bootstrap_servers, dict(config or {}), self._stop, os.getpid(), logs))
 
     def start(self) -> None:
         self._process.start()
@@ -216,14 +218,15 @@ class RelayProcess:
 
 
 def _relay_until(location: str, bootstrap_servers: str, config: dict[str, Any],
-                 stop: multiprocessing.synchronize.Event, parent: int) -> None:
-    """``RelayProcess``'s process: relay until ``stop`` is set or the process ``parent`` ends."""
+                 stop: multiprocessing.synchronize.Event, parent: int, logs: tuple[int, str]) -> None:
+    """``RelayProcess``'s process: relay until ``stop`` is set or the process ``parent`` ends,
+    logging at ``logs`` (level, format) to the standard error it shares with its parent."""
     from projector import open_store
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the projector, which stops this
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    level, log_format = logs
+    logging.basicConfig(level=level, format=log_format)
     relay = ChangelogRelay(open_store(location, read_only=True), bootstrap_servers, config=config)
     relay.start()
     try:

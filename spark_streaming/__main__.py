@@ -37,6 +37,8 @@ TOPICS_TIMEOUT_SECS = 240.0
 
 STORE_FAULT_EXIT_CODE = 2
 """The exit code when the store cannot be opened or written (read-only, full): fix it, restart."""
+LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
+"""The projector's log lines, and its changelog relay's."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
         snapshots_at = snapshot_location(args)
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=LOG_FORMAT)
     stop_requested = False
 
     def request_stop(signum: int, frame: object) -> None:
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         # The relay reads the store like a client and publishes what the query commits.
         from changelog.relay import RelayProcess
 
-        relay = RelayProcess(args.store, args.bootstrap_servers, config=kafka_options)
+        relay = RelayProcess(args.store, args.bootstrap_servers, config=kafka_options, log_format=LOG_FORMAT)
         relay.start()
     mirror = _lance_mirror(args.store, log)
     indexer = _search_follower(args.store, log)
