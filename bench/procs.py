@@ -1,4 +1,4 @@
-"""Memory of process trees, read from /proc (Linux): the broker, the projector, rerun's server."""
+"""Memory and CPU of process trees, read from /proc (Linux): the broker, the projector, rerun's server."""
 
 from __future__ import annotations
 
@@ -34,6 +34,43 @@ def tree(pid: int) -> list[int]:
             found.append(current)
             pending += _children(current)
     return found
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """CPU seconds (user and system) of ``pids`` and of the children they have reaped."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime, stime, cutime, cstime
+    return total / TICKS
+
+
+def program(pid: int) -> str:
+    """The file name of the program ``pid`` runs ("java", "python", ...), "" if it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return os.path.basename(f.read().split(b"\0", 1)[0].decode())
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def projector_parts(projector: int) -> dict[str, list[int]]:
+    """The projector's process tree in its parts: its driver's Python process, Spark's JVM, the
+    JVM's Python workers (Spark's tasks), and the driver's other children (the changelog relay)."""
+    jvms: list[int] = []
+    others: list[int] = []
+    for child in _children(projector):
+        (jvms if program(child).startswith("java") else others).append(child)
+    return {"driver": [projector], "spark_jvm": jvms,
+            "spark_tasks": [pid for jvm in jvms for pid in tree(jvm) if pid != jvm],
+            "relay": [pid for child in others for pid in tree(child)]}
 
 
 def rss_bytes(pid: int) -> int:

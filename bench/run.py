@@ -334,6 +334,11 @@ def rows_for(args: argparse.Namespace, strata: StrataResults, rerun: SystemResul
                         pick(strata, "producer_throughput", "registration_bytes"), NOT_APPLICABLE, 1_000,
                         note="each schema defined once, first: "
                              f"{pipeline['schema_bytes'] if pipeline else None} bytes"))
+        cpu = pipeline.get("cpu_us_per_event", {}) if pipeline else {}
+        for part, used in cpu.items():
+            rows.append(Row("throughput", f"producers API: CPU of the {part} (µs an event)", "lower", used,
+                            NOT_APPLICABLE, note="from the first send until visible and the relay idle; "
+                            f"all parts: {sum(cpu.values()):.0f} µs an event on {os.cpu_count()} CPUs"))
     if "queries" in args.only:
         for size in args.query_sizes:
             too_big = size > args.rerun_max_segments

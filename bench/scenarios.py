@@ -24,6 +24,7 @@ from bench import procs
 from bench.recordings import RecordingPool
 from bench.systems import (
     SEND_CHUNK,
+    ProbedServer,
     StrataSystem,
     System,
     layer_event,
@@ -154,6 +155,35 @@ class ProducerThroughputResult(TypedDict):
     segment_table_s: float
     until_segment_table_s: float
     events_per_s: float
+    cpu_us_per_event: NotRequired[dict[str, float]]
+    """CPU (user and system) of each process from the first send until every event is visible and
+    the changelog relay is idle, in microseconds an event: this process (the pipeline's producer,
+    and the read), the broker, and the projector's parts (``procs.projector_parts``)."""
+
+
+def _stack_cpu(system: StrataSystem) -> dict[str, float]:
+    """CPU seconds so far of this process and of the stack's processes, by part; empty for a
+    server that does not say its pids."""
+    server = system.server
+    if not isinstance(server, ProbedServer):
+        return {}
+    roots = server.process_roots()
+    parts = {"producer": [os.getpid()], "broker": procs.tree(roots["broker"]),
+             **procs.projector_parts(roots["projector"])}
+    return {name: procs.cpu_seconds(pids) for name, pids in parts.items()}
+
+
+def _relay_idle(system: StrataSystem, *, quiet_secs: float = 1.0, timeout_secs: float = 60.0) -> None:
+    """Wait until the changelog relay has used no CPU for ``quiet_secs`` (it has published what
+    the projector committed)."""
+    deadline = time.monotonic() + timeout_secs
+    used = _stack_cpu(system).get("relay", 0.0)
+    while time.monotonic() < deadline:
+        time.sleep(quiet_secs)
+        now = _stack_cpu(system).get("relay", 0.0)
+        if now - used < 0.02:
+            return
+        used = now
 
 
 def producer_throughput(system: StrataSystem, pool: RecordingPool, *, count: int) -> ProducerThroughputResult:
@@ -167,6 +197,7 @@ def producer_throughput(system: StrataSystem, pool: RecordingPool, *, count: int
               for i in range(1_000)]
     registration_bytes = statistics.mean(len(encode(event)) for event in sample)
     producer = EventProducer(system.server.bootstrap_servers)
+    cpu_before = _stack_cpu(system)
     started = time.perf_counter()
     try:
         producer.send([schema_event(dataset.id, d) for d in definitions])
@@ -189,12 +220,20 @@ def producer_throughput(system: StrataSystem, pool: RecordingPool, *, count: int
     visible = time.perf_counter() - started
     print(f"  strata: {count:,} events projected after {projected:.1f} s, in segment_table() after "
           f"{visible:.1f} s", flush=True)
-    return {"events": count, "rows_visible": rows, "registration_bytes": round(registration_bytes),
+    _relay_idle(system)
+    cpu = {name: round((used - cpu_before[name]) / count * 1e6, 1)
+           for name, used in _stack_cpu(system).items()}
+    result: ProducerThroughputResult = {
+            "events": count, "rows_visible": rows,
+            "registration_bytes": round(registration_bytes),
             "schema_bytes": [len(d.arrow_schema) for d in definitions], "send_s": round(sent, 2),
             "send_events_per_s": round(count / sent, 1), "until_projected_s": round(projected, 2),
             "projected_events_per_s": round(count / projected, 1),
             "segment_table_s": round(time.perf_counter() - table_started, 2),
             "until_segment_table_s": round(visible, 2), "events_per_s": round(count / visible, 1)}
+    if cpu:
+        result["cpu_us_per_event"] = cpu
+    return result
 
 
 class QueryResult(TypedDict):

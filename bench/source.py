@@ -41,22 +41,6 @@ from stack.broker import EmbeddedBroker
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 WAYS = ("count", "arrow", "decoded", "tasks")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """CPU seconds (user and system) of ``pids`` and of their children they have reaped."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime, stime, cutime, cstime
-    return total / TICKS
-
-
 class Processes:
     """The processes whose CPU a read is charged to, found again at each reading (Spark starts
     its Python workers on demand)."""
@@ -66,21 +50,13 @@ class Processes:
 
     def groups(self) -> dict[str, list[int]]:
         own = os.getpid()
-        jvms = [pid for pid in procs.tree(own) if pid != own and _command(pid).startswith("java")]
+        jvms = [pid for pid in procs.tree(own) if pid != own and procs.program(pid).startswith("java")]
         workers = [pid for jvm in jvms for pid in procs.tree(jvm) if pid != jvm]
         return {"broker": procs.tree(self.broker), "spark_jvm": jvms, "python_workers": workers,
                 "driver_python": [own]}
 
     def reading(self) -> dict[str, float]:
-        return {name: cpu_seconds(pids) for name, pids in self.groups().items()}
-
-
-def _command(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return os.path.basename(f.read().split(b"\0", 1)[0].decode())
-    except (FileNotFoundError, ProcessLookupError):
-        return ""
+        return {name: procs.cpu_seconds(pids) for name, pids in self.groups().items()}
 
 
 def _decoded_in_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

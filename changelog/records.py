@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import uuid
@@ -119,10 +120,16 @@ _TABLE_KINDS = {ChangeKind.TABLE_CREATED, ChangeKind.TABLE_RENAMED, ChangeKind.T
                 ChangeKind.TABLE_ROWS_WRITTEN}
 
 
+@functools.lru_cache(maxsize=4096)
+def _id_text(entry_id: uuid.UUID | None) -> str:
+    """An entry's id as the changelog writes it: converted once per entry, not once per change."""
+    return str(entry_id)
+
+
 def key_of(change: Change) -> Key | None:
     """The key whose state ``change`` changed. A blueprint is a segment of a hidden dataset; a
     default blueprint is in its dataset's state (``records_of`` skips a table's)."""
-    entry = str(change.entry_id)
+    entry = _id_text(change.entry_id)
     if change.kind in _DATASET_KINDS:
         return "dataset", entry
     if change.kind in (ChangeKind.SEGMENT_ADDED, ChangeKind.SEGMENT_REMOVED):
@@ -143,12 +150,12 @@ def records_of(store: ProjectionReader, latest: Mapping[Key, Change]
     key and value: the state the store holds now, or None (a tombstone) if the thing is gone.
     The segments and layers are read in bulk."""
     wanted: dict[uuid.UUID, set[str]] = {}
-    for key in latest:
-        if key[0] in ("segment", "layer"):
-            wanted.setdefault(uuid.UUID(key[1]), set()).add(key[2])
+    for key, change in latest.items():
+        if key[0] in ("segment", "layer") and change.entry_id is not None:
+            wanted.setdefault(change.entry_id, set()).add(key[2])
     segments, layers = store.segments_with_layers(wanted) if wanted else ({}, {})
     for key, change in latest.items():
-        if key[0] == "dataset" and store.dataset(uuid.UUID(key[1])) is None:
+        if key[0] == "dataset" and change.entry_id is not None and store.dataset(change.entry_id) is None:
             continue  # a table's default blueprint: a table's state does not carry it
         state = _state(store, key, change, segments, layers)
         value = None
@@ -180,7 +187,8 @@ def _state(store: ProjectionReader, key: Key, change: Change,
     if kind == "rejection":
         return "strata.changelog.RejectionState", {
             "reason": change.detail, "entry_id": str(change.entry_id) if change.entry_id else None}
-    entry = uuid.UUID(key[1])
+    entry = change.entry_id
+    assert entry is not None, "a change of an entry names it"
     if kind == "dataset":
         dataset = store.dataset(entry)
         return None if dataset is None or dataset.deleted else _dataset_state(dataset)
@@ -202,13 +210,13 @@ def _dataset_state(d: Dataset) -> tuple[str, DatasetState]:
 
 def _segment_state(s: Segment) -> tuple[str, SegmentState]:
     return "strata.changelog.SegmentState", {
-        "dataset_id": str(s.dataset_id), "segment_id": s.segment_id, "position": s.position,
+        "dataset_id": _id_text(s.dataset_id), "segment_id": s.segment_id, "position": s.position,
         "created_offset": s.created_by.offset}
 
 
 def _layer_state(x: Layer) -> tuple[str, LayerState]:
     return "strata.changelog.LayerState", {
-        "dataset_id": str(x.dataset_id), "segment_id": x.segment_id, "layer_name": x.layer_name,
+        "dataset_id": _id_text(x.dataset_id), "segment_id": x.segment_id, "layer_name": x.layer_name,
         "storage_url": x.storage_url, "size_bytes": x.size_bytes, "schema_sha256": x.schema_sha256,
         "registered_at": x.registered_at, "registered_offset": x.registered_by.offset,
         "event_id": str(x.event_id), "num_chunks": x.num_chunks,

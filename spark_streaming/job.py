@@ -44,21 +44,31 @@ def connector_jars() -> list[Path]:
 # batch at the default, 140 ms at 10 ms. Large batches are not slowed: a full fetch returns at once.
 DEFAULT_KAFKA_OPTIONS = {"kafka.fetch.max.wait.ms": "10"}
 
+# The driver JVM's options, where local[*] runs every task; a session's own options are added.
+JVM_OPTIONS = [
+    # Not G1: with G1, the 25 ms polling delay below made a one-record batch slower
+    # (register().wait() p50 95-100 -> 115-156 ms); with the parallel collector p50 stayed at
+    # 100-102 ms. The serial collector then did as well with less memory: in back-to-back runs
+    # against the parallel one, the projector's process tree idled at 551 instead of 664 MiB, p50
+    # 111 against 131 ms, producer bursts at 2,788 against 2,621 events/s (README, "Start-up").
+    "-XX:+UseSerialGC",
+    # The heap grows only as far as batches need.
+    "-Xms64m",
+    # The quick compiler only: the optimizing one spent 5.2 of the JVM's 11.3 CPU seconds of a
+    # 200,000-registration burst compiling, on a core the tasks and the fold need. Without it the
+    # tasks took 2.5 s instead of 2.3, a Server started in 4.7 s instead of 6.2, and its first
+    # registration was visible after 6.7 s instead of 9.6 (docs/performance.md, "Start-up").
+    "-XX:TieredStopAtLevel=1",
+]
+
 # Spark settings for a long-running stream of small batches; build_session's ``conf`` overrides
 # any of them. Measured together on a 2-core machine, against Spark's defaults, in back-to-back runs
 # (README, "Performance notes").
 DEFAULT_SPARK_CONF = {
     # An idle stream asks the broker for the log's end offsets after every pollingDelay (10 ms by
     # default). 25 ms cut the idle CPU of the Spark JVM from 25-28% to 15-18% of a core and of
-    # the broker from 20-25% to 15-18% (with the collector below).
+    # the broker from 20-25% to 15-18% (with the serial collector, ``JVM_OPTIONS``).
     "spark.sql.streaming.pollingDelay": "25ms",
-    # Not G1 in the driver JVM, where local[*] runs every task: with G1, the 25 ms delay above made
-    # a one-record batch slower (register().wait() p50 95-100 -> 115-156 ms); with the parallel
-    # collector p50 stayed at 100-102 ms. The serial collector then did as well with less memory:
-    # in back-to-back runs against the parallel one, the projector's process tree idled at 551
-    # instead of 664 MiB, p50 111 against 131 ms, producer bursts at 2,788 against 2,621 events/s
-    # (README, "Start-up"). A 64 MiB initial heap: the heap grows only as far as batches need.
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -Xms64m",
     # Spark turns adaptive execution off for streaming queries anyway and logs a warning at each
     # start when it is on; no measured effect otherwise.
     "spark.sql.adaptive.enabled": "false",
@@ -101,8 +111,8 @@ def build_session(master: str = "local[*]", *, app_name: str = "strata-projector
     conf = {**connector, **DEFAULT_SPARK_CONF, **(conf or {})}
     # The driver's classes from the archive setup made (see settings.class_data_archive): the
     # session started in 3.1-3.2 s instead of 4.9-5.4, its first job in 0.9-1.0 s instead of 1.9-2.0.
-    conf["spark.driver.extraJavaOptions"] = " ".join(
-        [conf.get("spark.driver.extraJavaOptions", ""), *settings.class_data_options("spark")]).strip()
+    options = [*JVM_OPTIONS, conf.get("spark.driver.extraJavaOptions"), *settings.class_data_options("spark")]
+    conf["spark.driver.extraJavaOptions"] = " ".join(option for option in options if option)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
