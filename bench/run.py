@@ -337,7 +337,7 @@ def rows_for(args: argparse.Namespace, strata: StrataResults, rerun: SystemResul
         cpu = pipeline.get("cpu_us_per_event", {}) if pipeline else {}
         for part, used in cpu.items():
             rows.append(Row("throughput", f"producers API: CPU of the {part} (µs an event)", "lower", used,
-                            NOT_APPLICABLE, note="from the first send until visible and the relay idle; "
+                            NOT_APPLICABLE, note="from the first send until visible and in the changelog; "
                             f"all parts: {sum(cpu.values()):.0f} µs an event on {os.cpu_count()} CPUs"))
     if "queries" in args.only:
         for size in args.query_sizes:

@@ -32,6 +32,7 @@ from bench.systems import (
     manifest,
     schema_event,
 )
+from changelog import CHANGES_TOPIC
 from events import CATALOG_TOPIC, CreateDataset, Event, codec, encode
 from producers import EventProducer
 from projector import Changes, FoldReader, LogRecord, ProjectionReader, fold, open_store, wait_for_positions
@@ -157,7 +158,7 @@ class ProducerThroughputResult(TypedDict):
     events_per_s: float
     cpu_us_per_event: NotRequired[dict[str, float]]
     """CPU (user and system) of each process from the first send until every event is visible and
-    the changelog relay is idle, in microseconds an event: this process (the pipeline's producer,
+    the changelog has them all, in microseconds an event: this process (the pipeline's producer,
     and the read), the broker, and the projector's parts (``procs.projector_parts``)."""
 
 
@@ -173,17 +174,17 @@ def _stack_cpu(system: StrataSystem) -> dict[str, float]:
     return {name: procs.cpu_seconds(pids) for name, pids in parts.items()}
 
 
-def _relay_idle(system: StrataSystem, *, quiet_secs: float = 1.0, timeout_secs: float = 60.0) -> None:
-    """Wait until the changelog relay has used no CPU for ``quiet_secs`` (it has published what
-    the projector committed)."""
+def _changelog_settled(system: StrataSystem, *, quiet_secs: float = 2.0, timeout_secs: float = 120.0) -> None:
+    """Wait until the changelog topic's end offset has not moved for ``quiet_secs``: the relay has
+    published what the projector committed."""
     deadline = time.monotonic() + timeout_secs
-    used = _stack_cpu(system).get("relay", 0.0)
+    published = topic_end_offset(system.server.bootstrap_servers, CHANGES_TOPIC)
     while time.monotonic() < deadline:
         time.sleep(quiet_secs)
-        now = _stack_cpu(system).get("relay", 0.0)
-        if now - used < 0.02:
+        now = topic_end_offset(system.server.bootstrap_servers, CHANGES_TOPIC)
+        if now == published:
             return
-        used = now
+        published = now
 
 
 def producer_throughput(system: StrataSystem, pool: RecordingPool, *, count: int) -> ProducerThroughputResult:
@@ -220,7 +221,7 @@ def producer_throughput(system: StrataSystem, pool: RecordingPool, *, count: int
     visible = time.perf_counter() - started
     print(f"  strata: {count:,} events projected after {projected:.1f} s, in segment_table() after "
           f"{visible:.1f} s", flush=True)
-    _relay_idle(system)
+    _changelog_settled(system)
     cpu = {name: round((used - cpu_before[name]) / count * 1e6, 1)
            for name, used in _stack_cpu(system).items()}
     result: ProducerThroughputResult = {
@@ -269,10 +270,10 @@ def queries(system: System, pool: RecordingPool, *, sizes: list[int], repeats: i
     return results
 
 
-def topic_end_offset(bootstrap_servers: str) -> int:
+def topic_end_offset(bootstrap_servers: str, topic: str = CATALOG_TOPIC) -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "strata-bench"})
     try:
-        return consumer.get_watermark_offsets(TopicPartition(CATALOG_TOPIC, 0), timeout=10)[1]
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
     finally:
         consumer.close()
 

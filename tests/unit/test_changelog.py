@@ -1,10 +1,13 @@
 """The changelog's followers where their input is not what they wrote: a changelog record whose
 source offset header is missing or malformed, a Lance copy whose last version has no
-transaction to say whose it is, and a table written while the mirror reads its rows."""
+transaction to say whose it is, and a table written while the mirror reads its rows; and the
+relay's process below the projector's priority."""
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 import uuid
 
 import pyarrow as pa
@@ -18,6 +21,21 @@ from projector import apply_batch
 from projector.stores.sqlite import SqliteStore
 
 from .conftest import LABELS, Log, write
+
+
+def test_the_relay_s_process_runs_below_the_projector_s_priority(tmp_path) -> None:
+    SqliteStore(tmp_path / "store.db").close()
+    process = relay.RelayProcess(str(tmp_path / "store.db"), "127.0.0.1:9")  # no broker: it only starts
+    expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + relay.NICENESS)
+    process.start()
+    try:
+        assert process.pid is not None
+        deadline = time.monotonic() + 30
+        while os.getpriority(os.PRIO_PROCESS, process.pid) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, process.pid) == expected
+    finally:
+        process.stop(timeout_secs=2)  # it may be waiting on the broker that is not there
 
 
 def test_a_record_s_source_offset_is_its_8_byte_header() -> None:
