@@ -225,13 +225,13 @@ def producer_throughput(system: StrataSystem, pool: RecordingPool, *, count: int
     cpu = {name: round((used - cpu_before[name]) / count * 1e6, 1)
            for name, used in _stack_cpu(system).items()}
     result: ProducerThroughputResult = {
-            "events": count, "rows_visible": rows,
-            "registration_bytes": round(registration_bytes),
-            "schema_bytes": [len(d.arrow_schema) for d in definitions], "send_s": round(sent, 2),
-            "send_events_per_s": round(count / sent, 1), "until_projected_s": round(projected, 2),
-            "projected_events_per_s": round(count / projected, 1),
-            "segment_table_s": round(time.perf_counter() - table_started, 2),
-            "until_segment_table_s": round(visible, 2), "events_per_s": round(count / visible, 1)}
+        "events": count, "rows_visible": rows,
+        "registration_bytes": round(registration_bytes),
+        "schema_bytes": [len(d.arrow_schema) for d in definitions], "send_s": round(sent, 2),
+        "send_events_per_s": round(count / sent, 1), "until_projected_s": round(projected, 2),
+        "projected_events_per_s": round(count / projected, 1),
+        "segment_table_s": round(time.perf_counter() - table_started, 2),
+        "until_segment_table_s": round(visible, 2), "events_per_s": round(count / visible, 1)}
     if cpu:
         result["cpu_us_per_event"] = cpu
     return result

@@ -180,13 +180,13 @@ def resume_offset(config: Mapping[str, Any], timeout_secs: float = 30.0) -> int:
 
 
 PARENT_CHECK_SECS = 1.0
+"""How often a relay in a process of its own checks that the projector that started it lives."""
 
 NICENESS = 10
 """Added to the relay process's niceness: under a burst the fold gets the cores first, and the
 relay publishes behind it (the store, not the changelog, is what a write waits for). 200,000
 registrations sent to a ``Server`` were in the store after 27.4 s and in the changelog after
 32.5 s, against 31.3 s and 33.3 s at the projector's niceness."""
-"""How often a relay in a process of its own checks that the projector that started it lives."""
 
 
 class RelayProcess:
