@@ -4,6 +4,10 @@ broker is up and visible once the projector has caught up, exactly once."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+from typing import Any
+
 import pyarrow as pa
 import pytest
 import rerun as rr
@@ -21,8 +25,21 @@ def reads(rerun_client: rr.catalog.CatalogClient, client) -> dict[str, object]:
             "strata segments": client.get_dataset(name="startup").segment_ids()}
 
 
-def test_reads_come_before_the_projector_and_a_write_made_then_lands_once(tmp_path, make_rrd,
-                                                                           new_store) -> None:
+def held_projector(monkeypatch, gate: Path) -> None:
+    """Servers started from here on start their projector only once ``gate`` exists: what a test
+    does before is done before the projector is up, however fast it starts."""
+    start = processes.start
+
+    def start_held(args: list[str], log_path: Path, **kwargs: Any) -> subprocess.Popen[bytes]:
+        if "spark_streaming" in args:
+            args = ["sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"', str(gate), *args]
+        return start(args, log_path, **kwargs)
+
+    monkeypatch.setattr(processes, "start", start_held)
+
+
+def test_reads_come_before_the_projector_and_a_write_made_then_lands_once(tmp_path, make_rrd, new_store,
+                                                                           monkeypatch) -> None:
     data_dir = tmp_path / "stack"
     store = new_store()
     uris = [make_rrd(f"startup_{i}") for i in range(3)]
@@ -30,6 +47,8 @@ def test_reads_come_before_the_projector_and_a_write_made_then_lands_once(tmp_pa
     with Server(data_dir, store=store) as first:
         first.client().create_dataset("startup").register(uris).wait()
 
+    gate = tmp_path / "the projector may start"
+    held_projector(monkeypatch, gate)
     with Server(data_dir, store=store) as second:
         rerun_client = rr.catalog.CatalogClient(second.url())
         client = second.client()
@@ -47,6 +66,7 @@ def test_reads_come_before_the_projector_and_a_write_made_then_lands_once(tmp_pa
         with pytest.raises(TimeoutError):
             second.ready(timeout_secs=0)
 
+        gate.touch()
         second.ready(timeout_secs=240)
         task.wait(timeout_secs=120)
         operation.wait(timeout_secs=120)
